@@ -1,0 +1,118 @@
+// Package itest gives integration tests the real ZooKeeper and MariaDB they
+// run against, and fails them with a how-to-start message when those are
+// missing: a missing server is a failed test, never a skipped one.
+package itest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+const howToStart = "start the local stack with `make stack-up` (scripts/stack.sh up installs and starts ZooKeeper and MariaDB)"
+
+// ZooKeeper returns the test ensemble's addresses (SECKILL_TEST_ZK, comma
+// separated; default 127.0.0.1:2181) after checking that it answers ruok.
+func ZooKeeper(t testing.TB) []string {
+	t.Helper()
+	servers := strings.Split(env("SECKILL_TEST_ZK", "127.0.0.1:2181"), ",")
+	if err := ruok(servers[0]); err != nil {
+		t.Fatalf("ZooKeeper at %s is not answering (%v): %s", servers[0], err, howToStart)
+	}
+	return servers
+}
+
+func ruok(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(3 * time.Second)); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte("ruok")); err != nil {
+		return err
+	}
+	buf := make([]byte, 4)
+	n, _ := conn.Read(buf) // the answer or nothing; judged below
+	if string(buf[:n]) != "imok" {
+		return fmt.Errorf("ruok answered %q, want imok (is 4lw.commands.whitelist set?)", buf[:n])
+	}
+	return nil
+}
+
+// Path returns a ZooKeeper path unique to this test run.
+func Path(t testing.TB) string {
+	t.Helper()
+	return "/seckill-test/" + sanitize(t.Name()) + "-" + randHex(4)
+}
+
+// MySQLDSN is the admin DSN the tests use to create their databases
+// (SECKILL_TEST_MYSQL_DSN; default the stack's seckill user).
+func MySQLDSN() string {
+	return env("SECKILL_TEST_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/")
+}
+
+// Database creates a database of its own for the test, dropped at cleanup,
+// and returns a DSN for it.
+func Database(t testing.TB) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(MySQLDSN())
+	if err != nil {
+		t.Fatalf("SECKILL_TEST_MYSQL_DSN: %v", err)
+	}
+	name := "seckill_t_" + randHex(6)
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("open MySQL: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := admin.PingContext(ctx); err != nil {
+		admin.Close()
+		t.Fatalf("MySQL at %s is not answering (%v): %s", cfg.Addr, err, howToStart)
+	}
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		admin.Close()
+		t.Fatalf("create test database: %v (the stack script grants the seckill user seckill_* databases)", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	cfg.DBName = name
+	cfg.ParseTime = true
+	return cfg.FormatDSN()
+}
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+func sanitize(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,427 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Sentinel errors of the client.
+var (
+	// ErrClosed is returned by calls on a closed Client.
+	ErrClosed = errors.New("zklock: client closed")
+	// ErrSessionLost is returned when the ZooKeeper session ended, or the
+	// connection stayed down past the session timeout, during a call.
+	ErrSessionLost = errors.New("zklock: session lost")
+)
+
+// State is the connection state a Client reports to its listeners; the
+// names are Curator's ConnectionState values.
+type State int
+
+// Connection states.
+const (
+	// StateConnected: the first session is established.
+	StateConnected State = iota + 1
+	// StateSuspended: the connection dropped; the session may still be alive.
+	StateSuspended
+	// StateReconnected: a connection is back, with the old session or a new one.
+	StateReconnected
+	// StateLost: the session expired, or the connection stayed down past the
+	// session timeout. Ephemeral nodes of that session are (or will be) gone.
+	StateLost
+)
+
+func (s State) String() string {
+	switch s {
+	case StateConnected:
+		return "connected"
+	case StateSuspended:
+		return "suspended"
+	case StateReconnected:
+		return "reconnected"
+	case StateLost:
+		return "lost"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Options configure a Client. Zero fields get the documented defaults, which
+// are the seckill seed's Curator settings.
+type Options struct {
+	// SessionTimeout is the ZooKeeper session timeout. Default 25s.
+	SessionTimeout time.Duration
+	// ConnectionTimeout bounds Connect's wait for the first session. Default 20s.
+	ConnectionTimeout time.Duration
+	// Retry is the policy for operations failing with connection loss.
+	// Default ExponentialBackoffRetry{BaseSleep: 1s, MaxRetries: 10}.
+	Retry ExponentialBackoffRetry
+	// Logger receives connection state changes. Default: discard.
+	Logger *slog.Logger
+	// NodeData is written into lock nodes. Default: this host's IP address as
+	// text, as Curator does.
+	NodeData []byte
+}
+
+func (o *Options) setDefaults() {
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 25 * time.Second
+	}
+	if o.ConnectionTimeout <= 0 {
+		o.ConnectionTimeout = 20 * time.Second
+	}
+	if o.Retry.BaseSleep <= 0 {
+		o.Retry.BaseSleep = time.Second
+	}
+	if o.Retry.MaxRetries <= 0 {
+		o.Retry.MaxRetries = 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.NodeData == nil {
+		o.NodeData = []byte(localAddress())
+	}
+}
+
+// Client is a ZooKeeper connection with Curator's connection-state model.
+// It is safe for concurrent use. Close it to end its session and its
+// background goroutines.
+type Client struct {
+	conn *zk.Conn
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	session   *Session // current session; nil before the first and after loss until the next
+	ready     chan struct{}
+	suspended bool
+	connectedOnce bool
+	lostTimer *time.Timer
+	listeners map[int]func(State)
+	nextID    int
+	closed    bool
+
+	events  chan struct{} // signals that pending has events
+	pending []zk.Event
+	closing chan struct{}
+	bg      context.Context // ends at Close; background work runs under it
+	stopBG  context.CancelFunc
+	wg      sync.WaitGroup // the event loop and background deletes
+
+	noContainers bool // the server does not know CONTAINER nodes (before 3.5)
+	stats        stats
+}
+
+// Connect dials the ensemble and waits, at most ctx's deadline or
+// Options.ConnectionTimeout, for the first session.
+func Connect(ctx context.Context, servers []string, opts Options) (*Client, error) {
+	opts.setDefaults()
+	if len(servers) == 0 {
+		return nil, errors.New("zklock: no servers")
+	}
+	c := &Client{
+		opts:      opts,
+		log:       opts.Logger,
+		ready:     make(chan struct{}),
+		listeners: make(map[int]func(State)),
+		events:    make(chan struct{}, 1),
+		closing:   make(chan struct{}),
+	}
+	c.bg, c.stopBG = context.WithCancel(context.Background())
+	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
+		zk.WithEventCallback(c.onEvent),
+		zk.WithLogger(zkLogger{c.log}),
+		zk.WithLogInfo(false),
+		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
+			return net.DialTimeout(network, address, min(opts.ConnectionTimeout, 5*time.Second))
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("zklock: connect: %w", err)
+	}
+	c.conn = conn
+	c.wg.Add(1)
+	go c.eventLoop()
+
+	ctx, cancel := context.WithTimeout(ctx, opts.ConnectionTimeout)
+	defer cancel()
+	if _, err := c.Session(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("zklock: connect to %v: no session within %v: %w", servers, opts.ConnectionTimeout, err)
+	}
+	return c, nil
+}
+
+// Conn returns the underlying go-zookeeper connection, for operations the
+// recipes do not cover. Do not close it; close the Client.
+func (c *Client) Conn() *zk.Conn { return c.conn }
+
+// Session returns the current live session, waiting for one while the
+// connection is down.
+func (c *Client) Session(ctx context.Context) (*Session, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		s, ready := c.session, c.ready
+		if s != nil && !c.suspended {
+			c.mu.Unlock()
+			return s, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-ready:
+		case <-c.closing:
+			return nil, ErrClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Listen registers fn to be called, in order and from one goroutine, with
+// every state change. fn must not block for long. The returned function
+// removes the listener.
+func (c *Client) Listen(fn func(State)) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.nextID
+	c.nextID++
+	c.listeners[id] = fn
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.listeners, id)
+	}
+}
+
+// Close ends the session (ZooKeeper deletes its ephemeral nodes), stops the
+// background goroutines and waits for them. It is safe to call more than once.
+func (c *Client) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.closing)
+	c.stopBG()
+	if c.lostTimer != nil {
+		c.lostTimer.Stop()
+	}
+	s := c.session
+	c.mu.Unlock()
+	if s != nil {
+		s.end()
+	}
+	c.conn.Close()
+	c.wg.Wait()
+}
+
+// onEvent is go-zookeeper's event callback. It runs on the connection's own
+// goroutines, sometimes under its locks, so it only queues the event.
+func (c *Client) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	c.mu.Lock()
+	c.pending = append(c.pending, ev)
+	c.mu.Unlock()
+	select {
+	case c.events <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) eventLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-c.events:
+		}
+		c.mu.Lock()
+		evs := c.pending
+		c.pending = nil
+		c.mu.Unlock()
+		for _, ev := range evs {
+			c.handle(ev.State)
+		}
+	}
+}
+
+// handle turns go-zookeeper's session events into Curator's states.
+func (c *Client) handle(zs zk.State) {
+	var changed []State
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	switch zs {
+	case zk.StateHasSession:
+		id := c.conn.SessionID()
+		first := !c.connectedOnce
+		c.connectedOnce = true
+		if c.session != nil && c.session.id != id {
+			changed = append(changed, c.loseLocked())
+		}
+		if c.lostTimer != nil {
+			c.lostTimer.Stop()
+			c.lostTimer = nil
+		}
+		if c.session == nil {
+			c.session = newSession(id)
+		} else {
+			c.session.resume()
+		}
+		wasSuspended := c.suspended
+		c.suspended = false
+		close(c.ready)
+		c.ready = make(chan struct{})
+		switch {
+		case first:
+			changed = append(changed, StateConnected)
+		case wasSuspended || len(changed) > 0:
+			changed = append(changed, StateReconnected)
+		}
+	case zk.StateDisconnected:
+		if c.session != nil && !c.suspended {
+			c.suspended = true
+			c.session.interrupt()
+			changed = append(changed, StateSuspended)
+			// Curator's rule: a connection down for a whole session timeout
+			// means the session is lost, whatever the server says later.
+			c.lostTimer = time.AfterFunc(c.opts.SessionTimeout, c.suspendedTooLong)
+		}
+	case zk.StateExpired:
+		if c.session != nil {
+			changed = append(changed, c.loseLocked())
+		}
+	}
+	ls := c.listenersLocked()
+	c.mu.Unlock()
+	for _, st := range changed {
+		c.log.Info("zookeeper connection state", "state", st.String())
+		for _, fn := range ls {
+			fn(st)
+		}
+	}
+}
+
+// loseLocked ends the current session. c.mu must be held.
+func (c *Client) loseLocked() State {
+	c.session.end()
+	c.session = nil
+	return StateLost
+}
+
+func (c *Client) suspendedTooLong() {
+	c.mu.Lock()
+	if c.closed || !c.suspended || c.session == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.loseLocked()
+	ls := c.listenersLocked()
+	c.mu.Unlock()
+	c.log.Warn("zookeeper connection down for a whole session timeout: session treated as lost")
+	for _, fn := range ls {
+		fn(StateLost)
+	}
+}
+
+func (c *Client) listenersLocked() []func(State) {
+	ls := make([]func(State), 0, len(c.listeners))
+	for _, fn := range c.listeners {
+		ls = append(ls, fn)
+	}
+	return ls
+}
+
+// Session is one ZooKeeper session of a Client. Ephemeral nodes live as long
+// as their session.
+type Session struct {
+	id   int64
+	done chan struct{}
+	once sync.Once
+
+	mu          sync.Mutex
+	interrupted chan struct{} // closed at the next suspension; renewed on reconnect
+}
+
+func newSession(id int64) *Session {
+	return &Session{id: id, done: make(chan struct{}), interrupted: make(chan struct{})}
+}
+
+// ID is ZooKeeper's session id, the ephemeralOwner of this session's nodes.
+func (s *Session) ID() int64 { return s.id }
+
+// Done is closed when the session is lost: expired, or the connection down
+// for a whole session timeout, or the client closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+func (s *Session) end() {
+	s.once.Do(func() { close(s.done) })
+	s.interrupt()
+}
+
+// interruption returns a channel closed at the session's next suspension.
+func (s *Session) interruption() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.interrupted
+}
+
+func (s *Session) interrupt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.interrupted:
+	default:
+		close(s.interrupted)
+	}
+}
+
+// resume arms a new interruption channel after a reconnect.
+func (s *Session) resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.interrupted:
+		s.interrupted = make(chan struct{})
+	default:
+	}
+}
+
+// localAddress is the host's first non-loopback IPv4 address, Curator's
+// default lock node data; 127.0.0.1 when there is none.
+func localAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "127.0.0.1"
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+			return ipn.IP.String()
+		}
+	}
+	return "127.0.0.1"
+}
+
+// zkLogger routes go-zookeeper's log lines to slog at debug level.
+type zkLogger struct{ log *slog.Logger }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+}

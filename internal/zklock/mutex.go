@@ -1,0 +1,192 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Sentinel errors of the lock recipes.
+var (
+	// ErrLocked is returned by TryAcquire when another participant holds the lock.
+	ErrLocked = errors.New("zklock: locked by another participant")
+	// ErrNotHeld is returned by Release on a handle that does not hold the lock.
+	ErrNotHeld = errors.New("zklock: lock not held by this handle")
+)
+
+// closedChan is what Lost returns when nothing is held.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Mutex is Curator's InterProcessMutex: a fair (FIFO) distributed lock on a
+// ZooKeeper path, interoperable with Java Curator on the same path.
+//
+// It is reentrant per handle: Acquire on a handle that holds the lock only
+// counts, and the lock is released when Release has been called as often.
+// Goroutines sharing one handle therefore share the lock; give each its own.
+type Mutex struct {
+	c *Client
+	q queue
+
+	acquiring sync.Mutex // one acquisition at a time on this handle
+
+	mu    sync.Mutex
+	count int
+	node  string
+	sess  *Session
+	lost  chan struct{}
+	stop  chan struct{} // closed by Release: the hold's watcher exits
+}
+
+// NewMutex returns a handle on the lock at lockPath. It does no I/O; the path
+// and its parents are created as containers on first use.
+func NewMutex(c *Client, lockPath string) *Mutex {
+	return &Mutex{c: c, q: queue{c: c, dir: lockPath, marker: lockMarker, maxLeases: 1}}
+}
+
+// Acquire blocks until the lock is held, or ctx ends. When it gives up it
+// deletes its queue node, so nothing is left behind.
+func (m *Mutex) Acquire(ctx context.Context) error {
+	return m.acquire(ctx, true)
+}
+
+// TryAcquire takes the lock if it is free right now and returns ErrLocked
+// otherwise, leaving no node behind.
+func (m *Mutex) TryAcquire(ctx context.Context) error {
+	return m.acquire(ctx, false)
+}
+
+func (m *Mutex) acquire(ctx context.Context, wait bool) error {
+	if err := ValidatePath(m.q.dir); err != nil {
+		return err
+	}
+	m.acquiring.Lock()
+	defer m.acquiring.Unlock()
+	m.mu.Lock()
+	if m.count > 0 {
+		m.count++
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.Unlock()
+
+	node, s, err := m.q.enter(ctx, m.c.opts.NodeData, wait)
+	if err != nil {
+		if errors.Is(err, ErrLocked) {
+			return err
+		}
+		return fmt.Errorf("zklock: acquire %s: %w", m.q.dir, err)
+	}
+	lost, stop := make(chan struct{}), make(chan struct{})
+	interrupted := s.interruption()
+	m.mu.Lock()
+	m.count, m.node, m.sess, m.lost, m.stop = 1, node, s, lost, stop
+	m.mu.Unlock()
+	m.c.background(func(bg context.Context) { m.c.watchHeld(bg, node, s, interrupted, lost, stop) })
+	return nil
+}
+
+// Release undoes one Acquire; the last one deletes the lock node (retrying in
+// the background through connection loss until the node or its session is
+// gone). If ctx ends first, the delete goes on in the background and Release
+// returns nil: the lock is released either way. It returns ErrNotHeld when the handle does not hold the lock.
+func (m *Mutex) Release(ctx context.Context) error {
+	m.mu.Lock()
+	if m.count == 0 {
+		m.mu.Unlock()
+		return ErrNotHeld
+	}
+	m.count--
+	if m.count > 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	node, s, stop := m.node, m.sess, m.stop
+	m.node, m.sess, m.lost, m.stop = "", nil, nil, nil
+	m.mu.Unlock()
+	close(stop)
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, m.c.deleteNode(node, s) }, nil)
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("zklock: release %s: %w", m.q.dir, err)
+	}
+	return nil // given up on by ctx, the delete goes on in the background
+}
+
+// Lost returns a channel that is closed when the lock can no longer be
+// trusted to be held: the connection was suspended, the session was lost, the
+// client closed, or the lock node was deleted. A handle that holds nothing
+// returns a closed channel. Work guarded by the lock must check it before it
+// commits, and the holder must still call Release.
+func (m *Mutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lost == nil {
+		return closedChan
+	}
+	return m.lost
+}
+
+// IsHeld reports whether this handle holds the lock.
+func (m *Mutex) IsHeld() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.count > 0
+}
+
+// Node returns the path of the held lock node, or "" when nothing is held.
+// Its sequence number orders holders and can serve as a fencing token.
+func (m *Mutex) Node() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.node
+}
+
+// ParticipantNodes returns the paths of all nodes queued on the lock, the
+// holder first, as Curator's getParticipantNodes does.
+func (m *Mutex) ParticipantNodes(ctx context.Context) ([]string, error) {
+	return m.q.participants(ctx)
+}
+
+// watchHeld watches a held lock node and closes lost when the hold ends
+// without Release: node deleted, connection suspended, session lost.
+func (c *Client) watchHeld(bg context.Context, node string, s *Session, interrupted <-chan struct{}, lost, stop chan struct{}) {
+	for {
+		_, _, ch, err := c.conn.GetW(node)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			// Deleted, by Release (stop is closed) or by someone else.
+		case err == nil:
+			select {
+			case ev := <-ch:
+				if ev.Type != zk.EventNodeDeleted {
+					continue // data change or a lapsed watch: watch again
+				}
+			case <-interrupted:
+			case <-s.Done():
+			case <-stop:
+				return
+			case <-bg.Done():
+			}
+		default:
+			select {
+			case <-interrupted:
+			case <-s.Done():
+			case <-stop:
+				return
+			case <-bg.Done():
+			}
+		}
+		select {
+		case <-stop:
+		default:
+			close(lost)
+		}
+		return
+	}
+}

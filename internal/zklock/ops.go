@@ -1,0 +1,337 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+)
+
+var openACL = zk.WorldACL(zk.PermAll)
+
+// stats counts what the recipes do, for tests and benchmarks.
+type stats struct {
+	wakeups atomic.Int64 // watch notifications that woke a waiter
+}
+
+// Stats are counters of a Client's recipes.
+type Stats struct {
+	// Wakeups counts watch notifications that woke a lock waiter. With a
+	// fair, herd-free queue it grows by one per hand-off.
+	Wakeups int64
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	return Stats{Wakeups: c.stats.wakeups.Load()}
+}
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// call runs fn, a blocking go-zookeeper request, and returns early when ctx
+// ends. The request still completes in the background; abandoned, if not nil,
+// then gets its result, so that a node created for nobody can be deleted.
+func call[T any](ctx context.Context, fn func() (T, error), abandoned func(T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return fn()
+	}
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	ch := make(chan result[T], 1)
+	go func() {
+		v, err := fn()
+		ch <- result[T]{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if abandoned != nil {
+			go func() {
+				r := <-ch
+				abandoned(r.v, r.err)
+			}()
+		}
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// retry runs op until it succeeds, fails with an error a retry cannot help,
+// or the retry policy gives up.
+func (c *Client) retry(ctx context.Context, op func() error) error {
+	for n := 0; ; n++ {
+		err := op()
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if berr := c.backoff(ctx, n); berr != nil {
+			return fmt.Errorf("%w (last error: %v)", berr, err)
+		}
+	}
+}
+
+// backoff sleeps before retry n, or returns why it must not retry.
+func (c *Client) backoff(ctx context.Context, n int) error {
+	d, ok := c.opts.Retry.sleep(n)
+	if !ok {
+		return fmt.Errorf("zklock: gave up after %d retries: %w", n, zk.ErrConnectionClosed)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closing:
+		return ErrClosed
+	}
+}
+
+// children lists a node's children, retrying on connection loss.
+func (c *Client) children(ctx context.Context, p string) ([]string, error) {
+	var kids []string
+	err := c.retry(ctx, func() (err error) {
+		kids, err = call(ctx, func() ([]string, error) {
+			k, _, err := c.conn.Children(p)
+			return k, err
+		}, nil)
+		return err
+	})
+	return kids, err
+}
+
+// ensurePath creates p and its missing ancestors as CONTAINER nodes, or
+// PERSISTENT ones where the server has no containers (before 3.5), as
+// Curator's creatingParentContainersIfNeeded does.
+func (c *Client) ensurePath(ctx context.Context, p string) error {
+	if p == "/" {
+		return nil
+	}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		cur += "/" + part
+		err := c.retry(ctx, func() error {
+			_, err := call(ctx, func() (string, error) { return c.createParent(cur) }, nil)
+			return err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zklock: create %s: %w", cur, err)
+		}
+	}
+	return nil
+}
+
+func (c *Client) createParent(p string) (string, error) {
+	if !c.noContainersKnown() {
+		s, err := c.conn.CreateContainer(p, nil, zk.FlagContainer, openACL)
+		if err == nil || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) || retryable(err) {
+			return s, err
+		}
+		c.mu.Lock()
+		c.noContainers = true
+		c.mu.Unlock()
+		c.log.Info("zookeeper server has no container nodes; parents are created persistent", "err", err)
+	}
+	return c.conn.Create(p, nil, zk.FlagPersistent, openACL)
+}
+
+func (c *Client) noContainersKnown() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.noContainers
+}
+
+// deleteNode deletes p now if it can; on connection loss it keeps trying in
+// the background (Curator's guaranteed delete) until the node is gone, the
+// session that owns it is gone, or the client closes. A missing node is success.
+func (c *Client) deleteNode(p string, owner *Session) error {
+	err := c.conn.Delete(p, -1)
+	switch {
+	case err == nil || errors.Is(err, zk.ErrNoNode):
+		return nil
+	case !retryable(err):
+		return fmt.Errorf("zklock: delete %s: %w", p, err)
+	}
+	c.background(func(ctx context.Context) {
+		for n := 0; ; n++ {
+			select {
+			case <-owner.Done():
+				return // an ephemeral node dies with its session
+			default:
+			}
+			err := c.conn.Delete(p, -1)
+			if err == nil || errors.Is(err, zk.ErrNoNode) {
+				return
+			}
+			if !retryable(err) {
+				c.log.Warn("guaranteed delete failed", "path", p, "err", err)
+				return
+			}
+			if c.sleepOrStop(ctx, owner, n) {
+				return
+			}
+		}
+	})
+	return nil
+}
+
+// sleepOrStop waits before a background retry; true means stop.
+func (c *Client) sleepOrStop(ctx context.Context, owner *Session, n int) bool {
+	d, _ := c.opts.Retry.sleep(min(n, c.opts.Retry.MaxRetries-1)) // background work never gives up
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false
+	case <-owner.Done():
+		return true
+	case <-ctx.Done():
+		return true
+	}
+}
+
+// background runs fn on a goroutine that Close waits for; fn's context ends
+// when the client closes.
+func (c *Client) background(fn func(ctx context.Context)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn(c.bg)
+	}()
+}
+
+// protectedPrefix is Curator's protection: "_c_" + a canonical UUID + "-".
+func protectedPrefix() string { return "_c_" + uuid.NewString() + "-" }
+
+// createProtected creates an EPHEMERAL_SEQUENTIAL node named
+// <parent>/_c_<uuid>-<marker><seq> in session s, creating missing parents.
+// When the connection drops during the create, the node may exist without
+// our knowing its name: it is found again by its protected prefix, and
+// rejected if a different session owns it. A node that may have been created
+// for a caller who gave up is deleted in the background.
+func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker string, data []byte) (string, error) {
+	prefix := protectedPrefix()
+	want := path.Join(parent, prefix+marker)
+	orphanCheck := func() { c.deleteProtectedOrphans(parent, prefix, s) }
+	parentsMade := false
+	for n := 0; ; {
+		created, err := call(ctx, func() (string, error) {
+			return c.conn.Create(want, data, zk.FlagEphemeralSequential, openACL)
+		}, func(p string, err error) {
+			if err == nil {
+				_ = c.deleteNode(p, s) // nobody waits for the answer; failures are logged there
+			}
+		})
+		switch {
+		case err == nil:
+			return created, nil
+		case errors.Is(err, zk.ErrNoNode) && !parentsMade:
+			if err := c.ensurePath(ctx, parent); err != nil {
+				return "", err
+			}
+			parentsMade = true
+			continue
+		case ctx.Err() != nil:
+			return "", ctx.Err()
+		case errors.Is(err, zk.ErrSessionExpired):
+			return "", ErrSessionLost
+		case !retryable(err):
+			return "", fmt.Errorf("zklock: create %s: %w", want, err)
+		}
+		// Connection loss: the create may have been applied.
+		cur, err := c.Session(ctx)
+		if err != nil {
+			orphanCheck()
+			return "", err
+		}
+		if cur != s {
+			return "", ErrSessionLost // the ephemeral node, if any, died with the session
+		}
+		found, err := c.findProtected(ctx, parent, prefix, s)
+		if err != nil {
+			orphanCheck()
+			return "", err
+		}
+		if found != "" {
+			return found, nil
+		}
+		if err := c.backoff(ctx, n); err != nil {
+			orphanCheck()
+			return "", err
+		}
+		n++
+	}
+}
+
+// findProtected looks for our node by its prefix among parent's children and
+// accepts it only if session s owns it.
+func (c *Client) findProtected(ctx context.Context, parent, prefix string, s *Session) (string, error) {
+	kids, err := c.children(ctx, parent)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		p := path.Join(parent, k)
+		_, stat, err := c.conn.Exists(p)
+		if err != nil {
+			return "", err
+		}
+		if stat.EphemeralOwner != s.id {
+			_ = c.deleteNode(p, s) // not ours to keep; best effort, logged inside
+			return "", nil
+		}
+		return p, nil
+	}
+	return "", nil
+}
+
+// deleteProtectedOrphans deletes, in the background, any node under parent
+// whose name starts with prefix: the trace of a create whose answer was lost.
+func (c *Client) deleteProtectedOrphans(parent, prefix string, s *Session) {
+	c.background(func(ctx context.Context) {
+		for n := 0; ; n++ {
+			select {
+			case <-s.Done():
+				return
+			default:
+			}
+			kids, _, err := c.conn.Children(parent)
+			if err == nil {
+				for _, k := range kids {
+					if strings.HasPrefix(k, prefix) {
+						_ = c.deleteNode(path.Join(parent, k), s) // retried in the background itself
+					}
+				}
+				return
+			}
+			if errors.Is(err, zk.ErrNoNode) || !retryable(err) {
+				return
+			}
+			if c.sleepOrStop(ctx, s, n) {
+				return
+			}
+		}
+	})
+}

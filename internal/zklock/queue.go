@@ -1,0 +1,121 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"path"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// errNodeGone: our queue node vanished while we waited (deleted by someone
+// else, or with its session). Curator treats it as NoNode and retries.
+var errNodeGone = errors.New("zklock: queue node vanished")
+
+// queue is Curator's LockInternals with the StandardLockInternalsDriver:
+// participants are protected EPHEMERAL_SEQUENTIAL nodes under dir, sorted by
+// sequence; the first maxLeases hold, and every other one watches the node
+// maxLeases places before it (its predecessor, for a mutex).
+type queue struct {
+	c         *Client
+	dir       string
+	marker    string
+	maxLeases int
+}
+
+// enter creates our node and, if wait, waits until it holds. Without wait it
+// returns ErrLocked when it does not hold at once. On any failure our node is
+// deleted. It retries with a new node when the session was lost meanwhile,
+// as long as ctx and the retry policy allow.
+func (q *queue) enter(ctx context.Context, data []byte, wait bool) (string, *Session, error) {
+	for n := 0; ; n++ {
+		s, err := q.c.Session(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		node, err := q.c.createProtected(ctx, s, q.dir, q.marker, data)
+		if err == nil {
+			err = q.await(ctx, s, node, wait)
+			if err == nil {
+				return node, s, nil
+			}
+			// Giving up: our node must not stay in the queue. Connection
+			// trouble is handled by the delete itself, in the background.
+			_ = q.c.deleteNode(node, s)
+		}
+		if !errors.Is(err, ErrSessionLost) && !errors.Is(err, errNodeGone) {
+			return "", nil, err
+		}
+		if berr := q.c.backoff(ctx, n); berr != nil {
+			return "", nil, err
+		}
+	}
+}
+
+// await loops until node holds: list, sort, find our place, watch the node
+// ahead of us with a data watch (getData, not exists: exists would leave a
+// watch behind on a node that is already gone), repeat when it changes.
+func (q *queue) await(ctx context.Context, s *Session, node string, wait bool) error {
+	name := path.Base(node)
+	for {
+		kids, err := q.c.children(ctx, q.dir)
+		if err != nil {
+			return err
+		}
+		sortNodes(kids, q.marker)
+		i := slices.Index(kids, name)
+		switch {
+		case i < 0:
+			select {
+			case <-s.Done():
+				return ErrSessionLost
+			default:
+				return errNodeGone
+			}
+		case i < q.maxLeases:
+			return nil
+		case !wait:
+			return ErrLocked
+		}
+		prev := path.Join(q.dir, kids[i-q.maxLeases])
+		var ch <-chan zk.Event
+		err = q.c.retry(ctx, func() (err error) {
+			ch, err = call(ctx, func() (<-chan zk.Event, error) {
+				_, _, ch, err := q.c.conn.GetW(prev)
+				return ch, err
+			}, nil)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone between the listing and the watch
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+			q.c.stats.wakeups.Add(1)
+		case <-s.Done():
+			return ErrSessionLost
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// participants lists the queue's node paths in order, holders first.
+func (q *queue) participants(ctx context.Context) ([]string, error) {
+	kids, err := q.c.children(ctx, q.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sortNodes(kids, q.marker)
+	for i, k := range kids {
+		kids[i] = path.Join(q.dir, k)
+	}
+	return kids, nil
+}
