@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill-zk/seckill-zk/internal/handler"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
+	return repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns})
+}
+
+func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	log.Info("schema up to date")
+	return nil
+}
+
+func setStock(ctx context.Context, cfg Config, log *slog.Logger, goods, stock int32, clearOrders bool) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.SetStock(ctx, goods, stock, clearOrders); err != nil {
+		return err
+	}
+	log.Info("stock set", "goodsNo", goods, "stock", stock, "ordersCleared", clearOrders)
+	return nil
+}
+
+// serve runs the HTTP API until ctx ends, then shuts down gracefully: stop
+// accepting, let in-flight purchases finish (and release their locks), close
+// the ZooKeeper session, close the pool.
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	checks := []handler.Check{{Name: "mysql", Check: store.Ping}}
+
+	var locker service.Locker
+	if cfg.Lock.Enabled {
+		zc, err := zklock.Connect(ctx, cfg.ZooKeeper.Servers, zklock.Options{
+			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
+			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
+			Retry:             cfg.ZooKeeper.Retry,
+			Logger:            log,
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %w", service.ErrUnavailable, err)
+		}
+		defer zc.Close()
+		locker = newZKLocker(zc, cfg.Lock.Path)
+		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(zc)})
+	} else {
+		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
+	}
+
+	shop := service.New(store, locker, service.Config{
+		MaxSleep:       cfg.Demo.MaxSleep,
+		AcquireTimeout: cfg.Lock.AcquireTimeout,
+	}, log)
+
+	gin.SetMode(gin.ReleaseMode)
+	srv := &http.Server{
+		Handler:           handler.New(shop, log, checks...),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "lock", cfg.Lock.Enabled, "lockPath", cfg.Lock.Path,
+		"maxSleep", cfg.Demo.MaxSleep.String())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.Server.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func zkReady(c *zklock.Client) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if _, err := c.Session(ctx); err != nil {
+			return err
+		}
+		_, _, err := c.Conn().Exists("/")
+		return err
+	}
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// Config is the shop's configuration: config.yaml, overridden by SHOP_*
+// environment variables, overridden by flags.
+type Config struct {
+	Server struct {
+		Addr            string
+		ShutdownTimeout time.Duration
+	}
+	MySQL struct {
+		DSN          string
+		MaxOpenConns int
+		MaxIdleConns int
+	}
+	ZooKeeper struct {
+		Servers           []string
+		SessionTimeout    time.Duration
+		ConnectionTimeout time.Duration
+		Retry             zklock.ExponentialBackoffRetry
+	}
+	Lock struct {
+		Enabled        bool
+		Path           string // may hold {goodsNo}
+		AcquireTimeout time.Duration
+	}
+	Demo struct {
+		MaxSleep time.Duration
+	}
+	Log struct {
+		Level string
+	}
+}
+
+// setting is one configuration key with its default and its meaning; the
+// table is the single source of flags, defaults and the README's table.
+type setting struct {
+	key, def, usage string
+}
+
+var settings = []setting{
+	{"server.addr", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)"},
+	{"server.shutdownTimeout", "15s", "how long shutdown waits for in-flight purchases"},
+	{"mysql.dsn", "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form)"},
+	{"mysql.maxOpenConns", "100", "connection pool size (the seed's Druid maxActive)"},
+	{"mysql.maxIdleConns", "10", "idle connections kept (the seed's Druid minIdle)"},
+	{"zookeeper.servers", "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port"},
+	{"zookeeper.sessionTimeout", "25s", "ZooKeeper session timeout"},
+	{"zookeeper.connectionTimeout", "20s", "how long start-up waits for a ZooKeeper session"},
+	{"zookeeper.retry.baseSleep", "1s", "exponential backoff retry: base sleep"},
+	{"zookeeper.retry.maxRetries", "10", "exponential backoff retry: retries (at most 29)"},
+	{"zookeeper.retry.maxSleep", "0s", "exponential backoff retry: longest sleep (0: no cap)"},
+	{"lock.enabled", "true", "guard purchases with the ZooKeeper lock; false reproduces overselling"},
+	{"lock.path", "/Locks", "lock path; {goodsNo} in it makes one lock per goods, e.g. /locks/goods/{goodsNo}"},
+	{"lock.acquireTimeout", "10s", "how long a purchase waits for the lock before answering 503"},
+	{"demo.maxSleep", "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier"},
+	{"log.level", "info", "log level: debug, info, warn, error"},
+}
+
+// configFlags adds --config and one flag per setting to fs.
+func configFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "config file (default: ./config.yaml when present)")
+	for _, s := range settings {
+		fs.String(s.key, s.def, s.usage)
+	}
+}
+
+// loadConfig reads the configuration for a parsed flag set. getenv is
+// os.Getenv in production.
+func loadConfig(fs *pflag.FlagSet, getenv func(string) string) (Config, error) {
+	v := viper.New()
+	for _, s := range settings {
+		v.SetDefault(s.key, s.def)
+	}
+	file, _ := fs.GetString("config") // registered by configFlags
+	if file == "" {
+		file = getenv("SHOP_CONFIG")
+	}
+	if file == "" {
+		if _, err := os.Stat("config.yaml"); err == nil {
+			file = "config.yaml"
+		}
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return Config{}, fmt.Errorf("config: read %s: %w", file, err)
+		}
+	}
+	// Environment: SHOP_ + the key upper-cased with dots as underscores,
+	// e.g. SHOP_LOCK_ENABLED, SHOP_DEMO_MAXSLEEP.
+	for _, s := range settings {
+		if val := getenv(envName(s.key)); val != "" {
+			v.Set(s.key, val)
+		}
+	}
+	for _, s := range settings {
+		if f := fs.Lookup(s.key); f != nil && f.Changed {
+			v.Set(s.key, f.Value.String())
+		}
+	}
+	return parseConfig(v)
+}
+
+func envName(key string) string {
+	return "SHOP_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// parseConfig converts and validates every key; the first bad one is named.
+func parseConfig(v *viper.Viper) (Config, error) {
+	var c Config
+	p := parser{v: v}
+	c.Server.Addr = p.str("server.addr")
+	c.Server.ShutdownTimeout = p.duration("server.shutdownTimeout", false)
+	c.MySQL.DSN = p.str("mysql.dsn")
+	c.MySQL.MaxOpenConns = p.positive("mysql.maxOpenConns")
+	c.MySQL.MaxIdleConns = p.positive("mysql.maxIdleConns")
+	c.ZooKeeper.Servers = p.list("zookeeper.servers")
+	c.ZooKeeper.SessionTimeout = p.duration("zookeeper.sessionTimeout", false)
+	c.ZooKeeper.ConnectionTimeout = p.duration("zookeeper.connectionTimeout", false)
+	c.ZooKeeper.Retry.BaseSleep = p.duration("zookeeper.retry.baseSleep", false)
+	c.ZooKeeper.Retry.MaxRetries = p.positive("zookeeper.retry.maxRetries")
+	c.ZooKeeper.Retry.MaxSleep = p.duration("zookeeper.retry.maxSleep", true)
+	c.Lock.Enabled = p.boolean("lock.enabled")
+	c.Lock.Path = p.lockPath("lock.path")
+	c.Lock.AcquireTimeout = p.duration("lock.acquireTimeout", false)
+	c.Demo.MaxSleep = p.duration("demo.maxSleep", true)
+	c.Log.Level = p.oneOf("log.level", "debug", "info", "warn", "error")
+	if p.err != nil {
+		return Config{}, p.err
+	}
+	return c, nil
+}
+
+// parser converts viper values strictly (viper's own getters turn garbage
+// into zero values) and keeps the first error.
+type parser struct {
+	v   *viper.Viper
+	err error
+}
+
+func (p *parser) fail(key, format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("config: %s (%s): %s", key, envName(key), fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *parser) str(key string) string {
+	s := strings.TrimSpace(p.v.GetString(key))
+	if s == "" {
+		p.fail(key, "must not be empty")
+	}
+	return s
+}
+
+func (p *parser) duration(key string, zeroOK bool) time.Duration {
+	s := p.str(key)
+	d, err := time.ParseDuration(s)
+	switch {
+	case s == "":
+	case err != nil:
+		p.fail(key, "%q is not a duration (e.g. 250ms, 10s)", s)
+	case d < 0 || (d == 0 && !zeroOK):
+		p.fail(key, "%q must be positive", s)
+	}
+	return d
+}
+
+func (p *parser) positive(key string) int {
+	s := p.str(key)
+	n, err := strconv.Atoi(s)
+	if s != "" && (err != nil || n <= 0) {
+		p.fail(key, "%q is not a positive integer", s)
+	}
+	return n
+}
+
+func (p *parser) boolean(key string) bool {
+	s := p.str(key)
+	b, err := strconv.ParseBool(s)
+	if s != "" && err != nil {
+		p.fail(key, "%q is not true or false", s)
+	}
+	return b
+}
+
+func (p *parser) oneOf(key string, allowed ...string) string {
+	s := p.str(key)
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	if s != "" {
+		p.fail(key, "%q is not one of %s", s, strings.Join(allowed, ", "))
+	}
+	return s
+}
+
+// list accepts a YAML list or a comma-separated string.
+func (p *parser) list(key string) []string {
+	var items []string
+	switch raw := p.v.Get(key).(type) {
+	case []any:
+		for _, it := range raw {
+			items = append(items, fmt.Sprint(it))
+		}
+	default:
+		items = strings.Split(p.v.GetString(key), ",")
+	}
+	var out []string
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	if len(out) == 0 {
+		p.fail(key, "the server list is empty")
+	}
+	return out
+}
+
+const goodsNoPlaceholder = "{goodsNo}"
+
+func (p *parser) lockPath(key string) string {
+	s := p.str(key)
+	if s == "" {
+		return s
+	}
+	if err := zklock.ValidatePath(strings.ReplaceAll(s, goodsNoPlaceholder, "1")); err != nil {
+		p.fail(key, "%s", strings.TrimPrefix(err.Error(), "zklock: "))
+	}
+	return s
+}
+
+// errUsage marks command-line mistakes (exit status 2).
+var errUsage = errors.New("usage")

@@ -1,0 +1,109 @@
+// Command shop is the seckill service: a flash sale whose stock deduction is
+// guarded by a ZooKeeper lock (Curator's InterProcessMutex, in Go).
+//
+//	shop serve                                  serve the HTTP API
+//	shop migrate                                create the tables (idempotent)
+//	shop stock set --goods N --stock M          set a goods' stock (e.g. between load tests)
+//
+// Every command takes the configuration flags; see `shop serve --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, pflag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  shop serve [flags]                          serve the HTTP API
+  shop migrate [flags]                        create the tables (idempotent)
+  shop stock set --goods N --stock M [flags]  set a goods' stock (--clear-orders deletes its orders)
+run "shop COMMAND --help" for the flags`
+
+// run is the whole program: it parses the command line, loads the
+// configuration and runs one command until it ends or ctx is canceled.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: no command\n%s", errUsage, usage)
+	}
+	cmd, args := args[0], args[1:]
+	if cmd == "stock" {
+		if len(args) == 0 || args[0] != "set" {
+			return fmt.Errorf("%w: stock takes the subcommand set\n%s", errUsage, usage)
+		}
+		cmd, args = "stock set", args[1:]
+	}
+	fs := pflag.NewFlagSet("shop "+cmd, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFlags(fs)
+	var goods, stock int32
+	var clearOrders bool
+	switch cmd {
+	case "serve", "migrate":
+	case "stock set":
+		fs.Int32Var(&goods, "goods", 1, "goods number")
+		fs.Int32Var(&stock, "stock", -1, "new stock (required, ≥ 0)")
+		fs.BoolVar(&clearOrders, "clear-orders", false, "also delete the goods' order rows")
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown command %q\n%s", errUsage, cmd, usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %s", errUsage, strings.Join(fs.Args(), " "))
+	}
+	cfg, err := loadConfig(fs, getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.Log.Level)
+
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log)
+	case "migrate":
+		return migrate(ctx, cfg, log)
+	default:
+		if stock < 0 || goods <= 0 {
+			return fmt.Errorf("%w: stock set needs --goods N (> 0) and --stock M (≥ 0)", errUsage)
+		}
+		return setStock(ctx, cfg, log, goods, stock, clearOrders)
+	}
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level)) // validated by the config parser
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,223 @@
+// Package handler is the shop's HTTP API on Gin: it parses requests, calls
+// the service and maps its errors to statuses in one table.
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// Shop is what the handler needs of the service.
+type Shop interface {
+	Purchase(ctx context.Context, goodsNo int32, requestID string) (*service.Order, error)
+	Stock(ctx context.Context, goodsNo int32) (service.Goods, error)
+}
+
+// Check is a readiness check of a dependency.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Response is the JSON body of every answer.
+type Response struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	GoodsNo   int32  `json:"goodsNo,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+	OrderID   uint64 `json:"orderId,omitempty"`
+	Stock     *int32 `json:"stock,omitempty"`
+	IsActive  *int16 `json:"isActive,omitempty"`
+}
+
+// Codes of successful answers; error codes are in errorTable.
+const (
+	CodeOK    = "ok"
+	CodeReady = "ready"
+)
+
+// errorTable maps the service's errors to HTTP answers. The messages the
+// Spring seed shows its buyers stay in Chinese.
+var errorTable = []struct {
+	err     error
+	status  int
+	code    string
+	message string
+}{
+	{service.ErrInvalidGoodsNo, http.StatusBadRequest, "invalid_goods_no", "goodsNo must be a positive 32-bit integer"},
+	{service.ErrNotFound, http.StatusNotFound, "goods_not_found", "指定商品不存在"},
+	{service.ErrSoldOut, http.StatusConflict, "sold_out", "库存不够"},
+	{service.ErrPurchaseFailed, http.StatusConflict, "purchase_failed", "抢购失败"},
+	{service.ErrDuplicateRequest, http.StatusConflict, "duplicate_request", "a purchase with this X-Request-ID was made already"},
+	{service.ErrLockTimeout, http.StatusServiceUnavailable, "lock_timeout", "too many buyers right now, try again"},
+	{service.ErrLockLost, http.StatusServiceUnavailable, "lock_lost", "the purchase was interrupted and nothing was bought, try again"},
+	{service.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the shop cannot reach its database or lock service, try again"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout", "the request took too long, try again"},
+	{context.Canceled, http.StatusServiceUnavailable, "canceled", "the request was canceled"},
+}
+
+// Internal errors are answered with this and logged, never shown.
+const (
+	codeInternal    = "internal"
+	messageInternal = "internal error"
+)
+
+// StatusOf maps an error to its status, code and message.
+func StatusOf(err error) (status int, code, message string) {
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.status, e.code, e.message
+		}
+	}
+	return http.StatusInternalServerError, codeInternal, messageInternal
+}
+
+type handler struct {
+	shop   Shop
+	checks []Check
+	log    *slog.Logger
+}
+
+// New returns the HTTP handler of the shop.
+func New(shop Shop, log *slog.Logger, checks ...Check) http.Handler {
+	h := &handler{shop: shop, checks: checks, log: log}
+	r := gin.New()
+	r.RedirectTrailingSlash = false
+	r.HandleMethodNotAllowed = true
+	r.Use(gin.CustomRecoveryWithWriter(io.Discard, h.recovered), h.requestID, h.accessLog)
+	r.GET("/goods-stock/:goodsNo", h.purchase)
+	r.GET("/goods-stock/", h.purchase) // an empty goods number is a bad request, not an unknown route
+	r.GET("/goods/:goodsNo", h.goods)
+	r.GET("/goods/", h.goods)
+	r.GET("/healthz", h.healthz)
+	r.GET("/readyz", h.readyz)
+	r.NoRoute(func(c *gin.Context) {
+		c.JSON(http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint"})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		c.JSON(http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed"})
+	})
+	return r
+}
+
+// ParseGoodsNo accepts a positive 32-bit decimal integer and nothing else:
+// no sign, no spaces, no empty string, no overflow.
+func ParseGoodsNo(s string) (int32, error) {
+	if s == "" || len(s) > 10 {
+		return 0, service.ErrInvalidGoodsNo
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, service.ErrInvalidGoodsNo
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, service.ErrInvalidGoodsNo
+	}
+	return int32(n), nil
+}
+
+func (h *handler) purchase(c *gin.Context) {
+	goodsNo, err := ParseGoodsNo(c.Param("goodsNo"))
+	if err != nil {
+		h.fail(c, 0, err)
+		return
+	}
+	rid := c.GetString(requestIDKey)
+	order, err := h.shop.Purchase(c.Request.Context(), goodsNo, rid)
+	if err != nil {
+		h.fail(c, goodsNo, err)
+		return
+	}
+	c.JSON(http.StatusOK, Response{
+		Code:      CodeOK,
+		Message:   fmt.Sprintf("抢购书籍:%d成功", goodsNo),
+		GoodsNo:   goodsNo,
+		RequestID: rid,
+		OrderID:   order.ID,
+	})
+}
+
+func (h *handler) goods(c *gin.Context) {
+	goodsNo, err := ParseGoodsNo(c.Param("goodsNo"))
+	if err != nil {
+		h.fail(c, 0, err)
+		return
+	}
+	g, err := h.shop.Stock(c.Request.Context(), goodsNo)
+	if err != nil {
+		h.fail(c, goodsNo, err)
+		return
+	}
+	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive})
+}
+
+func (h *handler) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "alive"})
+}
+
+func (h *handler) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	for _, ch := range h.checks {
+		if err := ch.Check(ctx); err != nil {
+			h.log.Warn("not ready", "check", ch.Name, "err", err)
+			c.JSON(http.StatusServiceUnavailable, Response{Code: "not_ready", Message: ch.Name + " is not answering"})
+			return
+		}
+	}
+	c.JSON(http.StatusOK, Response{Code: CodeReady, Message: "ready"})
+}
+
+// fail answers with the error's row of the table; internal errors are logged.
+func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
+	status, code, msg := StatusOf(err)
+	switch {
+	case status >= 500:
+		h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", c.GetString(requestIDKey), "err", err)
+	case status == http.StatusServiceUnavailable:
+		h.log.Warn("request not served", "path", c.Request.URL.Path, "code", code, "err", err)
+	}
+	c.JSON(status, Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: c.GetString(requestIDKey)})
+}
+
+func (h *handler) recovered(c *gin.Context, rec any) {
+	h.log.Error("panic in handler", "path", c.Request.URL.Path, "panic", fmt.Sprint(rec))
+	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal})
+}
+
+const requestIDKey = "requestId"
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// requestID takes the client's X-Request-ID when it is sane, else makes one,
+// and echoes it. It is the order row's idempotency key.
+func (h *handler) requestID(c *gin.Context) {
+	rid := c.GetHeader("X-Request-ID")
+	if !validRequestID.MatchString(rid) {
+		rid = uuid.NewString()
+	}
+	c.Set(requestIDKey, rid)
+	c.Header("X-Request-ID", rid)
+	c.Next()
+}
+
+func (h *handler) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	h.log.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", c.Writer.Status(), "duration", time.Since(start))
+}

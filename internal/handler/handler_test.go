@@ -1,0 +1,194 @@
+package handler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/seckill-zk/seckill-zk/internal/handler"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+func TestParseGoodsNo(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int32
+		ok   bool
+	}{
+		{"1", 1, true},
+		{"007", 7, true},
+		{"2147483647", 2147483647, true},
+		{"2147483648", 0, false}, // overflows int32
+		{"99999999999", 0, false},
+		{"0", 0, false},
+		{"", 0, false},
+		{"-1", 0, false},
+		{"+1", 0, false},
+		{" 1", 0, false},
+		{"1 ", 0, false},
+		{"1a", 0, false},
+		{"abc", 0, false},
+		{"1.0", 0, false},
+		{"0x1", 0, false},
+		{"１", 0, false}, // a full-width digit
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%q", tt.in), func(t *testing.T) {
+			got, err := handler.ParseGoodsNo(tt.in)
+			if tt.ok && (err != nil || got != tt.want) {
+				t.Fatalf("ParseGoodsNo(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+			}
+			if !tt.ok && !errors.Is(err, service.ErrInvalidGoodsNo) {
+				t.Fatalf("ParseGoodsNo(%q) = %d, %v; want ErrInvalidGoodsNo", tt.in, got, err)
+			}
+		})
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	tests := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{service.ErrInvalidGoodsNo, 400, "invalid_goods_no"},
+		{service.ErrNotFound, 404, "goods_not_found"},
+		{service.ErrSoldOut, 409, "sold_out"},
+		{service.ErrPurchaseFailed, 409, "purchase_failed"},
+		{fmt.Errorf("%w: x", service.ErrDuplicateRequest), 409, "duplicate_request"},
+		{fmt.Errorf("%w after 1s", service.ErrLockTimeout), 503, "lock_timeout"},
+		{service.ErrLockLost, 503, "lock_lost"},
+		{fmt.Errorf("%w: mysql: dial", service.ErrUnavailable), 503, "unavailable"},
+		{context.DeadlineExceeded, 503, "timeout"},
+		{errors.New("boom"), 500, "internal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			status, code, msg := handler.StatusOf(tt.err)
+			if status != tt.status || code != tt.code || msg == "" {
+				t.Fatalf("StatusOf(%v) = %d %q %q, want %d %q", tt.err, status, code, msg, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+type fakeShop struct {
+	err   error
+	panic bool
+	calls int
+}
+
+func (f *fakeShop) Purchase(_ context.Context, goodsNo int32, rid string) (*service.Order, error) {
+	f.calls++
+	if f.panic {
+		panic("secret internals")
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &service.Order{ID: 9, GoodsNo: goodsNo, RequestID: rid}, nil
+}
+
+func (f *fakeShop) Stock(_ context.Context, goodsNo int32) (service.Goods, error) {
+	if f.err != nil {
+		return service.Goods{}, f.err
+	}
+	return service.Goods{ID: 1, GoodsNo: goodsNo, Stock: 5, IsActive: 1}, nil
+}
+
+func do(t *testing.T, h http.Handler, path string, hdr ...string) (int, handler.Response, http.Header) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var body handler.Response
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("GET %s: body %q is not JSON: %v", path, rec.Body.String(), err)
+	}
+	return rec.Code, body, rec.Header()
+}
+
+func newHandler(shop handler.Shop, checks ...handler.Check) http.Handler {
+	return handler.New(shop, slog.New(slog.DiscardHandler), checks...)
+}
+
+func TestPurchaseAnswers(t *testing.T) {
+	t.Run("success has the seed's message and a request id", func(t *testing.T) {
+		status, body, hdr := do(t, newHandler(&fakeShop{}), "/goods-stock/1", "X-Request-ID", "abc-1")
+		if status != 200 || body.Code != "ok" || body.Message != "抢购书籍:1成功" || body.GoodsNo != 1 || body.OrderID != 9 {
+			t.Fatalf("got %d %+v", status, body)
+		}
+		if body.RequestID != "abc-1" || hdr.Get("X-Request-ID") != "abc-1" {
+			t.Fatalf("request id not echoed: %+v %v", body, hdr)
+		}
+	})
+	t.Run("an unusable request id is replaced", func(t *testing.T) {
+		_, body, _ := do(t, newHandler(&fakeShop{}), "/goods-stock/1", "X-Request-ID", strings.Repeat("x", 65))
+		if len(body.RequestID) != 36 {
+			t.Fatalf("request id %q, want a generated UUID", body.RequestID)
+		}
+	})
+	for _, path := range []string{"/goods-stock/abc", "/goods-stock/-1", "/goods-stock/%201", "/goods-stock/2147483648", "/goods-stock/", "/goods/x", "/goods/"} {
+		t.Run("400 for "+path, func(t *testing.T) {
+			shop := &fakeShop{}
+			status, body, _ := do(t, newHandler(shop), path)
+			if status != 400 || body.Code != "invalid_goods_no" {
+				t.Fatalf("got %d %+v", status, body)
+			}
+			if shop.calls != 0 {
+				t.Fatal("the service was called with a bad goods number")
+			}
+		})
+	}
+	t.Run("sold out is 409 with the seed's message", func(t *testing.T) {
+		status, body, _ := do(t, newHandler(&fakeShop{err: service.ErrSoldOut}), "/goods-stock/1")
+		if status != 409 || body.Message != "库存不够" || body.GoodsNo != 1 {
+			t.Fatalf("got %d %+v", status, body)
+		}
+	})
+	t.Run("a panic is a bare 500", func(t *testing.T) {
+		status, body, _ := do(t, newHandler(&fakeShop{panic: true}), "/goods-stock/1")
+		if status != 500 || body.Code != "internal" || strings.Contains(body.Message, "secret") {
+			t.Fatalf("got %d %+v", status, body)
+		}
+	})
+	t.Run("an unknown error is a bare 500", func(t *testing.T) {
+		status, body, _ := do(t, newHandler(&fakeShop{err: errors.New("secret internals")}), "/goods-stock/1")
+		if status != 500 || strings.Contains(body.Message, "secret") {
+			t.Fatalf("got %d %+v", status, body)
+		}
+	})
+}
+
+func TestGoodsAndProbes(t *testing.T) {
+	status, body, _ := do(t, newHandler(&fakeShop{}), "/goods/3")
+	if status != 200 || body.Stock == nil || *body.Stock != 5 || body.GoodsNo != 3 {
+		t.Fatalf("GET /goods/3 = %d %+v", status, body)
+	}
+	if status, _, _ := do(t, newHandler(&fakeShop{err: service.ErrNotFound}), "/goods/3"); status != 404 {
+		t.Fatalf("GET /goods/3 of unknown goods = %d, want 404", status)
+	}
+	if status, _, _ := do(t, newHandler(&fakeShop{}), "/healthz"); status != 200 {
+		t.Fatalf("healthz = %d", status)
+	}
+	down := handler.Check{Name: "zookeeper", Check: func(context.Context) error { return errors.New("down") }}
+	up := handler.Check{Name: "mysql", Check: func(context.Context) error { return nil }}
+	if status, _, _ := do(t, newHandler(&fakeShop{}, up), "/readyz"); status != 200 {
+		t.Fatalf("readyz with all up = %d", status)
+	}
+	if status, body, _ := do(t, newHandler(&fakeShop{}, up, down), "/readyz"); status != 503 || !strings.Contains(body.Message, "zookeeper") {
+		t.Fatalf("readyz with zookeeper down = %d %+v", status, body)
+	}
+	if status, body, _ := do(t, newHandler(&fakeShop{}), "/nope"); status != 404 || body.Code != "no_route" {
+		t.Fatalf("unknown route = %d %+v", status, body)
+	}
+}

@@ -1,0 +1,233 @@
+// Package repo stores the shop's goods and orders in MySQL through GORM and
+// turns MySQL's errors into the service's.
+package repo
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/migrations"
+)
+
+// goodsStock maps the seed's goods_stock table.
+type goodsStock struct {
+	ID       uint32 `gorm:"column:id;primaryKey"`
+	GoodsNo  int32  `gorm:"column:goods_no"`
+	Stock    *int32 `gorm:"column:stock"`
+	IsActive *int16 `gorm:"column:isActive"`
+}
+
+func (goodsStock) TableName() string { return "goods_stock" }
+
+// orderInfo maps order_info.
+type orderInfo struct {
+	ID        uint64    `gorm:"column:id;primaryKey"`
+	GoodsNo   int32     `gorm:"column:goods_no"`
+	RequestID string    `gorm:"column:request_id"`
+	CreatedAt time.Time `gorm:"column:created_at"`
+}
+
+func (orderInfo) TableName() string { return "order_info" }
+
+// Options size the connection pool; the defaults are the seed's Druid pool.
+type Options struct {
+	MaxOpenConns int // default 100
+	MaxIdleConns int // default 10
+}
+
+// Store is the MySQL store. It implements service.Store.
+type Store struct {
+	db *gorm.DB
+}
+
+// Open connects to MySQL and checks that it answers. The DSN is the
+// go-sql-driver form; the store always asks for found-rows counts (so an
+// UPDATE that writes an unchanged value still counts as matched), parsed
+// times in UTC and, unless given, a 5s dial timeout.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+	}
+	cfg.ClientFoundRows = true
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSN: cfg.FormatDSN()}), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("repo: open %s: %w", cfg.Addr, translate(err))
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("repo: %w", err)
+	}
+	if opts.MaxOpenConns <= 0 {
+		opts.MaxOpenConns = 100
+	}
+	if opts.MaxIdleConns <= 0 {
+		opts.MaxIdleConns = 10
+	}
+	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
+	sqlDB.SetConnMaxLifetime(30 * time.Minute)
+	s := &Store{db: db}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, err)
+	}
+	return s, nil
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Ping checks that MySQL answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return translate(sqlDB.PingContext(ctx))
+}
+
+// Migrate applies the schema; it is idempotent.
+func (s *Store) Migrate(ctx context.Context) error {
+	for _, stmt := range migrations.Statements() {
+		if err := s.db.WithContext(ctx).Exec(stmt).Error; err != nil {
+			return fmt.Errorf("repo: migrate: %w", translate(err))
+		}
+	}
+	return nil
+}
+
+// Goods reads the row of goodsNo (the first by id, should there be several).
+func (s *Store) Goods(ctx context.Context, goodsNo int32) (service.Goods, error) {
+	var row goodsStock
+	err := s.db.WithContext(ctx).Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
+	if err != nil {
+		return service.Goods{}, translate(err)
+	}
+	g := service.Goods{ID: row.ID, GoodsNo: row.GoodsNo}
+	if row.Stock != nil {
+		g.Stock = *row.Stock
+	}
+	if row.IsActive != nil {
+		g.IsActive = *row.IsActive
+	}
+	return g, nil
+}
+
+// Sell sets the stock of row g.ID and inserts the order in one transaction,
+// committing only if guard allows it.
+func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order, guard func() error) error {
+	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID, CreatedAt: time.Now().UTC()}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&goodsStock{}).Where("id = ?", g.ID).Update("stock", stock)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return service.ErrPurchaseFailed
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		return guard()
+	})
+	if err != nil {
+		return translate(err)
+	}
+	order.ID, order.CreatedAt = row.ID, row.CreatedAt
+	return nil
+}
+
+// SetStock sets the stock of goodsNo, creating an active row when there is
+// none. With clearOrders it also deletes the goods' order rows, so that a
+// load test starts from zero.
+func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, clearOrders bool) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&goodsStock{}).Where("goods_no = ?", goodsNo).Update("stock", stock)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			active := int16(1)
+			if err := tx.Create(&goodsStock{GoodsNo: goodsNo, Stock: &stock, IsActive: &active}).Error; err != nil {
+				return err
+			}
+		}
+		if clearOrders {
+			return tx.Where("goods_no = ?", goodsNo).Delete(&orderInfo{}).Error
+		}
+		return nil
+	})
+	return translate(err)
+}
+
+// CountOrders counts the order rows of goodsNo.
+func (s *Store) CountOrders(ctx context.Context, goodsNo int32) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&orderInfo{}).Where("goods_no = ?", goodsNo).Count(&n).Error
+	return n, translate(err)
+}
+
+// MySQL error numbers the store translates.
+const (
+	erDupEntry           = 1062
+	erLockWaitTimeout    = 1205
+	erLockDeadlock       = 1213
+	erTooManyConnections = 1040
+	erAccessDenied       = 1045
+	erBadDB              = 1049
+	erServerShutdown     = 1053
+)
+
+// translate turns driver and GORM errors into the service's sentinel errors,
+// keeping the original in the chain.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return service.ErrNotFound
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case erDupEntry:
+			return fmt.Errorf("%w: %w", service.ErrDuplicateRequest, err)
+		case erLockWaitTimeout, erLockDeadlock, erTooManyConnections, erAccessDenied, erBadDB, erServerShutdown:
+			return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
+		}
+		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
+	}
+	return err
+}

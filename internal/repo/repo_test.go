@@ -1,0 +1,146 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+func newStore(t *testing.T) *repo.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := repo.Open(ctx, itest.Database(t), repo.Options{})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 2 { // idempotent
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+	}
+	return s
+}
+
+func TestMigrateSeedsGoodsOneOnce(t *testing.T) {
+	s := newStore(t)
+	g, err := s.Goods(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Stock != 100 || g.IsActive != 1 {
+		t.Fatalf("seed row = %+v, want stock 100, active", g)
+	}
+}
+
+func TestGoodsNotFound(t *testing.T) {
+	s := newStore(t)
+	if _, err := s.Goods(context.Background(), 42); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("Goods(42) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSell(t *testing.T) {
+	ctx := context.Background()
+	noGuard := func() error { return nil }
+
+	t.Run("writes stock and order together", func(t *testing.T) {
+		s := newStore(t)
+		g, _ := s.Goods(ctx, 1)
+		o := &service.Order{GoodsNo: 1, RequestID: "r-1"}
+		if err := s.Sell(ctx, g, g.Stock-1, o, noGuard); err != nil {
+			t.Fatal(err)
+		}
+		if o.ID == 0 {
+			t.Error("order id not set")
+		}
+		assertState(t, s, 99, 1)
+	})
+	t.Run("an unchanged value still counts as written", func(t *testing.T) {
+		s := newStore(t)
+		g, _ := s.Goods(ctx, 1)
+		if err := s.Sell(ctx, g, g.Stock, &service.Order{GoodsNo: 1, RequestID: "same"}, noGuard); err != nil {
+			t.Fatalf("sell with an unchanged stock: %v", err)
+		}
+		assertState(t, s, 100, 1)
+	})
+	t.Run("guard error rolls back", func(t *testing.T) {
+		s := newStore(t)
+		g, _ := s.Goods(ctx, 1)
+		err := s.Sell(ctx, g, g.Stock-1, &service.Order{GoodsNo: 1, RequestID: "r-2"}, func() error { return service.ErrLockLost })
+		if !errors.Is(err, service.ErrLockLost) {
+			t.Fatalf("sell = %v, want ErrLockLost", err)
+		}
+		assertState(t, s, 100, 0)
+	})
+	t.Run("duplicate request id rolls back", func(t *testing.T) {
+		s := newStore(t)
+		g, _ := s.Goods(ctx, 1)
+		if err := s.Sell(ctx, g, 99, &service.Order{GoodsNo: 1, RequestID: "dup"}, noGuard); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Sell(ctx, g, 98, &service.Order{GoodsNo: 1, RequestID: "dup"}, noGuard)
+		if !errors.Is(err, service.ErrDuplicateRequest) {
+			t.Fatalf("second sell = %v, want ErrDuplicateRequest", err)
+		}
+		assertState(t, s, 99, 1)
+	})
+	t.Run("missing row fails", func(t *testing.T) {
+		s := newStore(t)
+		err := s.Sell(ctx, service.Goods{ID: 9999, GoodsNo: 1}, 1, &service.Order{GoodsNo: 1, RequestID: "x"}, noGuard)
+		if !errors.Is(err, service.ErrPurchaseFailed) {
+			t.Fatalf("sell = %v, want ErrPurchaseFailed", err)
+		}
+		assertState(t, s, 100, 0)
+	})
+}
+
+func TestSetStock(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	g, _ := s.Goods(ctx, 1)
+	if err := s.Sell(ctx, g, 99, &service.Order{GoodsNo: 1, RequestID: "a"}, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStock(ctx, 1, 50, true); err != nil {
+		t.Fatal(err)
+	}
+	assertState(t, s, 50, 0)
+	if err := s.SetStock(ctx, 7, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.Goods(ctx, 7); err != nil || g.Stock != 3 || g.IsActive != 1 {
+		t.Fatalf("new goods 7 = %+v, %v; want stock 3, active", g, err)
+	}
+}
+
+func TestUnreachableMySQLIsUnavailable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := repo.Open(ctx, "u:p@tcp(127.0.0.1:1)/x?timeout=1s", repo.Options{})
+	if !errors.Is(err, service.ErrUnavailable) {
+		t.Fatalf("open on a closed port = %v, want ErrUnavailable", err)
+	}
+}
+
+func assertState(t *testing.T, s *repo.Store, stock int32, orders int64) {
+	t.Helper()
+	ctx := context.Background()
+	g, err := s.Goods(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.CountOrders(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Stock != stock || n != orders {
+		t.Fatalf("stock %d with %d orders, want stock %d with %d orders", g.Stock, n, stock, orders)
+	}
+}

@@ -1,0 +1,24 @@
+package service
+
+import "errors"
+
+// Errors of the shop. The handler maps each to one HTTP status; anything else
+// is an internal error.
+var (
+	// ErrInvalidGoodsNo: the goods number is not a positive 32-bit integer.
+	ErrInvalidGoodsNo = errors.New("service: goods number must be a positive 32-bit integer")
+	// ErrNotFound: no goods_stock row has that goods number.
+	ErrNotFound = errors.New("service: goods not found")
+	// ErrSoldOut: the stock is below one.
+	ErrSoldOut = errors.New("service: sold out")
+	// ErrPurchaseFailed: the stock update matched no row (the row vanished).
+	ErrPurchaseFailed = errors.New("service: stock row not updated")
+	// ErrDuplicateRequest: an order with this request id exists already.
+	ErrDuplicateRequest = errors.New("service: duplicate request id")
+	// ErrLockTimeout: the lock could not be had within the acquire timeout.
+	ErrLockTimeout = errors.New("service: lock not acquired in time")
+	// ErrLockLost: the lock was lost before the purchase committed; nothing was written.
+	ErrLockLost = errors.New("service: lock lost before commit")
+	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
+	ErrUnavailable = errors.New("service: dependency unavailable")
+)

@@ -1,0 +1,182 @@
+// Package service holds the shop's business rules: the seckill purchase of
+// the Spring seed (read the stock, check it, write it back minus one), an order
+// row per sale, and the distributed lock that makes the read-modify-write safe
+// across instances.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Goods is a goods_stock row.
+type Goods struct {
+	ID       uint32
+	GoodsNo  int32
+	Stock    int32 // a NULL stock reads as 0
+	IsActive int16
+}
+
+// Order is an order_info row: one per successful purchase.
+type Order struct {
+	ID        uint64
+	GoodsNo   int32
+	RequestID string
+	CreatedAt time.Time
+}
+
+// Store is the persistence the shop needs.
+type Store interface {
+	// Goods reads the row of goodsNo, or returns ErrNotFound.
+	Goods(ctx context.Context, goodsNo int32) (Goods, error)
+	// Sell, in one transaction, sets the stock of row g.ID to stock and
+	// inserts order. Just before committing it calls guard; an error from
+	// guard rolls everything back and is returned. It returns
+	// ErrPurchaseFailed when the update matched no row and
+	// ErrDuplicateRequest when the request id was used before.
+	Sell(ctx context.Context, g Goods, stock int32, order *Order, guard func() error) error
+}
+
+// Locker hands out the distributed lock that serialises purchases of one
+// goods number across all instances.
+type Locker interface {
+	Lock(ctx context.Context, goodsNo int32) (Lease, error)
+}
+
+// Lease is a held lock.
+type Lease interface {
+	// Lost is closed when the lock can no longer be trusted to be held.
+	Lost() <-chan struct{}
+	// Unlock releases the lock.
+	Unlock(ctx context.Context) error
+}
+
+// Config tunes the purchase.
+type Config struct {
+	// MaxSleep: each purchase sleeps a random duration in [0, MaxSleep)
+	// between reading and writing the stock, the seed's race amplifier.
+	MaxSleep time.Duration
+	// AcquireTimeout bounds the wait for the lock. Default 10s.
+	AcquireTimeout time.Duration
+	// UnlockTimeout bounds the release of the lock. Default 10s.
+	UnlockTimeout time.Duration
+}
+
+// Shop sells goods.
+type Shop struct {
+	store  Store
+	locker Locker // nil: no lock, the seed's overselling version
+	cfg    Config
+	log    *slog.Logger
+}
+
+// New returns a Shop. A nil locker runs purchases without a lock, which
+// oversells under concurrency: that is the switch the demo flips.
+func New(store Store, locker Locker, cfg Config, log *slog.Logger) *Shop {
+	if cfg.AcquireTimeout <= 0 {
+		cfg.AcquireTimeout = 10 * time.Second
+	}
+	if cfg.UnlockTimeout <= 0 {
+		cfg.UnlockTimeout = 10 * time.Second
+	}
+	return &Shop{store: store, locker: locker, cfg: cfg, log: log}
+}
+
+// Stock returns the current row of goodsNo.
+func (s *Shop) Stock(ctx context.Context, goodsNo int32) (Goods, error) {
+	if goodsNo <= 0 {
+		return Goods{}, ErrInvalidGoodsNo
+	}
+	return s.store.Goods(ctx, goodsNo)
+}
+
+// Purchase buys one piece of goodsNo for the request requestID: under the
+// lock (when there is one) it reads the stock, sleeps up to MaxSleep, checks
+// it, and writes back the value read minus one together with an order row.
+// Nothing is written unless it returns the order.
+func (s *Shop) Purchase(ctx context.Context, goodsNo int32, requestID string) (*Order, error) {
+	if goodsNo <= 0 {
+		return nil, ErrInvalidGoodsNo
+	}
+	var lost <-chan struct{}
+	if s.locker != nil {
+		lease, err := s.lock(ctx, goodsNo)
+		if err != nil {
+			return nil, err
+		}
+		defer s.unlock(ctx, lease, goodsNo)
+		lost = lease.Lost()
+	}
+
+	g, err := s.store.Goods(ctx, goodsNo)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pause(ctx, lost); err != nil {
+		return nil, err
+	}
+	if g.Stock < 1 {
+		return nil, ErrSoldOut
+	}
+	order := &Order{GoodsNo: goodsNo, RequestID: requestID}
+	guard := func() error {
+		select {
+		case <-lost: // nil without a lock: never ready
+			return ErrLockLost
+		default:
+			return nil
+		}
+	}
+	if err := s.store.Sell(ctx, g, g.Stock-1, order, guard); err != nil {
+		return nil, err
+	}
+	return order, nil
+}
+
+func (s *Shop) lock(ctx context.Context, goodsNo int32) (Lease, error) {
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.AcquireTimeout)
+	defer cancel()
+	lease, err := s.locker.Lock(lctx, goodsNo)
+	switch {
+	case err == nil:
+		return lease, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // the caller gave up
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%w after %v", ErrLockTimeout, s.cfg.AcquireTimeout)
+	default:
+		return nil, fmt.Errorf("%w: lock: %w", ErrUnavailable, err)
+	}
+}
+
+// unlock releases the lease even when the request's context has ended: a
+// held lock must never outlive the purchase.
+func (s *Shop) unlock(ctx context.Context, lease Lease, goodsNo int32) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UnlockTimeout)
+	defer cancel()
+	if err := lease.Unlock(uctx); err != nil {
+		s.log.Error("unlock failed", "goodsNo", goodsNo, "err", err)
+	}
+}
+
+// pause is the seed's random sleep "so the race shows more often". It ends
+// early when the request ends or the lock is lost.
+func (s *Shop) pause(ctx context.Context, lost <-chan struct{}) error {
+	if s.cfg.MaxSleep <= 0 {
+		return nil
+	}
+	t := time.NewTimer(rand.N(s.cfg.MaxSleep))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-lost:
+		return ErrLockLost
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
