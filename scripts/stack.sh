@@ -118,7 +118,10 @@ mysql_up() {
 	fi
 	# A dedicated user for the shop and its tests: TCP logins as root are refused on a fresh
 	# Debian install. The tests create and drop databases named seckill_*.
+	# Two shop instances with the seed's pool of 100 each need more than
+	# MariaDB's default 151 connections.
 	mysql_root <<SQL
+SET GLOBAL max_connections = GREATEST(@@GLOBAL.max_connections, 1000);
 CREATE DATABASE IF NOT EXISTS \`$db_name\` CHARACTER SET utf8mb4;
 CREATE USER IF NOT EXISTS '$db_user'@'127.0.0.1' IDENTIFIED BY '$db_pass';
 CREATE USER IF NOT EXISTS '$db_user'@'localhost' IDENTIFIED BY '$db_pass';
@@ -151,6 +154,7 @@ stop_pidfile() { # stop_pidfile NAME
 case "${1:-up}" in
 up)
 	mkdir -p "$state"
+	command -v curl >/dev/null || apt_install curl ca-certificates
 	zk_up
 	mysql_up
 	;;

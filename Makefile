@@ -1,0 +1,48 @@
+# seckill-zk. `make demo` and `make test` are the two commands the README promises.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+GO ?= go
+
+.PHONY: all build test vet fmt-check unit stack-up stack-down stack-status demo demo-stop clean
+
+all: build
+
+build:
+	$(GO) build -o bin/shop ./cmd/shop
+
+## stack-up: install (apt) and start ZooKeeper and MariaDB if they are missing; idempotent
+stack-up:
+	scripts/stack.sh up
+
+## stack-down: stop what stack-up started
+stack-down:
+	scripts/stack.sh down
+
+stack-status:
+	scripts/stack.sh status
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
+
+## test: bring the stack up, vet, and run every test with the race detector
+test: stack-up fmt-check vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+## unit: the tests that need neither ZooKeeper nor MariaDB
+unit:
+	$(GO) test -race -count=1 ./internal/handler/ ./internal/service/ ./migrations/
+	$(GO) test -race -count=1 -run 'Config|LockPath' ./cmd/shop/
+
+## demo: stack up, migrate, stock 100, two shop instances serving on :8081 and :8082
+demo: stack-up build
+	scripts/demo.sh up
+
+## demo-stop: stop the demo's shop instances
+demo-stop:
+	scripts/demo.sh down
+
+clean:
+	rm -rf bin

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	configFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := env["SHOP_CONFIG"]; !ok {
+		// An empty file: the test sees the built-in defaults, not ./config.yaml.
+		empty := filepath.Join(t.TempDir(), "empty.yaml")
+		if err := os.WriteFile(empty, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env["SHOP_CONFIG"] = empty
+	}
+	return loadConfig(fs, func(k string) string { return env[k] })
+}
+
+func TestConfigDefaultsAreTheSeeds(t *testing.T) {
+	c, err := load(t, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"session timeout", c.ZooKeeper.SessionTimeout, 25 * time.Second},
+		{"connection timeout", c.ZooKeeper.ConnectionTimeout, 20 * time.Second},
+		{"retry base", c.ZooKeeper.Retry.BaseSleep, time.Second},
+		{"retry count", c.ZooKeeper.Retry.MaxRetries, 10},
+		{"pool", c.MySQL.MaxOpenConns, 100},
+		{"idle", c.MySQL.MaxIdleConns, 10},
+		{"lock on", c.Lock.Enabled, true},
+		{"lock path", c.Lock.Path, "/Locks"},
+		{"max sleep", c.Demo.MaxSleep, time.Duration(0)},
+		{"servers", strings.Join(c.ZooKeeper.Servers, ","), "127.0.0.1:2181"},
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("%s = %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+}
+
+func TestConfigFileMatchesDefaults(t *testing.T) {
+	c, err := load(t, map[string]string{"SHOP_CONFIG": "../../config.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := load(t, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, d) {
+		t.Errorf("config.yaml and the built-in defaults differ:\n%+v\n%+v", c, d)
+	}
+}
+
+func TestConfigOverrides(t *testing.T) {
+	env := map[string]string{
+		"SHOP_LOCK_ENABLED":      "false",
+		"SHOP_DEMO_MAXSLEEP":     "100ms",
+		"SHOP_SERVER_ADDR":       "127.0.0.1:18081",
+		"SHOP_MYSQL_DSN":         "u:p@tcp(db:3306)/x",
+		"SHOP_ZOOKEEPER_SERVERS": "zk1:2181, zk2:2181",
+		"SHOP_LOCK_PATH":         "/locks/goods/{goodsNo}",
+	}
+	c, err := load(t, env, "--demo.maxSleep=250ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Lock.Enabled || c.Server.Addr != "127.0.0.1:18081" || c.MySQL.DSN != "u:p@tcp(db:3306)/x" ||
+		c.Lock.Path != "/locks/goods/{goodsNo}" || strings.Join(c.ZooKeeper.Servers, "|") != "zk1:2181|zk2:2181" {
+		t.Errorf("environment not applied: %+v", c)
+	}
+	if c.Demo.MaxSleep != 250*time.Millisecond {
+		t.Errorf("demo.maxSleep = %v, want the flag's 250ms over the environment's 100ms", c.Demo.MaxSleep)
+	}
+}
+
+func TestConfigRejectsBadValuesNamingTheKey(t *testing.T) {
+	tests := []struct {
+		env, value, key string
+	}{
+		{"SHOP_DEMO_MAXSLEEP", "soon", "demo.maxSleep"},
+		{"SHOP_ZOOKEEPER_SESSIONTIMEOUT", "0s", "zookeeper.sessionTimeout"},
+		{"SHOP_ZOOKEEPER_SERVERS", " , ", "zookeeper.servers"},
+		{"SHOP_LOCK_PATH", "Locks", "lock.path"},
+		{"SHOP_LOCK_PATH", "/locks//x", "lock.path"},
+		{"SHOP_LOCK_PATH", "/locks/", "lock.path"},
+		{"SHOP_LOCK_ENABLED", "maybe", "lock.enabled"},
+		{"SHOP_MYSQL_MAXOPENCONNS", "-1", "mysql.maxOpenConns"},
+		{"SHOP_LOG_LEVEL", "loud", "log.level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			_, err := load(t, map[string]string{tt.env: tt.value})
+			if err == nil {
+				t.Fatalf("%s=%q accepted", tt.env, tt.value)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.key) || strings.Contains(msg, "\n") {
+				t.Fatalf("error %q should be one line naming %s", msg, tt.key)
+			}
+		})
+	}
+}
+
+func TestLockPathTemplate(t *testing.T) {
+	l := newZKLocker(nil, "/locks/goods/{goodsNo}")
+	if got := l.lockPath(42); got != "/locks/goods/42" {
+		t.Fatalf("lockPath(42) = %q", got)
+	}
+	if got := newZKLocker(nil, "/Locks").lockPath(42); got != "/Locks" {
+		t.Fatalf("fixed path became %q", got)
+	}
+}

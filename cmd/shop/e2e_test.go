@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the test reads the tables directly
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// shopBinary is built once by TestMain for the end-to-end tests.
+var shopBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shop-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shopBinary = filepath.Join(dir, "shop")
+	build := exec.Command("go", "build", "-race", "-o", shopBinary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build shop:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stack is a database and a lock path of the test's own, with the shop's
+// environment pointing at them.
+type stack struct {
+	dsn string
+	env []string
+}
+
+func newStack(t *testing.T, extra ...string) stack {
+	t.Helper()
+	dsn := itest.Database(t)
+	zk := itest.ZooKeeper(t)
+	env := append(os.Environ(),
+		"SHOP_MYSQL_DSN="+dsn,
+		"SHOP_ZOOKEEPER_SERVERS="+zk[0],
+		"SHOP_LOCK_PATH="+itest.Path(t)+"/Locks",
+		"SHOP_CONFIG=../../config.yaml",
+	)
+	return stack{dsn: dsn, env: append(env, extra...)}
+}
+
+func (s stack) shop(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(shopBinary, args...)
+	cmd.Env = s.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("shop %v: %v\n%s", args, err, out)
+	}
+}
+
+var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// serve starts an instance on a free port and returns its base URL once it
+// is ready. The instance is stopped with SIGINT at cleanup and must exit 0.
+func (s stack) serve(t *testing.T, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(shopBinary, "serve", "--server.addr=127.0.0.1:0")
+	cmd.Env = append(append([]string{}, s.env...), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	var logMu sync.Mutex
+	var logs []string
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logMu.Lock()
+			logs = append(logs, sc.Text())
+			logMu.Unlock()
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	dump := func() string {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return fmt.Sprint(logs)
+	}
+	t.Cleanup(func() {
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Errorf("signal shop: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { <-drained; done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("shop did not exit cleanly on SIGINT: %v\n%s", err, dump())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("shop did not stop within 30s of SIGINT\n%s", dump())
+		}
+	})
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("shop did not start listening within 30s\n%s", dump())
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shop at %s not ready within 30s (%v)\n%s", base, err, dump())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type outcome struct {
+	status map[int]int
+	codes  map[string]int
+}
+
+// buy fires n concurrent purchases of goods 1, round-robin over bases.
+func buy(t *testing.T, bases []string, n int) outcome {
+	t.Helper()
+	client := &http.Client{
+		Timeout:   2 * time.Minute,
+		Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n},
+	}
+	defer client.CloseIdleConnections()
+	out := outcome{status: map[int]int{}, codes: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			resp, err := client.Get(bases[i%len(bases)] + "/goods-stock/1")
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			defer resp.Body.Close()
+			var body struct{ Code string }
+			raw, _ := io.ReadAll(resp.Body) // a short body fails the decode below
+			if err := json.Unmarshal(raw, &body); err != nil {
+				t.Errorf("request %d: status %d, body %q is not JSON", i, resp.StatusCode, raw)
+			}
+			mu.Lock()
+			out.status[resp.StatusCode]++
+			out.codes[body.Code]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+func (s stack) counts(t *testing.T) (stock, orders int) {
+	t.Helper()
+	db, err := sql.Open("mysql", s.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM order_info WHERE goods_no = 1").Scan(&orders); err != nil {
+		t.Fatal(err)
+	}
+	return stock, orders
+}
+
+const (
+	e2eStock    = 50
+	e2eRequests = 300
+)
+
+// Two instances, one database, one ZooKeeper: the seed's two JVMs.
+func twoInstances(t *testing.T, lockEnabled bool) (stack, outcome) {
+	t.Helper()
+	s := newStack(t,
+		fmt.Sprintf("SHOP_LOCK_ENABLED=%t", lockEnabled),
+		"SHOP_DEMO_MAXSLEEP=20ms",
+		"SHOP_LOCK_ACQUIRETIMEOUT=2m", // 300 buyers queue through one lock
+		"SHOP_LOG_LEVEL=info", // the test reads the "listening" line
+	)
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(e2eStock), "--clear-orders")
+	bases := []string{s.serve(t), s.serve(t)}
+	return s, buy(t, bases, e2eRequests)
+}
+
+func TestTwoInstancesWithoutLockOversell(t *testing.T) {
+	s, out := twoInstances(t, false)
+	stock, orders := s.counts(t)
+	succeeded := out.status[http.StatusOK]
+	sold := e2eStock - stock
+	t.Logf("lock off: %d succeeded, %d order rows, stock %d -> %d, statuses %v, codes %v", succeeded, orders, e2eStock, stock, out.status, out.codes)
+	if succeeded <= sold {
+		t.Errorf("no overselling reproduced: %d successes for a stock decrease of %d", succeeded, sold)
+	}
+	if orders != succeeded {
+		t.Errorf("%d order rows for %d successful answers: every 200 must have its order row", orders, succeeded)
+	}
+	for status, n := range out.status {
+		if status != http.StatusOK && status != http.StatusConflict {
+			t.Errorf("%d answers with status %d", n, status)
+		}
+	}
+}
+
+func TestTwoInstancesWithLockSellExactlyTheStock(t *testing.T) {
+	s, out := twoInstances(t, true)
+	stock, orders := s.counts(t)
+	t.Logf("lock on: statuses %v, codes %v, stock %d, orders %d", out.status, out.codes, stock, orders)
+	if got := out.status[http.StatusOK]; got != e2eStock {
+		t.Errorf("%d successes, want exactly %d", got, e2eStock)
+	}
+	if got := out.codes["sold_out"]; got != e2eRequests-e2eStock {
+		t.Errorf("%d sold-out answers, want %d", got, e2eRequests-e2eStock)
+	}
+	if len(out.status) != 2 || out.status[http.StatusConflict] != e2eRequests-e2eStock {
+		t.Errorf("statuses %v, want only 200 and 409", out.status)
+	}
+	if stock != 0 || orders != e2eStock {
+		t.Errorf("stock %d with %d order rows, want 0 with %d", stock, orders, e2eStock)
+	}
+}

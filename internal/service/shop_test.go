@@ -1,0 +1,172 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+type fakeStore struct {
+	goods   map[int32]service.Goods
+	orders  []service.Order
+	readErr error
+	sellErr error
+	onSell  func() // runs inside Sell before the guard
+}
+
+func (f *fakeStore) Goods(_ context.Context, no int32) (service.Goods, error) {
+	if f.readErr != nil {
+		return service.Goods{}, f.readErr
+	}
+	g, ok := f.goods[no]
+	if !ok {
+		return service.Goods{}, service.ErrNotFound
+	}
+	return g, nil
+}
+
+func (f *fakeStore) Sell(_ context.Context, g service.Goods, stock int32, o *service.Order, guard func() error) error {
+	if f.sellErr != nil {
+		return f.sellErr
+	}
+	if f.onSell != nil {
+		f.onSell()
+	}
+	if err := guard(); err != nil {
+		return err // rolled back: nothing changes
+	}
+	g.Stock = stock
+	f.goods[g.GoodsNo] = g
+	o.ID = uint64(len(f.orders) + 1)
+	f.orders = append(f.orders, *o)
+	return nil
+}
+
+type fakeLocker struct {
+	err      error
+	lost     chan struct{}
+	locks    int
+	unlocks  int
+	deadline bool // Lock waits for ctx to end
+}
+
+func (f *fakeLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
+	if f.deadline {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	f.locks++
+	return f, nil
+}
+
+func (f *fakeLocker) Lost() <-chan struct{} { return f.lost }
+
+func (f *fakeLocker) Unlock(context.Context) error {
+	f.unlocks++
+	return nil
+}
+
+func newShop(store *fakeStore, locker service.Locker, cfg service.Config) *service.Shop {
+	if store.goods == nil {
+		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
+	}
+	return service.New(store, locker, cfg, slog.New(slog.DiscardHandler))
+}
+
+func TestPurchaseOutcomes(t *testing.T) {
+	tests := []struct {
+		name    string
+		store   *fakeStore
+		goodsNo int32
+		want    error
+		orders  int
+	}{
+		{"sells one", &fakeStore{}, 1, nil, 1},
+		{"no such goods", &fakeStore{}, 2, service.ErrNotFound, 0},
+		{"sold out", &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 0}}}, 1, service.ErrSoldOut, 0},
+		{"invalid goods number", &fakeStore{}, 0, service.ErrInvalidGoodsNo, 0},
+		{"database down", &fakeStore{readErr: service.ErrUnavailable}, 1, service.ErrUnavailable, 0},
+		{"write fails", &fakeStore{sellErr: service.ErrPurchaseFailed}, 1, service.ErrPurchaseFailed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			locker := &fakeLocker{lost: make(chan struct{})}
+			_, err := newShop(tt.store, locker, service.Config{}).Purchase(context.Background(), tt.goodsNo, "r")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Purchase = %v, want %v", err, tt.want)
+			}
+			if len(tt.store.orders) != tt.orders {
+				t.Fatalf("%d orders, want %d", len(tt.store.orders), tt.orders)
+			}
+			if locker.locks != locker.unlocks {
+				t.Fatalf("%d locks but %d unlocks: the lock must be released on every path", locker.locks, locker.unlocks)
+			}
+		})
+	}
+}
+
+func TestPurchaseWritesReadValueMinusOne(t *testing.T) {
+	store := &fakeStore{}
+	order, err := newShop(store, nil, service.Config{}).Purchase(context.Background(), 1, "req-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.goods[1].Stock != 1 || order.RequestID != "req-7" || order.ID == 0 {
+		t.Fatalf("stock %d, order %+v", store.goods[1].Stock, order)
+	}
+}
+
+func TestPurchaseAbortsWhenTheLockIsLost(t *testing.T) {
+	t.Run("during the sleep", func(t *testing.T) {
+		store := &fakeStore{}
+		locker := &fakeLocker{lost: make(chan struct{})}
+		close(locker.lost)
+		_, err := newShop(store, locker, service.Config{MaxSleep: time.Hour}).Purchase(context.Background(), 1, "r")
+		if !errors.Is(err, service.ErrLockLost) || len(store.orders) != 0 || store.goods[1].Stock != 2 {
+			t.Fatalf("err %v, %d orders, stock %d: want ErrLockLost and nothing written", err, len(store.orders), store.goods[1].Stock)
+		}
+		if locker.unlocks != 1 {
+			t.Fatal("a lost lock must still be released")
+		}
+	})
+	t.Run("just before commit", func(t *testing.T) {
+		locker := &fakeLocker{lost: make(chan struct{})}
+		store := &fakeStore{onSell: func() { close(locker.lost) }}
+		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		if !errors.Is(err, service.ErrLockLost) || len(store.orders) != 0 || store.goods[1].Stock != 2 {
+			t.Fatalf("err %v, %d orders, stock %d: want ErrLockLost and nothing written", err, len(store.orders), store.goods[1].Stock)
+		}
+	})
+}
+
+func TestPurchaseLockFailures(t *testing.T) {
+	t.Run("timeout", func(t *testing.T) {
+		locker := &fakeLocker{deadline: true}
+		_, err := newShop(&fakeStore{}, locker, service.Config{AcquireTimeout: 20 * time.Millisecond}).Purchase(context.Background(), 1, "r")
+		if !errors.Is(err, service.ErrLockTimeout) {
+			t.Fatalf("Purchase = %v, want ErrLockTimeout", err)
+		}
+	})
+	t.Run("zookeeper down", func(t *testing.T) {
+		locker := &fakeLocker{err: errors.New("zk: could not connect to a server")}
+		_, err := newShop(&fakeStore{}, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		if !errors.Is(err, service.ErrUnavailable) {
+			t.Fatalf("Purchase = %v, want ErrUnavailable", err)
+		}
+	})
+	t.Run("buyer gone", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := newShop(&fakeStore{}, &fakeLocker{deadline: true}, service.Config{}).Purchase(ctx, 1, "r")
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Purchase = %v, want context.Canceled", err)
+		}
+	})
+}
