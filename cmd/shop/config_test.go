@@ -129,3 +129,23 @@ func TestLockPathTemplate(t *testing.T) {
 		t.Fatalf("fixed path became %q", got)
 	}
 }
+
+func TestEverySettingIsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range settings {
+		if !strings.Contains(string(readme), "| `"+s.key+"` | `"+s.def+"` |") {
+			t.Errorf("README's configuration table lacks %s with default %s", s.key, s.def)
+		}
+		leaf := s.key[strings.LastIndex(s.key, ".")+1:]
+		if !strings.Contains(string(yaml), leaf+":") {
+			t.Errorf("config.yaml lacks %s", s.key)
+		}
+	}
+}

@@ -217,7 +217,7 @@ func twoInstances(t *testing.T, lockEnabled bool) (stack, outcome) {
 		fmt.Sprintf("SHOP_LOCK_ENABLED=%t", lockEnabled),
 		"SHOP_DEMO_MAXSLEEP=20ms",
 		"SHOP_LOCK_ACQUIRETIMEOUT=2m", // 300 buyers queue through one lock
-		"SHOP_LOG_LEVEL=info", // the test reads the "listening" line
+		"SHOP_LOG_LEVEL=info",         // the test reads the "listening" line
 	)
 	s.shop(t, "migrate")
 	s.shop(t, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(e2eStock), "--clear-orders")

@@ -98,15 +98,15 @@ type Client struct {
 	opts Options
 	log  *slog.Logger
 
-	mu        sync.Mutex
-	session   *Session // current session; nil before the first and after loss until the next
-	ready     chan struct{}
-	suspended bool
+	mu            sync.Mutex
+	session       *Session // current session; nil before the first and after loss until the next
+	ready         chan struct{}
+	suspended     bool
 	connectedOnce bool
-	lostTimer *time.Timer
-	listeners map[int]func(State)
-	nextID    int
-	closed    bool
+	lostTimer     *time.Timer
+	listeners     map[int]func(State)
+	nextID        int
+	closed        bool
 
 	events  chan struct{} // signals that pending has events
 	pending []zk.Event
