@@ -211,9 +211,11 @@ const (
 )
 
 // Two instances, one database, one ZooKeeper: the seed's two JVMs.
+// The locked run uses a per-goods lock path template.
 func twoInstances(t *testing.T, lockEnabled bool) (stack, outcome) {
 	t.Helper()
 	s := newStack(t,
+		"SHOP_LOCK_PATH="+itest.Path(t)+"/locks/goods/{goodsNo}",
 		fmt.Sprintf("SHOP_LOCK_ENABLED=%t", lockEnabled),
 		"SHOP_DEMO_MAXSLEEP=20ms",
 		"SHOP_LOCK_ACQUIRETIMEOUT=2m", // 300 buyers queue through one lock

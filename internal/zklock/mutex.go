@@ -36,18 +36,25 @@ type Mutex struct {
 
 	acquiring sync.Mutex // one acquisition at a time on this handle
 
-	mu    sync.Mutex
-	count int
-	node  string
-	sess  *Session
-	lost  chan struct{}
-	stop  chan struct{} // closed by Release: the hold's watcher exits
+	mu        sync.Mutex
+	count     int
+	node      string
+	sess      *Session
+	lost      chan struct{}
+	stop      chan struct{} // closed by Release: the hold's watcher exits
+	data      []byte        // node data; nil: the client's NodeData
+	onRevoke  func()        // set by MakeRevocable
+	forbidden func() error  // checked before acquiring (the read/write lock's no-upgrade rule)
 }
 
 // NewMutex returns a handle on the lock at lockPath. It does no I/O; the path
 // and its parents are created as containers on first use.
 func NewMutex(c *Client, lockPath string) *Mutex {
-	return &Mutex{c: c, q: queue{c: c, dir: lockPath, marker: lockMarker, maxLeases: 1}}
+	return newMutex(c, lockPath, lockMarker, standardRule(lockMarker, 1))
+}
+
+func newMutex(c *Client, dir, marker string, r rule) *Mutex {
+	return &Mutex{c: c, q: queue{c: c, dir: dir, marker: marker, rule: r}}
 }
 
 // Acquire blocks until the lock is held, or ctx ends. When it gives up it
@@ -74,9 +81,21 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		m.mu.Unlock()
 		return nil
 	}
+	data, onRevoke, forbidden := m.data, m.onRevoke, m.forbidden
 	m.mu.Unlock()
+	if forbidden != nil {
+		if err := forbidden(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case onRevoke != nil:
+		data = []byte{} // Curator writes no data into a revocable lock's node
+	case data == nil:
+		data = m.c.opts.NodeData
+	}
 
-	node, s, err := m.q.enter(ctx, m.c.opts.NodeData, wait)
+	node, s, err := m.q.enter(ctx, data, wait)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
 			return err
@@ -88,7 +107,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 	m.mu.Lock()
 	m.count, m.node, m.sess, m.lost, m.stop = 1, node, s, lost, stop
 	m.mu.Unlock()
-	m.c.background(func(bg context.Context) { m.c.watchHeld(bg, node, s, interrupted, lost, stop) })
+	m.c.background(func(bg context.Context) { m.c.watchHeld(bg, node, s, interrupted, lost, stop, onRevoke) })
 	return nil
 }
 
@@ -153,11 +172,48 @@ func (m *Mutex) ParticipantNodes(ctx context.Context) ([]string, error) {
 	return m.q.participants(ctx)
 }
 
+// MakeRevocable makes the lock revocable, as Curator's
+// InterProcessMutex.makeRevocable: while this handle holds the lock, fn is
+// called (from a background goroutine) each time another participant asks for
+// it with AttemptRevoke. fn would typically finish up and Release. Call it
+// before Acquire; a revocable lock's node carries no data, as in Curator.
+func (m *Mutex) MakeRevocable(fn func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onRevoke = fn
+}
+
+// revokeMessage is the data Curator's Revoker writes into a lock node.
+const revokeMessage = "__REVOKE__"
+
+// AttemptRevoke asks the holder of the lock node at nodePath (one of
+// ParticipantNodes) to release it, as Curator's Revoker.attemptRevoke does:
+// it writes "__REVOKE__" into the node. Only a holder that called
+// MakeRevocable reacts. A node that is gone already is not an error.
+func AttemptRevoke(ctx context.Context, c *Client, nodePath string) error {
+	err := c.retry(ctx, func() error {
+		_, err := call(ctx, func() (*zk.Stat, error) { return c.conn.Set(nodePath, []byte(revokeMessage), -1) }, nil)
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zklock: revoke %s: %w", nodePath, err)
+	}
+	return nil
+}
+
 // watchHeld watches a held lock node and closes lost when the hold ends
-// without Release: node deleted, connection suspended, session lost.
-func (c *Client) watchHeld(bg context.Context, node string, s *Session, interrupted <-chan struct{}, lost, stop chan struct{}) {
+// without Release: node deleted, connection suspended, session lost. It also
+// calls onRevoke, if set, when the node's data asks for revocation.
+func (c *Client) watchHeld(bg context.Context, node string, s *Session, interrupted <-chan struct{}, lost, stop chan struct{}, onRevoke func()) {
 	for {
-		_, _, ch, err := c.conn.GetW(node)
+		data, _, ch, err := c.conn.GetW(node)
+		if err == nil && onRevoke != nil && string(data) == revokeMessage {
+			select {
+			case <-stop:
+			default:
+				onRevoke()
+			}
+		}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			// Deleted, by Release (stop is closed) or by someone else.

@@ -10,24 +10,30 @@ import (
 // Markers that end a protected node's name before ZooKeeper's sequence
 // number, as Curator names them.
 const (
-	lockMarker = "lock-"
+	lockMarker  = "lock-"    // InterProcessMutex
+	readMarker  = "__READ__" // InterProcessReadWriteLock, readers
+	writeMarker = "__WRIT__" // InterProcessReadWriteLock, writers
+	leaseMarker = "lease-"   // InterProcessSemaphoreV2 leases
+	latchMarker = "latch-"   // LeaderLatch
 )
 
-// sequenceKey is what Curator sorts lock nodes by: the text after the last
-// occurrence of marker, or the whole name when it has none.
-func sequenceKey(name, marker string) string {
-	i := strings.LastIndex(name, marker)
-	if i < 0 {
-		return name
+// sequenceKey is what Curator sorts nodes by: for each marker in turn, the
+// text after its last occurrence when there is one (Curator's
+// standardFixForSorting applied marker by marker).
+func sequenceKey(name string, markers ...string) string {
+	for _, m := range markers {
+		if i := strings.LastIndex(name, m); i >= 0 {
+			name = name[i+len(m):]
+		}
 	}
-	return name[i+len(marker):]
+	return name
 }
 
 // sortNodes sorts child names in queue order, as Curator's
 // LockInternals.getSortedChildren does (byte-wise, stable).
-func sortNodes(names []string, marker string) {
+func sortNodes(names []string, markers ...string) {
 	slices.SortStableFunc(names, func(a, b string) int {
-		return strings.Compare(sequenceKey(a, marker), sequenceKey(b, marker))
+		return strings.Compare(sequenceKey(a, markers...), sequenceKey(b, markers...))
 	})
 }
 

@@ -181,7 +181,7 @@ func (c *Client) deleteNode(p string, owner *Session) error {
 				c.log.Warn("guaranteed delete failed", "path", p, "err", err)
 				return
 			}
-			if c.sleepOrStop(ctx, owner, n) {
+			if c.sleepOrStop(ctx, owner.Done(), n) {
 				return
 			}
 		}
@@ -190,14 +190,14 @@ func (c *Client) deleteNode(p string, owner *Session) error {
 }
 
 // sleepOrStop waits before a background retry; true means stop.
-func (c *Client) sleepOrStop(ctx context.Context, owner *Session, n int) bool {
+func (c *Client) sleepOrStop(ctx context.Context, stop <-chan struct{}, n int) bool {
 	d, _ := c.opts.Retry.sleep(min(n, c.opts.Retry.MaxRetries-1)) // background work never gives up
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return false
-	case <-owner.Done():
+	case <-stop:
 		return true
 	case <-ctx.Done():
 		return true
@@ -329,7 +329,7 @@ func (c *Client) deleteProtectedOrphans(parent, prefix string, s *Session) {
 			if errors.Is(err, zk.ErrNoNode) || !retryable(err) {
 				return
 			}
-			if c.sleepOrStop(ctx, s, n) {
+			if c.sleepOrStop(ctx, s.Done(), n) {
 				return
 			}
 		}

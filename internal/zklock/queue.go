@@ -13,16 +13,42 @@ import (
 // else, or with its session). Curator treats it as NoNode and retries.
 var errNodeGone = errors.New("zklock: queue node vanished")
 
-// queue is Curator's LockInternals with the StandardLockInternalsDriver:
-// participants are protected EPHEMERAL_SEQUENTIAL nodes under dir, sorted by
-// sequence; the first maxLeases hold, and every other one watches the node
-// maxLeases places before it (its predecessor, for a mutex).
+// queue is Curator's LockInternals: participants are protected
+// EPHEMERAL_SEQUENTIAL nodes "_c_<uuid>-<marker><seq>" under dir, sorted by
+// sequence; the rule decides who holds and whom a waiter watches.
 type queue struct {
-	c         *Client
-	dir       string
-	marker    string
-	maxLeases int
+	c      *Client
+	dir    string
+	marker string
+	rule   rule
 }
+
+// rule is Curator's LockInternalsDriver: how to sort, who holds.
+type rule struct {
+	// markers: the sort key is the text after the last of these (Curator's
+	// fixForSorting applied for each).
+	markers []string
+	// holds reports, for our node at index i of the sorted children, whether
+	// it holds, and otherwise the child to watch.
+	holds func(kids []string, i int) (bool, string)
+}
+
+// standardRule is StandardLockInternalsDriver: the first maxLeases hold, each
+// other node watches the one maxLeases places ahead (its predecessor, for a
+// mutex).
+func standardRule(marker string, maxLeases int) rule {
+	return rule{
+		markers: []string{marker},
+		holds: func(kids []string, i int) (bool, string) {
+			if i < maxLeases {
+				return true, ""
+			}
+			return false, kids[i-maxLeases]
+		},
+	}
+}
+
+func (r rule) sort(kids []string) { sortNodes(kids, r.markers...) }
 
 // enter creates our node and, if wait, waits until it holds. Without wait it
 // returns ErrLocked when it does not hold at once. On any failure our node is
@@ -63,22 +89,24 @@ func (q *queue) await(ctx context.Context, s *Session, node string, wait bool) e
 		if err != nil {
 			return err
 		}
-		sortNodes(kids, q.marker)
+		q.rule.sort(kids)
 		i := slices.Index(kids, name)
-		switch {
-		case i < 0:
+		if i < 0 {
 			select {
 			case <-s.Done():
 				return ErrSessionLost
 			default:
 				return errNodeGone
 			}
-		case i < q.maxLeases:
+		}
+		holds, watch := q.rule.holds(kids, i)
+		if holds {
 			return nil
-		case !wait:
+		}
+		if !wait {
 			return ErrLocked
 		}
-		prev := path.Join(q.dir, kids[i-q.maxLeases])
+		prev := path.Join(q.dir, watch)
 		var ch <-chan zk.Event
 		err = q.c.retry(ctx, func() (err error) {
 			ch, err = call(ctx, func() (<-chan zk.Event, error) {
@@ -113,7 +141,7 @@ func (q *queue) participants(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortNodes(kids, q.marker)
+	q.rule.sort(kids)
 	for i, k := range kids {
 		kids[i] = path.Join(q.dir, k)
 	}

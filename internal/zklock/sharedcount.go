@@ -1,0 +1,219 @@
+package zklock
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrNotStarted is returned by recipes used before Start or after Close.
+var ErrNotStarted = errors.New("zklock: recipe not started")
+
+// VersionedValue is a SharedCount's value with the node version it was read
+// at, for compare-and-set.
+type VersionedValue struct {
+	Version int32
+	Value   int32
+}
+
+// SharedCount is Curator's SharedCount: an int shared by all clients, stored
+// as 4 big-endian bytes in one node's data and changed by compare-and-set on
+// the node's version. Listeners hear of every change seen.
+type SharedCount struct {
+	c    *Client
+	path string
+	seed int32
+
+	mu        sync.Mutex
+	cur       VersionedValue
+	started   bool
+	stop      chan struct{}
+	listeners map[int]func(int32)
+	nextID    int
+	changed   chan struct{} // closed and renewed at each change seen
+}
+
+// NewSharedCount returns a handle on the count at countPath; Start creates
+// the node with seed when it does not exist.
+func NewSharedCount(c *Client, countPath string, seed int32) *SharedCount {
+	return &SharedCount{c: c, path: countPath, seed: seed, listeners: map[int]func(int32){}, changed: make(chan struct{})}
+}
+
+// Start creates the node if needed, reads the value and keeps it current.
+func (s *SharedCount) Start(ctx context.Context) error {
+	if err := ValidatePath(s.path); err != nil {
+		return err
+	}
+	if err := s.c.ensurePath(ctx, path.Dir(s.path)); err != nil {
+		return err
+	}
+	err := s.c.retry(ctx, func() error {
+		_, err := call(ctx, func() (string, error) {
+			return s.c.conn.Create(s.path, encodeCount(s.seed), zk.FlagPersistent, openACL)
+		}, nil)
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("zklock: shared count %s: %w", s.path, err)
+	}
+	ch, err := s.read(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("zklock: shared count already started")
+	}
+	s.started = true
+	s.stop = make(chan struct{})
+	stop := s.stop
+	s.mu.Unlock()
+	s.c.background(func(bg context.Context) { s.watch(bg, ch, stop) })
+	return nil
+}
+
+// read fetches the value with a data watch and records it.
+func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
+	type got struct {
+		data []byte
+		stat *zk.Stat
+		ch   <-chan zk.Event
+	}
+	var g got
+	err := s.c.retry(ctx, func() (err error) {
+		g, err = call(ctx, func() (got, error) {
+			d, st, ch, err := s.c.conn.GetW(s.path)
+			return got{d, st, ch}, err
+		}, nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zklock: read shared count %s: %w", s.path, err)
+	}
+	v, err := decodeCount(g.data)
+	if err != nil {
+		return nil, fmt.Errorf("zklock: shared count %s: %w", s.path, err)
+	}
+	s.update(VersionedValue{Version: g.stat.Version, Value: v})
+	return g.ch, nil
+}
+
+func (s *SharedCount) update(v VersionedValue) {
+	s.mu.Lock()
+	if v.Version < s.cur.Version {
+		s.mu.Unlock()
+		return // an older read arriving late
+	}
+	old := s.cur
+	s.cur = v
+	var ls []func(int32)
+	if old != v {
+		close(s.changed)
+		s.changed = make(chan struct{})
+		for _, fn := range s.listeners {
+			ls = append(ls, fn)
+		}
+	}
+	s.mu.Unlock()
+	for _, fn := range ls {
+		fn(v.Value)
+	}
+}
+
+func (s *SharedCount) watch(bg context.Context, ch <-chan zk.Event, stop chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		case <-stop:
+			return
+		case <-bg.Done():
+			return
+		}
+		for n := 0; ; n++ {
+			var err error
+			if ch, err = s.read(bg); err == nil {
+				break
+			}
+			if s.c.sleepOrStop(bg, stop, n) {
+				return
+			}
+		}
+	}
+}
+
+// Count is the current value.
+func (s *SharedCount) Count() int32 { return s.Versioned().Value }
+
+// Versioned is the current value with its version.
+func (s *SharedCount) Versioned() VersionedValue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// changes returns a channel closed at the next change seen.
+func (s *SharedCount) changes() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// TrySetCount sets the value to n only if the node is still at prev's
+// version, and reports whether it did.
+func (s *SharedCount) TrySetCount(ctx context.Context, prev VersionedValue, n int32) (bool, error) {
+	st, err := call(ctx, func() (*zk.Stat, error) { return s.c.conn.Set(s.path, encodeCount(n), prev.Version) }, nil)
+	switch {
+	case errors.Is(err, zk.ErrBadVersion):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("zklock: set shared count %s: %w", s.path, err)
+	}
+	s.update(VersionedValue{Version: st.Version, Value: n})
+	return true, nil
+}
+
+// SetCount sets the value unconditionally.
+func (s *SharedCount) SetCount(ctx context.Context, n int32) error {
+	_, err := s.TrySetCount(ctx, VersionedValue{Version: -1}, n)
+	return err
+}
+
+// Listen registers fn for every change of value seen; the returned function
+// removes it. fn runs on the goroutine that saw the change.
+func (s *SharedCount) Listen(fn func(int32)) (remove func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextID
+	s.nextID++
+	s.listeners[id] = fn
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.listeners, id)
+	}
+}
+
+// Close stops following the value.
+func (s *SharedCount) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		close(s.stop)
+		s.started = false
+	}
+}
+
+func encodeCount(n int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(n)) }
+
+func decodeCount(b []byte) (int32, error) {
+	if len(b) != 4 {
+		return 0, fmt.Errorf("count data is %d bytes, want 4", len(b))
+	}
+	return int32(binary.BigEndian.Uint32(b)), nil
+}
