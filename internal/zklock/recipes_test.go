@@ -1,0 +1,473 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+func TestReadWriteLock(t *testing.T) {
+	ctx := testCtx(t)
+	a, b := connect(t), connect(t)
+	path := itest.Path(t)
+
+	t.Run("readers share", func(t *testing.T) {
+		r1 := zklock.NewReadWriteLock(a, path).ReadLock()
+		r2 := zklock.NewReadWriteLock(b, path).ReadLock()
+		if err := r1.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r2.TryAcquire(ctx); err != nil {
+			t.Fatalf("second reader: %v, want the lock shared", err)
+		}
+		release(t, r1, r2)
+	})
+	t.Run("a writer excludes readers and writers", func(t *testing.T) {
+		w := zklock.NewReadWriteLock(a, path).WriteLock()
+		if err := w.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		other := zklock.NewReadWriteLock(b, path)
+		if err := other.ReadLock().TryAcquire(ctx); !errors.Is(err, zklock.ErrLocked) {
+			t.Fatalf("reader while writing: %v, want ErrLocked", err)
+		}
+		if err := other.WriteLock().TryAcquire(ctx); !errors.Is(err, zklock.ErrLocked) {
+			t.Fatalf("writer while writing: %v, want ErrLocked", err)
+		}
+		release(t, w)
+	})
+	t.Run("a reader waits for the writer ahead and a writer for the readers", func(t *testing.T) {
+		r := zklock.NewReadWriteLock(a, path).ReadLock()
+		if err := r.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w := zklock.NewReadWriteLock(b, path).WriteLock()
+		got := make(chan error, 1)
+		go func() { got <- w.Acquire(ctx) }()
+		waitFor(t, func() bool { return len(children(t, a, path)) == 2 })
+		// A new reader queues behind the waiting writer: fair, no writer starvation.
+		if err := zklock.NewReadWriteLock(a, path).ReadLock().TryAcquire(ctx); !errors.Is(err, zklock.ErrLocked) {
+			t.Fatalf("reader behind a waiting writer: %v, want ErrLocked", err)
+		}
+		select {
+		case err := <-got:
+			t.Fatalf("writer got the lock while a reader held it (%v)", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		release(t, r)
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		release(t, w)
+	})
+	t.Run("downgrade works, upgrade is refused", func(t *testing.T) {
+		l := zklock.NewReadWriteLock(a, path)
+		if err := l.WriteLock().Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ReadLock().TryAcquire(ctx); err != nil {
+			t.Fatalf("read while holding write: %v", err)
+		}
+		release(t, l.WriteLock())
+		if !l.ReadLock().IsHeld() {
+			t.Fatal("read lock lost by the downgrade")
+		}
+		if err := l.WriteLock().Acquire(ctx); !errors.Is(err, zklock.ErrUpgrade) {
+			t.Fatalf("write while holding read = %v, want ErrUpgrade", err)
+		}
+		release(t, l.ReadLock())
+	})
+	t.Run("node names follow Curator", func(t *testing.T) {
+		l := zklock.NewReadWriteLock(a, path)
+		if err := l.ReadLock().Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		name := l.ReadLock().Node()[len(path)+1:]
+		if !strings.HasPrefix(name, "_c_") || name[40:48] != "__READ__" || len(name) != 58 {
+			t.Fatalf("reader node %q, want _c_<uuid>-__READ__<seq>", name)
+		}
+		release(t, l.ReadLock())
+	})
+	if kids := children(t, a, path); len(kids) != 0 {
+		t.Fatalf("nodes left: %v", kids)
+	}
+}
+
+func TestSemaphoreNeverExceedsItsLeases(t *testing.T) {
+	ctx := testCtx(t)
+	clients := []*zklock.Client{connect(t), connect(t)}
+	path := itest.Path(t)
+	const leases, workers = 3, 9
+	var inside, maxInside atomic.Int32
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			sem := zklock.NewSemaphoreV2(clients[w%2], path, leases)
+			for range 3 {
+				l, err := sem.Acquire(ctx)
+				if err != nil {
+					t.Errorf("acquire: %v", err)
+					return
+				}
+				n := inside.Add(1)
+				for {
+					m := maxInside.Load()
+					if n <= m || maxInside.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("release: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if m := maxInside.Load(); m > leases || m < 2 {
+		t.Fatalf("at most %d leases out at once, want between 2 and %d", m, leases)
+	}
+	if kids := children(t, clients[0], path+"/leases"); len(kids) != 0 {
+		t.Fatalf("lease nodes left: %v", kids)
+	}
+}
+
+func TestSemaphoreTimesOutWithoutALeaseLeftBehind(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t)
+	path := itest.Path(t)
+	sem := zklock.NewSemaphoreV2(c, path, 1)
+	l, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := sem.Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second acquire = %v, want deadline exceeded", err)
+	}
+	waitFor(t, func() bool { return len(children(t, c, path+"/leases")) == 1 })
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSemaphoreFollowsSharedCount(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t)
+	path := itest.Path(t)
+	count := zklock.NewSharedCount(c, path+"/count", 1)
+	if err := count.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer count.Close()
+	sem := zklock.NewSemaphoreV2WithCount(c, path+"/sem", count)
+	first, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := sem.Acquire(ctx)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("second lease granted with max 1 (%v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	// Another client raises the count: the waiter must notice and get its lease.
+	if err := zklock.NewSharedCount(connect(t), path+"/count", 0).SetCount(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("raising the shared count did not let the waiter in")
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSemaphoreMutexIsNotReentrant(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t)
+	path := itest.Path(t)
+	m := zklock.NewSemaphoreMutex(c, path)
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Acquire(ctx); !errors.Is(err, zklock.ErrNotReentrant) {
+		t.Fatalf("second acquire = %v, want ErrNotReentrant", err)
+	}
+	other := zklock.NewSemaphoreMutex(connect(t), path)
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := other.Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("other handle = %v, want to wait", err)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Release(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Fatalf("second release = %v, want ErrNotHeld", err)
+	}
+	if err := other.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSharedCount(t *testing.T) {
+	ctx := testCtx(t)
+	path := itest.Path(t) + "/count"
+	a := zklock.NewSharedCount(connect(t), path, 7)
+	b := zklock.NewSharedCount(connect(t), path, 99) // the seed of the first creator wins
+	for _, sc := range []*zklock.SharedCount{a, b} {
+		if err := sc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+	}
+	if a.Count() != 7 || b.Count() != 7 {
+		t.Fatalf("counts %d, %d; want the first seed, 7", a.Count(), b.Count())
+	}
+	heard := make(chan int32, 10)
+	b.Listen(func(v int32) { heard <- v })
+
+	stale := a.Versioned()
+	if ok, err := a.TrySetCount(ctx, stale, 8); !ok || err != nil {
+		t.Fatalf("first CAS = %v, %v; want success", ok, err)
+	}
+	if ok, err := b.TrySetCount(ctx, stale, 100); ok || err != nil {
+		t.Fatalf("CAS on a stale version = %v, %v; want refused", ok, err)
+	}
+	select {
+	case v := <-heard:
+		if v != 8 {
+			t.Fatalf("listener heard %d, want 8", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other client did not hear the change")
+	}
+	waitFor(t, func() bool { return b.Count() == 8 })
+}
+
+func TestLeaderLatchElectsExactlyOne(t *testing.T) {
+	ctx := testCtx(t)
+	path := itest.Path(t)
+	const n = 4
+	clients := make([]*zklock.Client, n)
+	latches := make([]*zklock.LeaderLatch, n)
+	var changes atomic.Int32
+	for i := range n {
+		clients[i] = connect(t)
+		latches[i] = zklock.NewLeaderLatch(clients[i], path, fmt.Sprintf("p%d", i))
+		latches[i].Listen(zklock.LatchListener{IsLeader: func() { changes.Add(1) }})
+		if err := latches[i].Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader := func() int {
+		t.Helper()
+		var found int
+		waitFor(t, func() bool {
+			count := 0
+			for i, l := range latches {
+				if l != nil && l.HasLeadership() {
+					count++
+					found = i
+				}
+			}
+			return count == 1
+		})
+		return found
+	}
+	first := leader()
+	if err := latches[first].Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := latches[0].Participants(ctx)
+	if err != nil || len(ids) != n || ids[0] != latches[first].ID() {
+		t.Fatalf("participants %v, %v; want %d with p%d first", ids, err, n, first)
+	}
+	// The leader's session ends: a new leader within the session timeout.
+	clients[first].Close()
+	latches[first] = nil
+	start := time.Now()
+	second := leader()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("new leader after %v, want within the 10s session timeout", d)
+	}
+	// A latch that closes hands over too.
+	if err := latches[second].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if latches[second].HasLeadership() {
+		t.Fatal("leadership kept after Close")
+	}
+	latches[second] = nil
+	third := leader()
+	for _, l := range latches {
+		if l != nil && l != latches[third] {
+			short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			if err := l.Await(short); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a follower's Await = %v, want to block", err)
+			}
+			cancel()
+		}
+	}
+	if got := changes.Load(); got != 3 {
+		t.Fatalf("%d isLeader notifications, want 3 (one per leader)", got)
+	}
+}
+
+func TestLeaderSelectorRequeues(t *testing.T) {
+	path := itest.Path(t)
+	var mu sync.Mutex
+	var terms []string
+	var leading atomic.Int32
+	selectors := make([]*zklock.LeaderSelector, 3)
+	for i := range selectors {
+		id := fmt.Sprintf("s%d", i)
+		selectors[i] = zklock.NewLeaderSelector(connect(t), path, id, func(ctx context.Context) error {
+			if n := leading.Add(1); n != 1 {
+				t.Errorf("%d leaders at once", n)
+			}
+			defer leading.Add(-1)
+			mu.Lock()
+			terms = append(terms, id)
+			mu.Unlock()
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return nil
+		})
+		selectors[i].AutoRequeue()
+	}
+	for _, s := range selectors {
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(terms) >= 9 })
+	for _, s := range selectors {
+		s.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[string]int{}
+	for _, id := range terms {
+		seen[id]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("terms %v: with auto-requeue every participant should lead in turn", terms)
+	}
+	if kids := children(t, connect(t), path); len(kids) != 0 {
+		t.Fatalf("nodes left after Close: %v", kids)
+	}
+}
+
+func TestLeaderSelectorInterruptAndRequeue(t *testing.T) {
+	ctx := testCtx(t)
+	started := make(chan struct{}, 4)
+	ended := make(chan error, 4)
+	s := zklock.NewLeaderSelector(connect(t), itest.Path(t), "only", func(ctx context.Context) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return ctx.Err()
+	})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	<-started
+	if !s.HasLeadership() {
+		t.Fatal("not leading during the term")
+	}
+	s.Interrupt()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("term ended with %v", err)
+	}
+	waitFor(t, func() bool { return !s.HasLeadership() })
+	select {
+	case <-started:
+		t.Fatal("requeued without AutoRequeue")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if !s.Requeue() {
+		t.Fatal("Requeue refused")
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("no new term after Requeue")
+	}
+}
+
+func TestMutexRevocation(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t)
+	path := itest.Path(t)
+	holder := zklock.NewMutex(c, path)
+	revoked := make(chan struct{}, 1)
+	holder.MakeRevocable(func() {
+		revoked <- struct{}{}
+		if err := holder.Release(context.Background()); err != nil {
+			t.Errorf("release on revoke: %v", err)
+		}
+	})
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := c.Conn().Get(holder.Node()); err != nil || len(data) != 0 {
+		t.Fatalf("revocable node data %q, %v; want empty as in Curator", data, err)
+	}
+	other := connect(t)
+	nodes, err := zklock.NewMutex(other, path).ParticipantNodes(ctx)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("participants %v, %v", nodes, err)
+	}
+	if err := zklock.AttemptRevoke(ctx, other, nodes[0]); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-revoked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder did not hear the revocation")
+	}
+	m := zklock.NewMutex(other, path)
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	release(t, m)
+}
+
+func release(t *testing.T, ms ...*zklock.Mutex) {
+	t.Helper()
+	for _, m := range ms {
+		if err := m.Release(context.Background()); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+	}
+}
