@@ -1,0 +1,347 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// proxy is a TCP relay in front of ZooKeeper that a test can cut (every
+// connection closed, new ones refused) and restore, to make real connection
+// losses and session expiries.
+type proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+func newProxy(t *testing.T) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: itest.ZooKeeper(t)[0]}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		p.conns = append(p.conns, in, out)
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(in, out)
+		go p.pipe(out, in)
+	}
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src) // ends when either side closes
+	dst.Close()
+	src.Close()
+}
+
+// Cut closes every relayed connection and refuses new ones.
+func (p *proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// Restore accepts connections again.
+func (p *proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+func (p *proxy) Addr() string { return p.ln.Addr().String() }
+
+// stateLog records a client's state changes.
+type stateLog struct {
+	mu     sync.Mutex
+	states []zklock.State
+}
+
+func (s *stateLog) add(st zklock.State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.states = append(s.states, st)
+}
+
+func (s *stateLog) snapshot() []zklock.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.states)
+}
+
+func (s *stateLog) has(want ...zklock.State) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := 0
+	for _, st := range s.states {
+		if i < len(want) && st == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+const shortSession = 4 * time.Second // ZooKeeper's default minimum (2 ticks of 2s)
+
+func connectVia(t *testing.T, p *proxy) (*zklock.Client, *stateLog) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{
+		SessionTimeout: shortSession,
+		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	log := &stateLog{}
+	c.Listen(log.add)
+	return c, log
+}
+
+func TestSessionExpiryWhileHoldingFiresLostAndFreesTheLock(t *testing.T) {
+	ctx := testCtx(t)
+	p := newProxy(t)
+	c, states := connectVia(t, p)
+	observer := connect(t)
+	path := itest.Path(t)
+
+	m := zklock.NewMutex(c, path)
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := m.Node()
+
+	p.Cut()
+	select {
+	case <-m.Lost():
+	case <-time.After(shortSession):
+		t.Fatal("Lost did not fire when the connection dropped")
+	}
+	// The server expires the session: its node goes, and someone else gets the lock.
+	waitFor(t, func() bool { ok, _, _ := observer.Conn().Exists(node); return !ok })
+	other := zklock.NewMutex(observer, path)
+	if err := other.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sess.Done():
+	case <-time.After(2 * shortSession):
+		t.Fatal("the session was not reported lost")
+	}
+
+	p.Restore()
+	waitFor(t, func() bool { return states.has(zklock.StateSuspended, zklock.StateLost, zklock.StateReconnected) })
+	if err := m.Release(ctx); err != nil {
+		t.Fatalf("release of a lost lock: %v", err)
+	}
+	release(t, other)
+	again, err := c.Session(ctx)
+	if err != nil || again.ID() == sess.ID() {
+		t.Fatalf("after expiry: session %v, %v; want a new one", again, err)
+	}
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatalf("acquire on the new session: %v", err)
+	}
+	release(t, m)
+}
+
+func TestConnectionLossLeavesNoOrphans(t *testing.T) {
+	ctx := testCtx(t)
+	p := newProxy(t)
+	c, states := connectVia(t, p)
+	observer := connect(t)
+	path := itest.Path(t)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var acquired, failed int64
+	var mu sync.Mutex
+	for range 8 {
+		wg.Go(func() {
+			m := zklock.NewMutex(c, path)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				actx, cancel := context.WithTimeout(ctx, time.Second)
+				err := m.Acquire(actx)
+				cancel()
+				mu.Lock()
+				if err != nil {
+					failed++
+				} else {
+					acquired++
+				}
+				mu.Unlock()
+				if err == nil {
+					time.Sleep(time.Millisecond)
+					if err := m.Release(ctx); err != nil {
+						t.Errorf("release: %v", err)
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	for range 3 { // drop the connection mid-traffic, shorter than the session timeout
+		p.Cut()
+		time.Sleep(300 * time.Millisecond)
+		p.Restore()
+		time.Sleep(500 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d acquisitions, %d failures across 3 connection drops", acquired, failed)
+	if !states.has(zklock.StateSuspended, zklock.StateReconnected) {
+		t.Fatalf("states %v: the drops were not seen", states.snapshot())
+	}
+	if acquired == 0 {
+		t.Fatal("no acquisition succeeded")
+	}
+	// The client is still open: any node left now would be an orphan of a live session.
+	waitFor(t, func() bool {
+		kids, _, err := observer.Conn().Children(path)
+		return err == nil && len(kids) == 0
+	})
+}
+
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := testCtx(t)
+	ctxNoCleanup, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctxNoCleanup, itest.ZooKeeper(t), zklock.Options{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := itest.Path(t)
+	m := zklock.NewMutex(c, path+"/mutex")
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiter := make(chan error, 1)
+	go func() {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		waiter <- zklock.NewMutex(c, path+"/mutex").Acquire(short)
+	}()
+	if err := <-waiter; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiter = %v", err)
+	}
+	count := zklock.NewSharedCount(c, path+"/count", 1)
+	if err := count.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	latch := zklock.NewLeaderLatch(c, path+"/latch", "a")
+	if err := latch.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := latch.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sel := zklock.NewLeaderSelector(c, path+"/sel", "a", func(ctx context.Context) error { <-ctx.Done(); return nil })
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, sel.HasLeadership)
+	lease, err := zklock.NewSemaphoreV2(c, path+"/sem", 2).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Close everything; the goroutines must be gone afterwards.
+	sel.Close()
+	if err := latch.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count.Close()
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestStatesOfAReconnect(t *testing.T) {
+	p := newProxy(t)
+	c, states := connectVia(t, p)
+	ctx := testCtx(t)
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	waitFor(t, func() bool { return states.has(zklock.StateSuspended) })
+	p.Restore()
+	waitFor(t, func() bool { return states.has(zklock.StateSuspended, zklock.StateReconnected) })
+	again, err := c.Session(ctx)
+	if err != nil || again != sess {
+		t.Fatalf("a short drop should keep the session: %v, %v", again, err)
+	}
+	select {
+	case <-sess.Done():
+		t.Fatal("session reported lost after a short drop")
+	default:
+	}
+	if got := states.snapshot(); slices.Contains(got, zklock.StateLost) {
+		t.Fatalf("states %v: lost after a short drop", got)
+	}
+}
