@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop stack-up stack-down stack-status demo demo-stop clean
 
 all: build
 
@@ -35,6 +35,10 @@ test: stack-up fmt-check vet
 unit:
 	$(GO) test -race -count=1 ./internal/handler/ ./internal/service/ ./migrations/
 	$(GO) test -race -count=1 -run 'Config|LockPath' ./cmd/shop/
+
+## interop: Go recipes against Java Curator 5 (Debian's jars) on the same paths
+interop: stack-up
+	$(GO) test -race -count=1 -run Interop -v ./internal/zklock/
 
 ## demo: stack up, migrate, stock 100, two shop instances serving on :8081 and :8082
 demo: stack-up build

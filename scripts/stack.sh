@@ -155,6 +155,9 @@ case "${1:-up}" in
 up)
 	mkdir -p "$state"
 	command -v curl >/dev/null || apt_install curl ca-certificates
+	# The Java Curator interop tests: a JDK and Debian's Curator 5.
+	command -v javac >/dev/null || apt_install default-jdk-headless
+	[ -f /usr/share/java/curator-recipes.jar ] || apt_install libcurator-recipes-java
 	zk_up
 	mysql_up
 	;;
