@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench stack-up stack-down stack-status demo demo-stop clean
 
 all: build
 
@@ -39,6 +39,15 @@ unit:
 ## interop: Go recipes against Java Curator 5 (Debian's jars) on the same paths
 interop: stack-up
 	$(GO) test -race -count=1 -run Interop -v ./internal/zklock/
+
+## bench: zklock benchmarks against the local ZooKeeper, then the ratios the README reports.
+## The runs alternate (BENCH_RUNS of them) so that the server's drifting fsync latency
+## weighs on every contender alike.
+bench: stack-up
+	$(GO) test -c -o bin/zklock.test ./internal/zklock/
+	for i in $$(seq $${BENCH_RUNS:-3}); do \
+		(cd internal/zklock && ../../bin/zklock.test -test.run '^$$' -test.bench . -test.benchtime 2s) || exit 1; \
+	done | scripts/benchtable.sh
 
 ## demo: stack up, migrate, stock 100, two shop instances serving on :8081 and :8082
 demo: stack-up build

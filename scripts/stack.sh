@@ -73,6 +73,9 @@ maxSessionTimeout=60000
 admin.enableServer=false
 4lw.commands.whitelist=*
 autopurge.purgeInterval=1
+# A development and test server: no fsync per transaction. Tests and
+# benchmarks then measure the clients, not the disk's drifting fsync latency.
+forceSync=no
 CFG
 	local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
 	for jar in zookeeper-jute slf4j-api slf4j-simple netty-handler netty-common netty-buffer netty-transport netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common metrics-core; do

@@ -42,6 +42,7 @@ type Mutex struct {
 	sess      *Session
 	lost      chan struct{}
 	stop      chan struct{} // closed by Release: the hold's watcher exits
+	arm       func()        // arms the watch on the held node (once per hold)
 	data      []byte        // node data; nil: the client's NodeData
 	onRevoke  func()        // set by MakeRevocable
 	forbidden func() error  // checked before acquiring (the read/write lock's no-upgrade rule)
@@ -102,12 +103,16 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		}
 		return fmt.Errorf("zklock: acquire %s: %w", m.q.dir, err)
 	}
-	lost, stop := make(chan struct{}), make(chan struct{})
-	interrupted := s.interruption()
+	h := held{node: node, sess: s, interrupted: s.interruption(), lost: make(chan struct{}), stop: make(chan struct{}), onRevoke: onRevoke}
+	// The hold is watched only once somebody asks (Lost) or must be told
+	// (revocation): a goroutine and a read per hold are not free.
+	arm := sync.OnceFunc(func() { m.c.background(func(bg context.Context) { m.c.watchHeld(bg, h) }) })
+	if onRevoke != nil {
+		arm()
+	}
 	m.mu.Lock()
-	m.count, m.node, m.sess, m.lost, m.stop = 1, node, s, lost, stop
+	m.count, m.node, m.sess, m.lost, m.stop, m.arm = 1, node, s, h.lost, h.stop, arm
 	m.mu.Unlock()
-	m.c.background(func(bg context.Context) { m.c.watchHeld(bg, node, s, interrupted, lost, stop, onRevoke) })
 	return nil
 }
 
@@ -127,7 +132,7 @@ func (m *Mutex) Release(ctx context.Context) error {
 		return nil
 	}
 	node, s, stop := m.node, m.sess, m.stop
-	m.node, m.sess, m.lost, m.stop = "", nil, nil, nil
+	m.node, m.sess, m.lost, m.stop, m.arm = "", nil, nil, nil, nil
 	m.mu.Unlock()
 	close(stop)
 	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, m.c.deleteNode(node, s) }, nil)
@@ -142,12 +147,18 @@ func (m *Mutex) Release(ctx context.Context) error {
 // client closed, or the lock node was deleted. A handle that holds nothing
 // returns a closed channel. Work guarded by the lock must check it before it
 // commits, and the holder must still call Release.
+//
+// The hold is watched (a goroutine, and a data watch on the node: one read)
+// from the first call of Lost during it, or from the start for a revocable
+// lock; holders that never ask do not pay for it. Losses that happened before
+// that first call are reported all the same.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lost == nil {
 		return closedChan
 	}
+	m.arm()
 	return m.lost
 }
 
@@ -201,48 +212,54 @@ func AttemptRevoke(ctx context.Context, c *Client, nodePath string) error {
 	return nil
 }
 
-// watchHeld watches a held lock node and closes lost when the hold ends
-// without Release: node deleted, connection suspended, session lost. It also
-// calls onRevoke, if set, when the node's data asks for revocation.
-func (c *Client) watchHeld(bg context.Context, node string, s *Session, interrupted <-chan struct{}, lost, stop chan struct{}, onRevoke func()) {
+// held is what the watcher of one hold needs.
+type held struct {
+	node        string
+	sess        *Session
+	interrupted <-chan struct{} // the session's next suspension
+	lost, stop  chan struct{}
+	onRevoke    func()
+}
+
+// watchHeld follows one hold and closes lost when it ends without Release:
+// connection suspended, session lost, client closed, or node deleted. It calls onRevoke when the node's data asks for revocation.
+func (c *Client) watchHeld(bg context.Context, h held) {
+	defer func() {
+		select {
+		case <-h.stop: // released: not lost
+		default:
+			close(h.lost)
+		}
+	}()
 	for {
-		data, _, ch, err := c.conn.GetW(node)
-		if err == nil && onRevoke != nil && string(data) == revokeMessage {
+		data, _, ch, err := c.conn.GetW(h.node)
+		if errors.Is(err, zk.ErrNoNode) {
+			return // deleted, by Release (stop is closed) or by someone else
+		}
+		if err == nil && h.onRevoke != nil && string(data) == revokeMessage {
 			select {
-			case <-stop:
+			case <-h.stop:
 			default:
-				onRevoke()
+				h.onRevoke()
 			}
 		}
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			// Deleted, by Release (stop is closed) or by someone else.
-		case err == nil:
-			select {
-			case ev := <-ch:
-				if ev.Type != zk.EventNodeDeleted {
-					continue // data change or a lapsed watch: watch again
-				}
-			case <-interrupted:
-			case <-s.Done():
-			case <-stop:
-				return
-			case <-bg.Done():
-			}
-		default:
-			select {
-			case <-interrupted:
-			case <-s.Done():
-			case <-stop:
-				return
-			case <-bg.Done():
-			}
+		if err != nil {
+			ch = nil // connection trouble: the interruption will say so
 		}
 		select {
-		case <-stop:
-		default:
-			close(lost)
+		case ev := <-ch:
+			if ev.Type == zk.EventNodeDeleted {
+				return
+			}
+			// data changed, or a lapsed watch: read and watch again
+		case <-h.interrupted:
+			return
+		case <-h.sess.Done():
+			return
+		case <-h.stop:
+			return
+		case <-bg.Done():
+			return
 		}
-		return
 	}
 }

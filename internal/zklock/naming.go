@@ -30,11 +30,18 @@ func sequenceKey(name string, markers ...string) string {
 }
 
 // sortNodes sorts child names in queue order, as Curator's
-// LockInternals.getSortedChildren does (byte-wise, stable).
+// LockInternals.getSortedChildren does (byte-wise, stable). Each key is
+// computed once: a waiter sorts the whole queue at every hand-off.
 func sortNodes(names []string, markers ...string) {
-	slices.SortStableFunc(names, func(a, b string) int {
-		return strings.Compare(sequenceKey(a, markers...), sequenceKey(b, markers...))
-	})
+	type keyed struct{ key, name string }
+	ks := make([]keyed, len(names))
+	for i, n := range names {
+		ks[i] = keyed{sequenceKey(n, markers...), n}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for i, k := range ks {
+		names[i] = k.name
+	}
 }
 
 // ValidatePath reports whether p is a usable ZooKeeper node path: absolute,

@@ -17,7 +17,8 @@ var openACL = zk.WorldACL(zk.PermAll)
 
 // stats counts what the recipes do, for tests and benchmarks.
 type stats struct {
-	wakeups atomic.Int64 // watch notifications that woke a waiter
+	wakeups  atomic.Int64 // watch notifications that woke a waiter
+	listings atomic.Int64 // children listings of a lock queue
 }
 
 // Stats are counters of a Client's recipes.
@@ -25,11 +26,13 @@ type Stats struct {
 	// Wakeups counts watch notifications that woke a lock waiter. With a
 	// fair, herd-free queue it grows by one per hand-off.
 	Wakeups int64
+	// Listings counts the queue listings (getChildren) of lock waiters.
+	Listings int64
 }
 
 // Stats returns the client's counters.
 func (c *Client) Stats() Stats {
-	return Stats{Wakeups: c.stats.wakeups.Load()}
+	return Stats{Wakeups: c.stats.wakeups.Load(), Listings: c.stats.listings.Load()}
 }
 
 type result[T any] struct {

@@ -31,6 +31,9 @@ type rule struct {
 	// holds reports, for our node at index i of the sorted children, whether
 	// it holds, and otherwise the child to watch.
 	holds func(kids []string, i int) (bool, string)
+	// exclusive marks the standard rule with one lease (a mutex), which
+	// decide settles in one pass without sorting.
+	exclusive bool
 }
 
 // standardRule is StandardLockInternalsDriver: the first maxLeases hold, each
@@ -45,7 +48,38 @@ func standardRule(marker string, maxLeases int) rule {
 			}
 			return false, kids[i-maxLeases]
 		},
+		exclusive: maxLeases == 1,
 	}
+}
+
+// decide finds our node among the (unsorted) children and applies the rule:
+// whether it holds, and otherwise which child to watch. It sorts kids in place.
+func (r rule) decide(kids []string, name string) (found, holds bool, watch string) {
+	if r.exclusive {
+		// The mutex needs only the nodes ahead of ours and the nearest of
+		// them: one pass, in the order the sort would give.
+		if !slices.Contains(kids, name) {
+			return false, false, ""
+		}
+		key := sequenceKey(name, r.markers...)
+		var prevKey string
+		for _, k := range kids {
+			if k == name {
+				continue
+			}
+			if kk := sequenceKey(k, r.markers...); kk < key && (watch == "" || kk >= prevKey) {
+				watch, prevKey = k, kk
+			}
+		}
+		return true, watch == "", watch
+	}
+	sortNodes(kids, r.markers...)
+	i := slices.Index(kids, name)
+	if i < 0 {
+		return false, false, ""
+	}
+	holds, watch = r.holds(kids, i)
+	return true, holds, watch
 }
 
 func (r rule) sort(kids []string) { sortNodes(kids, r.markers...) }
@@ -82,6 +116,13 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool) (string, *Ses
 // await loops until node holds: list, sort, find our place, watch the node
 // ahead of us with a data watch (getData, not exists: exists would leave a
 // watch behind on a node that is already gone), repeat when it changes.
+//
+// When the watched node is deleted, the rule is first asked again on the
+// last listing without it: nodes ahead of ours can only go away (a new node
+// always gets a higher sequence number, so it queues behind us), and the
+// rules hold for any subset of the nodes ahead. If it holds (the usual case
+// for the second in line), the lock is ours without listing the children
+// again, which saves a round trip on that hand-off.
 func (q *queue) await(ctx context.Context, s *Session, node string, wait bool) error {
 	name := path.Base(node)
 	for {
@@ -89,46 +130,61 @@ func (q *queue) await(ctx context.Context, s *Session, node string, wait bool) e
 		if err != nil {
 			return err
 		}
-		q.rule.sort(kids)
-		i := slices.Index(kids, name)
-		if i < 0 {
+		q.c.stats.listings.Add(1)
+		found, holds, watch := q.rule.decide(kids, name)
+		switch {
+		case !found:
 			select {
 			case <-s.Done():
 				return ErrSessionLost
 			default:
 				return errNodeGone
 			}
-		}
-		holds, watch := q.rule.holds(kids, i)
-		if holds {
+		case holds:
 			return nil
-		}
-		if !wait {
+		case !wait:
 			return ErrLocked
 		}
-		prev := path.Join(q.dir, watch)
-		var ch <-chan zk.Event
-		err = q.c.retry(ctx, func() (err error) {
-			ch, err = call(ctx, func() (<-chan zk.Event, error) {
-				_, _, ch, err := q.c.conn.GetW(prev)
-				return ch, err
-			}, nil)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // gone between the listing and the watch
-		}
+		ev, err := q.watch(ctx, s, path.Join(q.dir, watch))
 		if err != nil {
 			return err
 		}
-		select {
-		case <-ch:
-			q.c.stats.wakeups.Add(1)
-		case <-s.Done():
-			return ErrSessionLost
-		case <-ctx.Done():
-			return ctx.Err()
+		if ev.Type == zk.EventNodeDeleted {
+			j := slices.Index(kids, watch)
+			if _, holds, _ := q.rule.decide(slices.Delete(kids, j, j+1), name); holds {
+				return nil
+			}
 		}
+		// Otherwise the listing is stale: list again.
+	}
+}
+
+// watch sets a data watch on p and waits for it to fire. A node already gone
+// yields a synthetic event that is not a deletion, so that the caller lists
+// the queue again.
+func (q *queue) watch(ctx context.Context, s *Session, p string) (zk.Event, error) {
+	var ch <-chan zk.Event
+	err := q.c.retry(ctx, func() (err error) {
+		ch, err = call(ctx, func() (<-chan zk.Event, error) {
+			_, _, ch, err := q.c.conn.GetW(p)
+			return ch, err
+		}, nil)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return zk.Event{Type: zk.EventNotWatching, Path: p}, nil
+	}
+	if err != nil {
+		return zk.Event{}, err
+	}
+	select {
+	case ev := <-ch:
+		q.c.stats.wakeups.Add(1)
+		return ev, nil
+	case <-s.Done():
+		return zk.Event{}, ErrSessionLost
+	case <-ctx.Done():
+		return zk.Event{}, ctx.Err()
 	}
 }
 

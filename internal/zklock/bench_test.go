@@ -1,0 +1,170 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+func benchClient(b *testing.B) *zklock.Client {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctx, itest.ZooKeeper(b), zklock.Options{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c
+}
+
+// BenchmarkUncontended compares one acquire+release of our Mutex and of
+// go-zookeeper's zk.Lock with the raw operations a lock needs (create
+// ephemeral-sequential, list children, delete), on the same server. The three
+// are interleaved in every iteration, so that the server's fsync latency,
+// which drifts, weighs on all of them alike; each reports its own ns/op and
+// the ratios to the raw operations.
+func BenchmarkUncontended(b *testing.B) {
+	c := benchClient(b)
+	ctx := context.Background()
+	path := itest.Path(b)
+	conn := c.Conn()
+	acl := zk.WorldACL(zk.PermAll)
+	mkdirs(b, conn, path+"/raw")
+	mkdirs(b, conn, path+"/zklock")
+	m := zklock.NewMutex(c, path+"/mutex")
+	l := zk.NewLock(conn, path+"/zklock", acl)
+	var raw, mutex, zkLock time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		node, err := conn.Create(path+"/raw/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zk.FlagEphemeralSequential, acl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := conn.Children(path + "/raw"); err != nil {
+			b.Fatal(err)
+		}
+		if err := conn.Delete(node, -1); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := m.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := l.Lock(); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		raw, mutex, zkLock = raw+t1.Sub(t0), mutex+t2.Sub(t1), zkLock+t3.Sub(t2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(raw.Nanoseconds())/n, "raw-ns/op")
+	b.ReportMetric(float64(mutex.Nanoseconds())/n, "mutex-ns/op")
+	b.ReportMetric(float64(zkLock.Nanoseconds())/n, "zklock-ns/op")
+	b.ReportMetric(mutex.Seconds()/raw.Seconds(), "mutex/raw")
+	b.ReportMetric(zkLock.Seconds()/raw.Seconds(), "zklock/raw")
+}
+
+// BenchmarkContended measures hand-offs per second with 20 and 200 waiters
+// spread over 2 sessions, for our Mutex and for zk.Lock on the same server.
+// The two alternate in slices of the run so that drift in the server's speed
+// weighs on both alike. It reports both rates, their ratio, and for our Mutex
+// the watch notifications per hand-off (1 means no herd).
+func BenchmarkContended(b *testing.B) {
+	const slices = 4
+	for _, waiters := range []int{20, 200} {
+		b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) {
+			clients := []*zklock.Client{benchClient(b), benchClient(b)}
+			path := itest.Path(b)
+			mkdirs(b, clients[0].Conn(), path+"/zklock")
+			ctx := context.Background()
+			acl := zk.WorldACL(zk.PermAll)
+			ours := func(w int) (func() error, func() error) {
+				m := zklock.NewMutex(clients[w%2], path+"/mutex")
+				return func() error { return m.Acquire(ctx) }, func() error { return m.Release(ctx) }
+			}
+			theirs := func(w int) (func() error, func() error) {
+				l := zk.NewLock(clients[w%2].Conn(), path+"/zklock", acl)
+				return l.Lock, l.Unlock
+			}
+			wakeups := func() int64 { return clients[0].Stats().Wakeups + clients[1].Stats().Wakeups }
+			listings := func() int64 { return clients[0].Stats().Listings + clients[1].Stats().Listings }
+			var oursN, theirsN, oursWakeups, oursListings int64
+			var oursT, theirsT time.Duration
+			per := max(int64(b.N)/slices, 500) // each slice also ends with every queued waiter's turn
+			b.ResetTimer()
+			for range slices {
+				w0, l0 := wakeups(), listings()
+				n, d := contend(b, waiters, per, ours)
+				oursN, oursT = oursN+n, oursT+d
+				oursWakeups, oursListings = oursWakeups+wakeups()-w0, oursListings+listings()-l0
+				n, d = contend(b, waiters, per, theirs)
+				theirsN, theirsT = theirsN+n, theirsT+d
+			}
+			b.StopTimer()
+			oursRate, theirsRate := float64(oursN)/oursT.Seconds(), float64(theirsN)/theirsT.Seconds()
+			b.ReportMetric(oursRate, "mutex-handoffs/s")
+			b.ReportMetric(theirsRate, "zklock-handoffs/s")
+			b.ReportMetric(oursRate/theirsRate, "mutex/zklock")
+			b.ReportMetric(float64(oursWakeups)/float64(oursN), "wakeups/handoff")
+			b.ReportMetric(float64(oursListings)/float64(oursN), "listings/handoff")
+		})
+	}
+}
+
+// contend runs waiters goroutines that take and give back a lock until
+// target hand-offs are done (those already queued then finish theirs) and
+// returns how many there were and how long they took.
+func contend(b *testing.B, waiters int, target int64, newLock func(w int) (lock, unlock func() error)) (int64, time.Duration) {
+	b.Helper()
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range waiters {
+		lock, unlock := newLock(w)
+		wg.Go(func() {
+			for done.Load() < target {
+				if err := lock(); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+				if err := unlock(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return done.Load(), time.Since(start)
+}
+
+// mkdirs creates p and its parents as persistent nodes (not containers,
+// which the server may reap while a benchmark briefly leaves them empty).
+func mkdirs(b *testing.B, conn *zk.Conn, p string) {
+	b.Helper()
+	for i := 1; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				b.Fatalf("create %s: %v", p[:i], err)
+			}
+		}
+	}
+}

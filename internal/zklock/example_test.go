@@ -1,0 +1,160 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// servers is where the examples find ZooKeeper: SECKILL_TEST_ZK or the local stack.
+func servers() []string {
+	if s := os.Getenv("SECKILL_TEST_ZK"); s != "" {
+		return strings.Split(s, ",")
+	}
+	return []string{"127.0.0.1:2181"}
+}
+
+func ExampleMutex() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	// One handle per goroutine of control: reentrancy is per handle.
+	m := zklock.NewMutex(client, "/examples/mutex")
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := m.Acquire(actx); err != nil {
+		log.Fatal(err)
+	}
+	// ... read, compute, and before writing make sure the lock is still ours:
+	select {
+	case <-m.Lost():
+		fmt.Println("lock lost: abort, write nothing")
+	default:
+		fmt.Println("still holding: commit")
+	}
+	if err := m.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output: still holding: commit
+}
+
+func ExampleReadWriteLock() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	rw := zklock.NewReadWriteLock(client, "/examples/rwlock")
+	if err := rw.WriteLock().Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Downgrade: take the read lock while writing, then let the write lock go.
+	if err := rw.ReadLock().Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := rw.WriteLock().Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	other := zklock.NewReadWriteLock(client, "/examples/rwlock").ReadLock()
+	fmt.Println("another reader:", other.TryAcquire(ctx))
+	fmt.Println("upgrade:", rw.WriteLock().Acquire(ctx))
+	for _, l := range []*zklock.Mutex{other, rw.ReadLock()} {
+		if err := l.Release(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// another reader: <nil>
+	// upgrade: zklock: read lock cannot be upgraded to the write lock
+}
+
+func ExampleSemaphoreV2() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	sem := zklock.NewSemaphoreV2(client, "/examples/semaphore", 2)
+	leases, err := sem.AcquireN(ctx, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = sem.Acquire(short)
+	fmt.Println("third lease before the deadline:", !errors.Is(err, context.DeadlineExceeded))
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output: third lease before the deadline: false
+}
+
+func ExampleLeaderLatch() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	latch := zklock.NewLeaderLatch(client, "/examples/latch", "node-1")
+	latch.Listen(zklock.LatchListener{
+		IsLeader:  func() { fmt.Println("node-1 leads") },
+		NotLeader: func() { fmt.Println("node-1 follows") },
+	})
+	if err := latch.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := latch.Await(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := latch.Close(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// node-1 leads
+	// node-1 follows
+}
+
+func ExampleLeaderSelector() {
+	ctx := context.Background()
+	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	terms := make(chan string)
+	sel := zklock.NewLeaderSelector(client, "/examples/selector", "worker-1", func(ctx context.Context) error {
+		// Lead until done or until ctx says leadership is gone
+		// (connection suspended or lost, Interrupt, Close).
+		terms <- "worker-1 leads"
+		<-ctx.Done()
+		return nil
+	})
+	if err := sel.Start(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(<-terms)
+	sel.Close()
+	fmt.Println("leading after Close:", sel.HasLeadership())
+	// Output:
+	// worker-1 leads
+	// leading after Close: false
+}
