@@ -345,3 +345,46 @@ func TestStatesOfAReconnect(t *testing.T) {
 		t.Fatalf("states %v: lost after a short drop", got)
 	}
 }
+
+func TestLeaderLatchAndSelectorStepDownOnSuspension(t *testing.T) {
+	ctx := testCtx(t)
+	p := newProxy(t)
+	c, _ := connectVia(t, p)
+	path := itest.Path(t)
+
+	latch := zklock.NewLeaderLatch(c, path+"/latch", "via-proxy")
+	if err := latch.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := latch.Await(ctx); err != nil {
+		t.Fatal(err)
+	}
+	termEnded := make(chan error, 1)
+	leading := make(chan struct{}, 1)
+	sel := zklock.NewLeaderSelector(c, path+"/selector", "via-proxy", func(ctx context.Context) error {
+		leading <- struct{}{}
+		<-ctx.Done()
+		termEnded <- ctx.Err()
+		return nil
+	})
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sel.Close()
+	<-leading
+
+	p.Cut()
+	waitFor(t, func() bool { return !latch.HasLeadership() })
+	select {
+	case <-termEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the selector's term was not canceled when the connection dropped")
+	}
+	p.Restore()
+	if err := latch.Await(ctx); err != nil {
+		t.Fatalf("no leadership again after reconnecting: %v", err)
+	}
+	if err := latch.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
