@@ -3,12 +3,13 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench serve stack-up stack-down stack-status demo demo-stop clean
 
 all: build
 
 build:
 	$(GO) build -o bin/shop ./cmd/shop
+	$(GO) build -o bin/loadtest ./loadtest
 
 ## stack-up: install (apt) and start ZooKeeper and MariaDB if they are missing; idempotent
 stack-up:
@@ -49,13 +50,18 @@ bench: stack-up
 		(cd internal/zklock && ../../bin/zklock.test -test.run '^$$' -test.bench . -test.benchtime 2s) || exit 1; \
 	done | scripts/benchtable.sh
 
-## demo: stack up, migrate, stock 100, two shop instances serving on :8081 and :8082
+## demo: the seed's scenario (1500 buyers, stock 100) on two instances, lock off then on;
+## tables side by side, the verdict, and out/demo-report.html with a chart per run
 demo: stack-up build
+	scripts/demo.sh compare
+
+## serve: stack up, stock 100, two shop instances left serving on :8081 and :8082
+serve: stack-up build
 	scripts/demo.sh up
 
-## demo-stop: stop the demo's shop instances
+## demo-stop: stop the instances `make serve` started
 demo-stop:
 	scripts/demo.sh down
 
 clean:
-	rm -rf bin
+	rm -rf bin out

@@ -2,15 +2,21 @@
 # The demo: two shop instances (the seed's two JVMs) on one database and one
 # ZooKeeper, stock 100 for goods 1.
 #
-#   scripts/demo.sh up     migrate, set stock, start the instances (idempotent: restarts them)
-#   scripts/demo.sh down   stop them
+#   scripts/demo.sh compare  the seed's scenario twice, lock OFF then ON: 1500 concurrent
+#                            buyers over both instances, tables side by side, a verdict,
+#                            and an HTML report with a chart per run (out/demo-report.html)
+#   scripts/demo.sh up       migrate, stock 100, start the instances and leave them serving
+#   scripts/demo.sh down     stop the instances
 #
-# Environment: DEMO_PORTS ("8081 8082"), SHOP_* settings (e.g. SHOP_LOCK_ENABLED=false).
+# Environment: DEMO_PORTS ("8081 8082"), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500),
+# DEMO_MAXSLEEP (50ms), and any SHOP_* setting for "up".
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 state="$root/.stack/demo"
+out="$root/out"
 shop="$root/bin/shop"
+loadtest="$root/bin/loadtest"
 ports=${DEMO_PORTS:-8081 8082}
 
 log() { printf 'demo: %s\n' "$*" >&2; }
@@ -45,18 +51,52 @@ up() {
 			if [ "$i" = 150 ]; then log "instance on :$port not ready; see $state/shop-$port.log"; exit 1; fi
 			sleep 0.2
 		done
-		log "shop serving on http://127.0.0.1:$port (log: .stack/demo/shop-$port.log)"
+		log "shop serving on http://127.0.0.1:$port (lock ${SHOP_LOCK_ENABLED:-true}; log: .stack/demo/shop-$port.log)"
 	done
+}
+
+urls() {
+	local u=""
+	for port in $ports; do u="$u${u:+,}http://127.0.0.1:$port"; done
+	echo "$u"
+}
+
+compare() {
+	[ -x "$loadtest" ] || { log "build first: make build"; exit 1; }
+	mkdir -p "$out"
+	trap down EXIT
+	# 1500 buyers pass the lock one at a time, each holding it for the read, the sleep and the
+	# write: with the seed's 0-1000 ms sleep the locked run would take ~12 minutes. 50 ms keeps
+	# it near a minute and still makes every unlocked buyer read before the others write.
+	export SHOP_DEMO_MAXSLEEP=${DEMO_MAXSLEEP:-50ms}
+	export SHOP_LOCK_ACQUIRETIMEOUT=5m
+	for mode in off on; do
+		if [ "$mode" = off ]; then export SHOP_LOCK_ENABLED=false; else export SHOP_LOCK_ENABLED=true; fi
+		up
+		log "lock $mode: ${DEMO_REQUESTS:-1500} purchases, ${DEMO_CONCURRENCY:-1500} at once, demo.maxSleep $SHOP_DEMO_MAXSLEEP"
+		"$loadtest" --url "$(urls)" --label "lock $mode" --requests "${DEMO_REQUESTS:-1500}" \
+			--concurrency "${DEMO_CONCURRENCY:-1500}" --out "$out/lock-$mode.json" >/dev/null
+	done
+	down
+	trap - EXIT
+	echo
+	"$loadtest" compare --html "$out/demo-report.html" --svg "$out/demo-chart.svg" \
+		--expect oversell,exact "$out/lock-off.json" "$out/lock-on.json"
+	echo
+	echo "report: $out/demo-report.html (chart: $out/demo-chart.svg)"
+}
+
+case "${1:-compare}" in
+compare) compare ;;
+up)
+	up
 	cat >&2 <<MSG
 demo: stock of goods 1 is 100. Try:
   curl http://127.0.0.1:${ports%% *}/goods-stock/1     # buy one
-  curl http://127.0.0.1:${ports%% *}/goods/1           # see the stock
+  curl http://127.0.0.1:${ports%% *}/goods/1           # stock and order rows
   make demo-stop                          # stop the instances
 MSG
-}
-
-case "${1:-up}" in
-up) up ;;
+	;;
 down) down ;;
-*) echo "usage: $0 up|down" >&2; exit 2 ;;
+*) echo "usage: $0 compare|up|down" >&2; exit 2 ;;
 esac

@@ -22,7 +22,7 @@ import (
 // Shop is what the handler needs of the service.
 type Shop interface {
 	Purchase(ctx context.Context, goodsNo int32, requestID string) (*service.Order, error)
-	Stock(ctx context.Context, goodsNo int32) (service.Goods, error)
+	Stock(ctx context.Context, goodsNo int32) (service.StockInfo, error)
 }
 
 // Check is a readiness check of a dependency.
@@ -40,6 +40,7 @@ type Response struct {
 	OrderID   uint64 `json:"orderId,omitempty"`
 	Stock     *int32 `json:"stock,omitempty"`
 	IsActive  *int16 `json:"isActive,omitempty"`
+	Orders    *int64 `json:"orders,omitempty"`
 }
 
 // Codes of successful answers; error codes are in errorTable.
@@ -162,7 +163,7 @@ func (h *handler) goods(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
-	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive})
+	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders})
 }
 
 func (h *handler) healthz(c *gin.Context) {

@@ -95,11 +95,11 @@ func (f *fakeShop) Purchase(_ context.Context, goodsNo int32, rid string) (*serv
 	return &service.Order{ID: 9, GoodsNo: goodsNo, RequestID: rid}, nil
 }
 
-func (f *fakeShop) Stock(_ context.Context, goodsNo int32) (service.Goods, error) {
+func (f *fakeShop) Stock(_ context.Context, goodsNo int32) (service.StockInfo, error) {
 	if f.err != nil {
-		return service.Goods{}, f.err
+		return service.StockInfo{}, f.err
 	}
-	return service.Goods{ID: 1, GoodsNo: goodsNo, Stock: 5, IsActive: 1}, nil
+	return service.StockInfo{Goods: service.Goods{ID: 1, GoodsNo: goodsNo, Stock: 5, IsActive: 1}, Orders: 3}, nil
 }
 
 func do(t *testing.T, h http.Handler, path string, hdr ...string) (int, handler.Response, http.Header) {
@@ -171,7 +171,7 @@ func TestPurchaseAnswers(t *testing.T) {
 
 func TestGoodsAndProbes(t *testing.T) {
 	status, body, _ := do(t, newHandler(&fakeShop{}), "/goods/3")
-	if status != 200 || body.Stock == nil || *body.Stock != 5 || body.GoodsNo != 3 {
+	if status != 200 || body.Stock == nil || *body.Stock != 5 || body.GoodsNo != 3 || body.Orders == nil || *body.Orders != 3 {
 		t.Fatalf("GET /goods/3 = %d %+v", status, body)
 	}
 	if status, _, _ := do(t, newHandler(&fakeShop{err: service.ErrNotFound}), "/goods/3"); status != 404 {

@@ -21,6 +21,13 @@ type Goods struct {
 	IsActive int16
 }
 
+// StockInfo is a goods' row with the number of order rows it has: the
+// load tester's measure of overselling (orders - stock sold).
+type StockInfo struct {
+	Goods
+	Orders int64
+}
+
 // Order is an order_info row: one per successful purchase.
 type Order struct {
 	ID        uint64
@@ -39,6 +46,8 @@ type Store interface {
 	// ErrPurchaseFailed when the update matched no row and
 	// ErrDuplicateRequest when the request id was used before.
 	Sell(ctx context.Context, g Goods, stock int32, order *Order, guard func() error) error
+	// CountOrders counts the order rows of goodsNo.
+	CountOrders(ctx context.Context, goodsNo int32) (int64, error)
 }
 
 // Locker hands out the distributed lock that serialises purchases of one
@@ -86,12 +95,20 @@ func New(store Store, locker Locker, cfg Config, log *slog.Logger) *Shop {
 	return &Shop{store: store, locker: locker, cfg: cfg, log: log}
 }
 
-// Stock returns the current row of goodsNo.
-func (s *Shop) Stock(ctx context.Context, goodsNo int32) (Goods, error) {
+// Stock returns the current row of goodsNo and its number of orders.
+func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 	if goodsNo <= 0 {
-		return Goods{}, ErrInvalidGoodsNo
+		return StockInfo{}, ErrInvalidGoodsNo
 	}
-	return s.store.Goods(ctx, goodsNo)
+	g, err := s.store.Goods(ctx, goodsNo)
+	if err != nil {
+		return StockInfo{}, err
+	}
+	n, err := s.store.CountOrders(ctx, goodsNo)
+	if err != nil {
+		return StockInfo{}, err
+	}
+	return StockInfo{Goods: g, Orders: n}, nil
 }
 
 // Purchase buys one piece of goodsNo for the request requestID: under the

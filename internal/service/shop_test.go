@@ -46,6 +46,16 @@ func (f *fakeStore) Sell(_ context.Context, g service.Goods, stock int32, o *ser
 	return nil
 }
 
+func (f *fakeStore) CountOrders(_ context.Context, no int32) (int64, error) {
+	var n int64
+	for _, o := range f.orders {
+		if o.GoodsNo == no {
+			n++
+		}
+	}
+	return n, nil
+}
+
 type fakeLocker struct {
 	err      error
 	lost     chan struct{}

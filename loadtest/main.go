@@ -1,0 +1,247 @@
+// Command loadtest fires the seed's flash-sale scenario at one or more shop
+// instances and measures overselling: it counts successful answers, reads the
+// stock and the order rows before and after (and samples them during the
+// run), and reports oversold = succeeded - (stock before - stock after).
+//
+//	go run ./loadtest --url http://127.0.0.1:8081,http://127.0.0.1:8082 --requests 1500
+//	go run ./loadtest compare --html report.html off.json on.json
+//
+// It stops by itself: after --requests requests or --max-duration.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		var fail *failure
+		if errors.As(err, &fail) {
+			os.Exit(fail.code)
+		}
+		os.Exit(1)
+	}
+}
+
+// failure is a verdict that did not hold; it exits with its own code.
+type failure struct {
+	msg  string
+	code int
+}
+
+func (f *failure) Error() string { return f.msg }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "compare" {
+		return compare(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	urls := fs.String("url", "http://127.0.0.1:8081,http://127.0.0.1:8082", "shop base URLs, comma separated, used round-robin")
+	o := Options{}
+	fs.StringVar(&o.Label, "label", "run", "name of the run in tables and charts")
+	fs.IntVar(&o.GoodsNo, "goods", 1, "goods number to buy")
+	fs.IntVar(&o.Requests, "requests", 1500, "purchases to send")
+	fs.IntVar(&o.Concurrency, "concurrency", 1500, "buyers at once (the seed's JMeter threads)")
+	fs.DurationVar(&o.Ramp, "ramp", 0, "start the buyers spread over this long")
+	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout")
+	fs.DurationVar(&o.MaxDuration, "max-duration", 10*time.Minute, "stop the whole run after this long")
+	fs.DurationVar(&o.Sample, "sample", 100*time.Millisecond, "how often to read the stock for the chart")
+	asJSON := fs.Bool("json", false, "print the result as JSON instead of a table")
+	out := fs.String("out", "", "also write the JSON result to this file")
+	html := fs.String("html", "", "write a self-contained HTML report with the chart to this file")
+	exact := fs.Bool("expect-exact", false, "exit 3 unless nothing was oversold, every success has its order row and (with enough requests) exactly the stock was sold")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, u := range strings.Split(*urls, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			o.Targets = append(o.Targets, u)
+		}
+	}
+	switch {
+	case len(o.Targets) == 0:
+		return errors.New("--url: no target")
+	case o.Requests < 1 || o.Concurrency < 1:
+		return errors.New("--requests and --concurrency must be at least 1")
+	case o.Sample <= 0 || o.Timeout <= 0 || o.MaxDuration <= 0:
+		return errors.New("--sample, --timeout and --max-duration must be positive")
+	}
+	o.Concurrency = min(o.Concurrency, o.Requests)
+	if !*quiet {
+		o.Progress = stderr
+		if f, ok := stderr.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				o.Interactive = true
+			}
+		}
+	}
+
+	r, err := Run(ctx, o)
+	if r == nil {
+		return err
+	}
+	if werr := emit(r, *asJSON, *out, *html, stdout); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	if *exact {
+		if p := r.exactProblems(); len(p) > 0 {
+			return &failure{fmt.Sprintf("%s: not an exact sale: %s", r.Label, strings.Join(p, "; ")), 3}
+		}
+	}
+	return nil
+}
+
+func emit(r *Result, asJSON bool, out, html string, stdout io.Writer) error {
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else if err := writeTable(stdout, r); err != nil {
+		return err
+	}
+	if out != "" {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if html != "" {
+		return writeFile(html, func(w io.Writer) error { return writeHTML(w, verdicts(r), r) })
+	}
+	return nil
+}
+
+// compare prints runs side by side with a verdict each, and can write them
+// as one HTML report or SVG chart.
+func compare(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadtest compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	html := fs.String("html", "", "write a self-contained HTML report to this file")
+	svg := fs.String("svg", "", "write the charts as one SVG to this file")
+	expect := fs.String("expect", "", "comma-separated expectation per run, oversell or exact; exit 3 if one fails")
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: loadtest compare [flags] RUN.json ...") }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return flag.ErrHelp
+	}
+	var rs []*Result
+	for _, f := range fs.Args() {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		rs = append(rs, &r)
+	}
+	vs := verdicts(rs...)
+	if err := writeTable(stdout, rs...); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	for _, v := range vs {
+		fmt.Fprintln(stdout, v)
+	}
+	if *html != "" {
+		if err := writeFile(*html, func(w io.Writer) error { return writeHTML(w, vs, rs...) }); err != nil {
+			return err
+		}
+	}
+	if *svg != "" {
+		if err := writeFile(*svg, func(w io.Writer) error { return writeSVG(w, rs...) }); err != nil {
+			return err
+		}
+	}
+	if *expect != "" {
+		return checkExpectations(strings.Split(*expect, ","), rs)
+	}
+	return nil
+}
+
+// verdicts says of each run whether it oversold, sold exactly, or neither.
+func verdicts(rs ...*Result) []string {
+	var out []string
+	for _, r := range rs {
+		switch p := r.exactProblems(); {
+		case r.Oversold > 0:
+			out = append(out, fmt.Sprintf("%s: OVERSOLD %d — %d buyers were told they succeeded for a stock that went down by %d.",
+				r.Label, r.Oversold, r.Succeeded, r.StockBefore-r.StockAfter))
+		case len(p) == 0:
+			out = append(out, fmt.Sprintf("%s: exact — sold %d of %d, 0 oversold, one order row per success.", r.Label, r.Succeeded, r.StockBefore))
+		default:
+			out = append(out, fmt.Sprintf("%s: not exact — %s.", r.Label, strings.Join(p, "; ")))
+		}
+	}
+	return out
+}
+
+func checkExpectations(expect []string, rs []*Result) error {
+	if len(expect) != len(rs) {
+		return fmt.Errorf("--expect has %d entries for %d runs", len(expect), len(rs))
+	}
+	var failed []string
+	for i, e := range expect {
+		r := rs[i]
+		switch strings.TrimSpace(e) {
+		case "oversell":
+			if r.Oversold <= 0 {
+				failed = append(failed, r.Label+" did not oversell")
+			}
+		case "exact":
+			if p := r.exactProblems(); len(p) > 0 {
+				failed = append(failed, r.Label+" not exact: "+strings.Join(p, "; "))
+			}
+		default:
+			return fmt.Errorf("--expect: %q is neither oversell nor exact", e)
+		}
+	}
+	if len(failed) > 0 {
+		return &failure{"expectation failed: " + strings.Join(failed, "; "), 3}
+	}
+	return nil
+}
+
+func writeFile(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Result is what one load run saw. The JSON form is what --json prints and
+// what `loadtest compare` reads.
+type Result struct {
+	Label       string   `json:"label"`
+	Targets     []string `json:"targets"`
+	GoodsNo     int      `json:"goodsNo"`
+	Requests    int      `json:"requests"`
+	Concurrency int      `json:"concurrency"`
+
+	Sent            int            `json:"sent"`
+	Succeeded       int            `json:"succeeded"`
+	SoldOut         int            `json:"soldOut"`
+	ByStatus        map[string]int `json:"byStatus"`
+	ByCode          map[string]int `json:"byCode"`
+	TransportErrors int            `json:"transportErrors"`
+
+	Seconds    float64 `json:"seconds"`
+	Throughput float64 `json:"throughput"` // answered requests per second
+	Latency    Latency `json:"latencyMs"`
+
+	StockBefore   int `json:"stockBefore"`
+	StockAfter    int `json:"stockAfter"`
+	OrdersBefore  int `json:"ordersBefore"`
+	OrdersAfter   int `json:"ordersAfter"`
+	OrdersCreated int `json:"ordersCreated"`
+	// Oversold = succeeded - (stock before - stock after): sales the stock
+	// column does not account for.
+	Oversold int `json:"oversold"`
+
+	Samples []Sample `json:"samples"`
+}
+
+// Latency percentiles in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Sample is the state at one moment of the run: the stock and order rows as
+// the shop reports them, and the successes the load tester has counted.
+type Sample struct {
+	T         float64 `json:"t"` // seconds since the start
+	Stock     int     `json:"stock"`
+	Orders    int     `json:"orders"` // order rows created since the start
+	Succeeded int     `json:"succeeded"`
+}
+
+// finish fills in the derived figures.
+func (r *Result) finish(latencies []time.Duration, elapsed time.Duration) {
+	r.Seconds = elapsed.Seconds()
+	answered := r.Sent - r.TransportErrors
+	if r.Seconds > 0 {
+		r.Throughput = float64(answered) / r.Seconds
+	}
+	r.Latency = percentiles(latencies)
+	r.OrdersCreated = r.OrdersAfter - r.OrdersBefore
+	r.Oversold = oversold(r.Succeeded, r.StockBefore, r.StockAfter)
+}
+
+// oversold is how many successful answers the stock did not pay for.
+func oversold(succeeded, stockBefore, stockAfter int) int {
+	return succeeded - (stockBefore - stockAfter)
+}
+
+// percentiles uses the nearest-rank method; it sorts its argument.
+func percentiles(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ds)
+	rank := func(p float64) float64 {
+		i := int(p*float64(len(ds))+0.999999) - 1
+		i = max(0, min(i, len(ds)-1))
+		return ms(ds[i])
+	}
+	return Latency{P50: rank(0.50), P90: rank(0.90), P99: rank(0.99), Max: ms(ds[len(ds)-1])}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// exactProblems lists why a run is not an exact sale: anything oversold,
+// successes without order rows, or (when there were enough buyers) not the
+// whole stock sold.
+func (r *Result) exactProblems() []string {
+	var p []string
+	if r.Oversold != 0 {
+		p = append(p, fmt.Sprintf("oversold %d", r.Oversold))
+	}
+	if r.OrdersCreated != r.Succeeded {
+		p = append(p, fmt.Sprintf("%d order rows for %d successes", r.OrdersCreated, r.Succeeded))
+	}
+	if r.Requests >= r.StockBefore && r.Succeeded != r.StockBefore {
+		p = append(p, fmt.Sprintf("sold %d of a stock of %d", r.Succeeded, r.StockBefore))
+	}
+	if r.TransportErrors > 0 {
+		p = append(p, fmt.Sprintf("%d transport errors", r.TransportErrors))
+	}
+	return p
+}
+
+// rows is the table of one or more runs, one column each.
+func rows(rs ...*Result) [][]string {
+	line := func(name string, f func(r *Result) string) []string {
+		row := []string{name}
+		for _, r := range rs {
+			row = append(row, f(r))
+		}
+		return row
+	}
+	itoa := strconv.Itoa
+	out := [][]string{
+		line("run", func(r *Result) string { return r.Label }),
+		line("requests sent", func(r *Result) string { return itoa(r.Sent) }),
+		line("succeeded (200)", func(r *Result) string { return itoa(r.Succeeded) }),
+		line("sold out (409)", func(r *Result) string { return itoa(r.SoldOut) }),
+		line("other answers", func(r *Result) string { return others(r) }),
+		line("transport errors", func(r *Result) string { return itoa(r.TransportErrors) }),
+		line("throughput (req/s)", func(r *Result) string { return fmt.Sprintf("%.0f", r.Throughput) }),
+		line("latency p50/p90/p99 (ms)", func(r *Result) string {
+			return fmt.Sprintf("%.0f / %.0f / %.0f", r.Latency.P50, r.Latency.P90, r.Latency.P99)
+		}),
+		line("latency max (ms)", func(r *Result) string { return fmt.Sprintf("%.0f", r.Latency.Max) }),
+		line("stock before -> after", func(r *Result) string { return fmt.Sprintf("%d -> %d", r.StockBefore, r.StockAfter) }),
+		line("order rows created", func(r *Result) string { return itoa(r.OrdersCreated) }),
+		line("OVERSOLD", func(r *Result) string { return itoa(r.Oversold) }),
+	}
+	return out
+}
+
+func others(r *Result) string {
+	var parts []string
+	for _, k := range sortedKeys(r.ByStatus) {
+		if k != "200" && k != "409" {
+			parts = append(parts, fmt.Sprintf("%s×%d", k, r.ByStatus[k]))
+		}
+	}
+	if n := r.ByStatus["409"] - r.SoldOut; n > 0 {
+		parts = append(parts, fmt.Sprintf("409 other×%d", n))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, " ")
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// writeTable prints runs side by side: names left, figures right.
+func writeTable(w io.Writer, rs ...*Result) error {
+	rws := rows(rs...)
+	widths := make([]int, len(rws[0]))
+	for _, row := range rws {
+		for i, cell := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	for _, row := range rws {
+		var b strings.Builder
+		for i, cell := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+			if i == 0 {
+				b.WriteString(cell + pad)
+			} else {
+				b.WriteString("   " + pad + cell)
+			}
+		}
+		if _, err := fmt.Fprintln(w, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

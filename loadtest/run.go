@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options of one load run.
+type Options struct {
+	Label       string
+	Targets     []string // base URLs, used round-robin
+	GoodsNo     int
+	Requests    int
+	Concurrency int
+	Ramp        time.Duration // workers start spread over this long
+	Timeout     time.Duration // per request
+	MaxDuration time.Duration // the whole run
+	Sample      time.Duration // stock sampling interval
+	Progress    io.Writer     // nil: no progress bar
+	Interactive bool          // redraw the progress bar in place
+}
+
+// goods is the shop's answer to GET /goods/{goodsNo}.
+type goods struct {
+	Code   string `json:"code"`
+	Stock  *int   `json:"stock"`
+	Orders *int   `json:"orders"`
+}
+
+type counters struct {
+	sent, succeeded, soldOut, transport atomic.Int64
+}
+
+// Run fires the purchases and measures them. It stops by itself: after
+// Requests requests, or MaxDuration, or when ctx ends.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.MaxDuration)
+	defer cancel()
+	client := &http.Client{
+		Timeout: o.Timeout,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: o.Concurrency,
+			IdleConnTimeout:     30 * time.Second,
+			DisableCompression:  true,
+		},
+	}
+	defer client.CloseIdleConnections()
+
+	before, err := readGoods(ctx, client, o.Targets[0], o.GoodsNo)
+	if err != nil {
+		return nil, fmt.Errorf("stock before the run: %w", err)
+	}
+	r := &Result{
+		Label: o.Label, Targets: o.Targets, GoodsNo: o.GoodsNo, Requests: o.Requests, Concurrency: o.Concurrency,
+		ByStatus: map[string]int{}, ByCode: map[string]int{},
+		StockBefore: *before.Stock, OrdersBefore: *before.Orders,
+	}
+
+	var c counters
+	var mu sync.Mutex // guards r.ByStatus, r.ByCode
+	latencies := make([]time.Duration, o.Requests)
+	var next atomic.Int64
+	start := time.Now()
+
+	sampled := make(chan []Sample, 1)
+	stopSampling := make(chan struct{})
+	go func() { sampled <- sample(ctx, client, o, r.OrdersBefore, start, &c, stopSampling) }()
+	progressDone := make(chan struct{})
+	stopProgress := make(chan struct{})
+	go func() { defer close(progressDone); progress(o, &c, start, stopProgress) }()
+
+	var wg sync.WaitGroup
+	for w := range o.Concurrency {
+		wg.Go(func() {
+			if o.Ramp > 0 {
+				delay := o.Ramp * time.Duration(w) / time.Duration(o.Concurrency)
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+					return
+				}
+			}
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= o.Requests || ctx.Err() != nil {
+					return
+				}
+				url := fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.GoodsNo)
+				t0 := time.Now()
+				status, code, err := buy(ctx, client, url)
+				latencies[i] = time.Since(t0)
+				c.sent.Add(1)
+				if err != nil {
+					c.transport.Add(1)
+					continue
+				}
+				switch {
+				case status == http.StatusOK:
+					c.succeeded.Add(1)
+				case status == http.StatusConflict && code == "sold_out":
+					c.soldOut.Add(1)
+				}
+				mu.Lock()
+				r.ByStatus[strconv.Itoa(status)]++
+				r.ByCode[code]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stopProgress)
+	<-progressDone
+	close(stopSampling)
+	r.Samples = <-sampled
+
+	after, err := readGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.GoodsNo)
+	if err != nil {
+		return nil, fmt.Errorf("stock after the run: %w", err)
+	}
+	r.Sent, r.Succeeded, r.SoldOut, r.TransportErrors = int(c.sent.Load()), int(c.succeeded.Load()), int(c.soldOut.Load()), int(c.transport.Load())
+	r.StockAfter, r.OrdersAfter = *after.Stock, *after.Orders
+	sent := min(r.Sent, len(latencies))
+	r.finish(latencies[:sent], elapsed)
+	r.Samples = append(r.Samples, Sample{T: elapsed.Seconds(), Stock: r.StockAfter, Orders: r.OrdersAfter - r.OrdersBefore, Succeeded: r.Succeeded})
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Sent < r.Requests {
+		return r, fmt.Errorf("stopped after %v (--max-duration) with %d of %d requests sent", o.MaxDuration, r.Sent, r.Requests)
+	}
+	return r, nil
+}
+
+// buy sends one purchase and returns the status and the body's code.
+func buy(ctx context.Context, client *http.Client, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Code string `json:"code"`
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return 0, "", err
+	}
+	if json.Unmarshal(raw, &body) != nil {
+		body.Code = "non-json"
+	}
+	return resp.StatusCode, body.Code, nil
+}
+
+func readGoods(ctx context.Context, client *http.Client, base string, goodsNo int) (goods, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/goods/%d", base, goodsNo), nil)
+	if err != nil {
+		return goods{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return goods{}, err
+	}
+	defer resp.Body.Close()
+	var g goods
+	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
+		return goods{}, fmt.Errorf("GET %s: %s, body not JSON: %w", req.URL, resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || g.Stock == nil || g.Orders == nil {
+		return goods{}, fmt.Errorf("GET %s: %s (%s)", req.URL, resp.Status, g.Code)
+	}
+	return g, nil
+}
+
+// sample reads the stock every o.Sample until stopped, for the chart.
+func sample(ctx context.Context, client *http.Client, o Options, ordersBefore int, start time.Time, c *counters, stop <-chan struct{}) []Sample {
+	var out []Sample
+	t := time.NewTicker(o.Sample)
+	defer t.Stop()
+	for {
+		if g, err := readGoods(ctx, client, o.Targets[0], o.GoodsNo); err == nil {
+			out = append(out, Sample{
+				T: time.Since(start).Seconds(), Stock: *g.Stock, Orders: *g.Orders - ordersBefore,
+				Succeeded: int(c.succeeded.Load()),
+			})
+		}
+		select {
+		case <-t.C:
+		case <-stop:
+			return out
+		case <-ctx.Done():
+			return out
+		}
+	}
+}
+
+// progress draws a bar on o.Progress until stopped.
+func progress(o Options, c *counters, start time.Time, stop <-chan struct{}) {
+	if o.Progress == nil {
+		return
+	}
+	every := 2 * time.Second
+	if o.Interactive {
+		every = 200 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	draw := func(final bool) {
+		sent := int(c.sent.Load())
+		const width = 30
+		filled := width * sent / max(o.Requests, 1)
+		bar := fmt.Sprintf("[%-*s]", width, strings.Repeat("#", filled))
+		rate := float64(sent) / max(time.Since(start).Seconds(), 0.001)
+		line := fmt.Sprintf("%s %s %d/%d  ok %d  sold-out %d  errors %d  %.0f req/s",
+			o.Label, bar, sent, o.Requests, c.succeeded.Load(), c.soldOut.Load(), c.transport.Load(), rate)
+		switch {
+		case o.Interactive && final:
+			fmt.Fprintf(o.Progress, "\r%s\n", line)
+		case o.Interactive:
+			fmt.Fprintf(o.Progress, "\r%s", line)
+		default:
+			fmt.Fprintln(o.Progress, line)
+		}
+	}
+	for {
+		select {
+		case <-t.C:
+			draw(false)
+		case <-stop:
+			draw(true)
+			return
+		}
+	}
+}
