@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestOversold(t *testing.T) {
+	tests := []struct {
+		succeeded, before, after, want int
+	}{
+		{100, 100, 0, 0},     // exact
+		{1500, 100, 95, 1495}, // the seed's overselling
+		{40, 100, 60, 0},      // fewer buyers than stock
+		{0, 100, 100, 0},
+	}
+	for _, tt := range tests {
+		if got := oversold(tt.succeeded, tt.before, tt.after); got != tt.want {
+			t.Errorf("oversold(%d, %d, %d) = %d, want %d", tt.succeeded, tt.before, tt.after, got, tt.want)
+		}
+	}
+}
+
+func TestPercentilesNearestRank(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- { // unsorted on purpose
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	got := percentiles(ds)
+	want := Latency{P50: 50, P90: 90, P99: 99, Max: 100}
+	if got != want {
+		t.Fatalf("percentiles = %+v, want %+v", got, want)
+	}
+	if (percentiles(nil) != Latency{}) {
+		t.Fatal("percentiles of nothing should be zero")
+	}
+	if got := percentiles([]time.Duration{7 * time.Millisecond}); got.P50 != 7 || got.P99 != 7 {
+		t.Fatalf("one sample: %+v", got)
+	}
+}
+
+func TestExactProblems(t *testing.T) {
+	exact := Result{Requests: 1500, StockBefore: 100, StockAfter: 0, Succeeded: 100, OrdersCreated: 100}
+	tests := []struct {
+		name   string
+		mutate func(*Result)
+		want   string // substring of the problems; "" for none
+	}{
+		{"exact", func(*Result) {}, ""},
+		{"oversold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.Oversold = 150, 150, 50 }, "oversold 50"},
+		{"order rows missing", func(r *Result) { r.OrdersCreated = 99 }, "99 order rows for 100 successes"},
+		{"undersold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.StockAfter = 90, 90, 10 }, "sold 90 of a stock of 100"},
+		{"fewer buyers than stock", func(r *Result) { r.Requests, r.Succeeded, r.OrdersCreated, r.StockAfter = 40, 40, 40, 60 }, ""},
+		{"transport errors", func(r *Result) { r.TransportErrors = 2 }, "2 transport errors"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := exact
+			tt.mutate(&r)
+			got := strings.Join(r.exactProblems(), "; ")
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("problems %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// fakeShop is a shop in memory, with the seed's read-sleep-write, locked or not.
+type fakeShop struct {
+	mu, lock sync.Mutex
+	stock    int
+	orders   int
+	locked   bool
+}
+
+func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/goods/1":
+		f.mu.Lock()
+		fmt.Fprintf(w, `{"code":"ok","stock":%d,"orders":%d}`, f.stock, f.orders)
+		f.mu.Unlock()
+	case r.URL.Path == "/goods-stock/1":
+		if f.locked {
+			f.lock.Lock()
+			defer f.lock.Unlock()
+		}
+		f.mu.Lock()
+		read := f.stock
+		f.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		if read < 1 {
+			w.WriteHeader(http.StatusConflict)
+			fmt.Fprint(w, `{"code":"sold_out"}`)
+			return
+		}
+		f.mu.Lock()
+		f.stock = read - 1
+		f.orders++
+		f.mu.Unlock()
+		fmt.Fprint(w, `{"code":"ok"}`)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func TestRunMeasuresOversellingAgainstAFakeShop(t *testing.T) {
+	for _, locked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("locked=%t", locked), func(t *testing.T) {
+			shop := &fakeShop{stock: 20, locked: locked}
+			a, b := httptest.NewServer(shop), httptest.NewServer(shop) // two "instances"
+			defer a.Close()
+			defer b.Close()
+			r, err := Run(context.Background(), Options{
+				Label: "fake", Targets: []string{a.URL, b.URL}, GoodsNo: 1, Requests: 200, Concurrency: 50,
+				Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Sent != 200 || r.Succeeded+r.SoldOut != 200 || r.TransportErrors != 0 {
+				t.Fatalf("sent %d, ok %d, sold out %d, errors %d", r.Sent, r.Succeeded, r.SoldOut, r.TransportErrors)
+			}
+			if r.OrdersCreated != r.Succeeded || r.StockBefore != 20 || r.StockAfter != shop.stock {
+				t.Fatalf("orders %d for %d successes; stock %d -> %d (shop has %d)", r.OrdersCreated, r.Succeeded, r.StockBefore, r.StockAfter, shop.stock)
+			}
+			if r.Oversold != r.Succeeded-(20-shop.stock) {
+				t.Fatalf("oversold %d", r.Oversold)
+			}
+			if locked && len(r.exactProblems()) != 0 {
+				t.Fatalf("locked fake shop not exact: %v", r.exactProblems())
+			}
+			if !locked && r.Oversold <= 0 {
+				t.Fatalf("the unlocked fake shop did not oversell: %+v", r)
+			}
+			if len(r.Samples) < 2 || r.Samples[len(r.Samples)-1].Succeeded != r.Succeeded {
+				t.Fatalf("samples %+v", r.Samples)
+			}
+			if r.Latency.Max <= 0 || r.Throughput <= 0 {
+				t.Fatalf("latency %+v, throughput %v", r.Latency, r.Throughput)
+			}
+		})
+	}
+}
+
+func TestCompareReportAndExpectations(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, r Result) string {
+		p := filepath.Join(dir, name)
+		b, _ := json.Marshal(r) // plain struct: cannot fail
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	samples := []Sample{{T: 0, Stock: 100}, {T: 1, Stock: 95, Orders: 1500, Succeeded: 1500}}
+	off := write("off.json", Result{Label: "lock off", Targets: []string{"http://127.0.0.1:1"}, GoodsNo: 1, Requests: 1500,
+		Sent: 1500, Succeeded: 1500, StockBefore: 100, StockAfter: 95, OrdersCreated: 1500, Oversold: 1495, Samples: samples,
+		ByStatus: map[string]int{"200": 1500}})
+	on := write("on.json", Result{Label: "lock on", Targets: []string{"http://127.0.0.1:1"}, GoodsNo: 1, Requests: 1500,
+		Sent: 1500, Succeeded: 100, SoldOut: 1400, StockBefore: 100, StockAfter: 0, OrdersCreated: 100, Samples: samples,
+		ByStatus: map[string]int{"200": 100, "409": 1400, "503": 0}})
+	html, svg := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.svg")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"compare", "--html", html, "--svg", svg, "--expect", "oversell,exact", off, on}, &out, &out)
+	if err != nil {
+		t.Fatalf("compare: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"lock off: OVERSOLD 1495", "lock on: exact", "OVERSOLD", "1495"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("compare output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, f := range []string{html, svg} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(string(b), "<polyline") != 6 {
+			t.Errorf("%s: want 3 lines for each of 2 charts", f)
+		}
+	}
+	err = run(context.Background(), []string{"compare", "--expect", "exact,exact", off, on}, &out, &out)
+	var fail *failure
+	if !errors.As(err, &fail) || fail.code != 3 {
+		t.Fatalf("a failed expectation = %v, want exit code 3", err)
+	}
+}
