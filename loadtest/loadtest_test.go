@@ -20,7 +20,7 @@ func TestOversold(t *testing.T) {
 	tests := []struct {
 		succeeded, before, after, want int
 	}{
-		{100, 100, 0, 0},     // exact
+		{100, 100, 0, 0},      // exact
 		{1500, 100, 95, 1495}, // the seed's overselling
 		{40, 100, 60, 0},      // fewer buyers than stock
 		{0, 100, 100, 0},
