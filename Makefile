@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench serve stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench serve k6 jmeter stack-up stack-down stack-status demo demo-stop clean
 
 all: build
 
@@ -54,6 +54,14 @@ bench: stack-up
 ## tables side by side, the verdict, and out/demo-report.html with a chart per run
 demo: stack-up build
 	scripts/demo.sh compare
+
+## k6: build k6 (Go module proxy) and run loadtest/k6/seckill.js briefly against two local instances
+k6: stack-up build
+	scripts/loadtools.sh k6
+
+## jmeter: run loadtest/jmeter/seckill.jmx in non-GUI mode with Debian's jmeter against a local instance
+jmeter: stack-up build
+	scripts/loadtools.sh jmeter
 
 ## serve: stack up, stock 100, two shop instances left serving on :8081 and :8082
 serve: stack-up build

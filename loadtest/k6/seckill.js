@@ -1,0 +1,73 @@
+// The seckill seed's scenario for k6: every virtual user is one buyer who
+// tries once to buy goods 1, spread round-robin over the shop instances.
+//
+//   k6 run -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=1500 loadtest/k6/seckill.js
+//
+// Environment: BASE_URLS (comma separated), GOODS (1), BUYERS (1500: the seed's JMeter threads),
+// EXPECT_STOCK (if set, the run fails unless exactly that many purchases succeed).
+// Checks: every answer is 200 (bought) or 409 (sold out) with the shop's JSON body.
+import http from 'k6/http';
+import { check } from 'k6';
+import { Counter } from 'k6/metrics';
+import exec from 'k6/execution';
+
+const bases = (__ENV.BASE_URLS || 'http://127.0.0.1:8081,http://127.0.0.1:8082').split(',');
+const goods = __ENV.GOODS || '1';
+const buyers = parseInt(__ENV.BUYERS || '1500', 10);
+
+const bought = new Counter('seckill_bought');
+const soldOut = new Counter('seckill_sold_out');
+const other = new Counter('seckill_other');
+
+const thresholds = {
+  checks: ['rate==1.0'], // every answer is a 200 or a 409 with the shop's JSON
+  seckill_other: ['count==0'],
+};
+if (__ENV.EXPECT_STOCK) {
+  thresholds.seckill_bought = [`count==${parseInt(__ENV.EXPECT_STOCK, 10)}`];
+}
+
+export const options = {
+  scenarios: {
+    flash_sale: {
+      executor: 'per-vu-iterations',
+      vus: buyers,
+      iterations: 1,
+      maxDuration: '10m',
+    },
+  },
+  thresholds,
+  summaryTrendStats: ['avg', 'p(50)', 'p(90)', 'p(99)', 'max'],
+};
+
+export default function () {
+  const base = bases[exec.vu.idInTest % bases.length];
+  const res = http.get(`${base}/goods-stock/${goods}`, {
+    timeout: '300s',
+    responseCallback: http.expectedStatuses(200, 409),
+  });
+  let code = '';
+  try {
+    code = res.json('code');
+  } catch (e) {
+    code = 'non-json';
+  }
+  check(res, {
+    'status is 200 or 409': (r) => r.status === 200 || r.status === 409,
+    'body code matches status': () =>
+      (res.status === 200 && code === 'ok') || (res.status === 409 && code === 'sold_out'),
+  });
+  if (res.status === 200) {
+    bought.add(1);
+  } else if (res.status === 409 && code === 'sold_out') {
+    soldOut.add(1);
+  } else {
+    other.add(1);
+  }
+}
+
+export function handleSummary(data) {
+  const count = (name) => (data.metrics[name] ? data.metrics[name].values.count : 0);
+  const line = `seckill: ${count('seckill_bought')} bought (200), ${count('seckill_sold_out')} sold out (409), ${count('seckill_other')} other\n`;
+  return { stdout: line };
+}
