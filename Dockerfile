@@ -1,16 +1,25 @@
-# Multi-stage build of the shop: a static binary on a distroless base, non-root.
+# Multi-stage build: static binaries (no cgo) on a distroless base, run as non-root.
+#   docker build --target shop -t seckill-shop .
+#   docker build --target loadtest -t seckill-loadtest .
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/shop ./cmd/shop
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/shop ./cmd/shop && \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/loadtest ./loadtest
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot AS loadtest
+COPY --from=build /out/loadtest /loadtest
+USER nonroot:nonroot
+ENTRYPOINT ["/loadtest"]
+
+FROM gcr.io/distroless/static-debian12:nonroot AS shop
 COPY --from=build /out/shop /shop
 COPY config.yaml /config.yaml
 ENV SHOP_CONFIG=/config.yaml SHOP_SERVER_ADDR=0.0.0.0:8080
 EXPOSE 8080
 USER nonroot:nonroot
+HEALTHCHECK --interval=5s --timeout=3s --retries=20 CMD ["/shop", "probe", "http://127.0.0.1:8080/readyz"]
 ENTRYPOINT ["/shop"]
 CMD ["serve"]

@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -42,6 +44,7 @@ const usage = `usage:
   shop serve [flags]                          serve the HTTP API
   shop migrate [flags]                        create the tables (idempotent)
   shop stock set --goods N --stock M [flags]  set a goods' stock (--clear-orders deletes its orders)
+  shop probe URL                              exit 0 if URL answers 200 (container health checks)
 run "shop COMMAND --help" for the flags`
 
 // run is the whole program: it parses the command line, loads the
@@ -51,6 +54,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("%w: no command\n%s", errUsage, usage)
 	}
 	cmd, args := args[0], args[1:]
+	if cmd == "probe" {
+		return probe(ctx, args, stdout)
+	}
 	if cmd == "stock" {
 		if len(args) == 0 || args[0] != "set" {
 			return fmt.Errorf("%w: stock takes the subcommand set\n%s", errUsage, usage)
@@ -100,6 +106,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return setStock(ctx, cfg, log, goods, stock, clearOrders)
 	}
+}
+
+// probe is a health check for images without curl: GET url, succeed on 200.
+func probe(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%w: probe takes one URL", errUsage)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe %s: %s", args[0], resp.Status)
+	}
+	fmt.Fprintln(stdout, "ok")
+	return nil
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
