@@ -34,8 +34,8 @@ test: stack-up fmt-check vet
 
 ## unit: the tests that need neither ZooKeeper nor MariaDB
 unit:
-	$(GO) test -race -count=1 ./internal/handler/ ./internal/service/ ./migrations/
-	$(GO) test -race -count=1 -run 'Config|LockPath' ./cmd/shop/
+	$(GO) test -race -count=1 ./internal/handler/ ./internal/service/ ./migrations/ ./loadtest/
+	$(GO) test -race -count=1 -run 'Config|LockPath|Setting|Compose|Dockerfile' ./cmd/shop/
 
 ## interop: Go recipes against Java Curator 5 (Debian's jars) on the same paths
 interop: stack-up
