@@ -15,18 +15,6 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
-func benchClient(b *testing.B) *zklock.Client {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	c, err := zklock.Connect(ctx, itest.ZooKeeper(b), zklock.Options{SessionTimeout: 10 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(c.Close)
-	return c
-}
-
 // BenchmarkUncontended compares one acquire+release of our Mutex and of
 // go-zookeeper's zk.Lock with the raw operations a lock needs (create
 // ephemeral-sequential, list children, delete), on the same server. The three
@@ -34,7 +22,7 @@ func benchClient(b *testing.B) *zklock.Client {
 // which drifts, weighs on all of them alike; each reports its own ns/op and
 // the ratios to the raw operations.
 func BenchmarkUncontended(b *testing.B) {
-	c := benchClient(b)
+	c := connect(b)
 	ctx := context.Background()
 	path := itest.Path(b)
 	conn := c.Conn()
@@ -90,7 +78,7 @@ func BenchmarkContended(b *testing.B) {
 	const slices = 4
 	for _, waiters := range []int{20, 200} {
 		b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) {
-			clients := []*zklock.Client{benchClient(b), benchClient(b)}
+			clients := []*zklock.Client{connect(b), connect(b)}
 			path := itest.Path(b)
 			mkdirs(b, clients[0].Conn(), path+"/zklock")
 			ctx := context.Background()

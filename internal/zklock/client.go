@@ -104,8 +104,7 @@ type Client struct {
 	suspended     bool
 	connectedOnce bool
 	lostTimer     *time.Timer
-	listeners     map[int]func(State)
-	nextID        int
+	listeners     listeners[State]
 	closed        bool
 
 	events  chan struct{} // signals that pending has events
@@ -127,12 +126,11 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Client, erro
 		return nil, errors.New("zklock: no servers")
 	}
 	c := &Client{
-		opts:      opts,
-		log:       opts.Logger,
-		ready:     make(chan struct{}),
-		listeners: make(map[int]func(State)),
-		events:    make(chan struct{}, 1),
-		closing:   make(chan struct{}),
+		opts:    opts,
+		log:     opts.Logger,
+		ready:   make(chan struct{}),
+		events:  make(chan struct{}, 1),
+		closing: make(chan struct{}),
 	}
 	c.bg, c.stopBG = context.WithCancel(context.Background())
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
@@ -192,16 +190,7 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 // every state change. fn must not block for long. The returned function
 // removes the listener.
 func (c *Client) Listen(fn func(State)) (remove func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := c.nextID
-	c.nextID++
-	c.listeners[id] = fn
-	return func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		delete(c.listeners, id)
-	}
+	return c.listeners.add(fn)
 }
 
 // Close ends the session (ZooKeeper deletes its ephemeral nodes), stops the
@@ -309,8 +298,8 @@ func (c *Client) handle(zs zk.State) {
 			changed = append(changed, c.loseLocked())
 		}
 	}
-	ls := c.listenersLocked()
 	c.mu.Unlock()
+	ls := c.listeners.snapshot()
 	for _, st := range changed {
 		c.log.Info("zookeeper connection state", "state", st.String())
 		for _, fn := range ls {
@@ -333,20 +322,12 @@ func (c *Client) suspendedTooLong() {
 		return
 	}
 	c.loseLocked()
-	ls := c.listenersLocked()
 	c.mu.Unlock()
+	ls := c.listeners.snapshot()
 	c.log.Warn("zookeeper connection down for a whole session timeout: session treated as lost")
 	for _, fn := range ls {
 		fn(StateLost)
 	}
-}
-
-func (c *Client) listenersLocked() []func(State) {
-	ls := make([]func(State), 0, len(c.listeners))
-	for _, fn := range c.listeners {
-		ls = append(ls, fn)
-	}
-	return ls
 }
 
 // Session is one ZooKeeper session of a Client. Ephemeral nodes live as long

@@ -13,7 +13,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
-func connect(t *testing.T) *zklock.Client {
+func connect(t testing.TB) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -33,15 +33,14 @@ type SharedCount struct {
 	cur       VersionedValue
 	started   bool
 	stop      chan struct{}
-	listeners map[int]func(int32)
-	nextID    int
+	listeners listeners[int32]
 	changed   chan struct{} // closed and renewed at each change seen
 }
 
 // NewSharedCount returns a handle on the count at countPath; Start creates
 // the node with seed when it does not exist.
 func NewSharedCount(c *Client, countPath string, seed int32) *SharedCount {
-	return &SharedCount{c: c, path: countPath, seed: seed, listeners: map[int]func(int32){}, changed: make(chan struct{})}
+	return &SharedCount{c: c, path: countPath, seed: seed, changed: make(chan struct{})}
 }
 
 // Start creates the node if needed, reads the value and keeps it current.
@@ -112,16 +111,14 @@ func (s *SharedCount) update(v VersionedValue) {
 	}
 	old := s.cur
 	s.cur = v
-	var ls []func(int32)
-	if old != v {
-		close(s.changed)
-		s.changed = make(chan struct{})
-		for _, fn := range s.listeners {
-			ls = append(ls, fn)
-		}
+	if old == v {
+		s.mu.Unlock()
+		return
 	}
+	close(s.changed)
+	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	for _, fn := range ls {
+	for _, fn := range s.listeners.snapshot() {
 		fn(v.Value)
 	}
 }
@@ -187,16 +184,7 @@ func (s *SharedCount) SetCount(ctx context.Context, n int32) error {
 // Listen registers fn for every change of value seen; the returned function
 // removes it. fn runs on the goroutine that saw the change.
 func (s *SharedCount) Listen(fn func(int32)) (remove func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.nextID
-	s.nextID++
-	s.listeners[id] = fn
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.listeners, id)
-	}
+	return s.listeners.add(fn)
 }
 
 // Close stops following the value.
