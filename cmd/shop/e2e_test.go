@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,9 +74,38 @@ func (s stack) shop(t *testing.T, args ...string) {
 
 var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
-// serve starts an instance on a free port and returns its base URL once it
-// is ready. The instance is stopped with SIGINT at cleanup and must exit 0.
-func (s stack) serve(t *testing.T, env ...string) string {
+// instance is a running `shop serve`.
+type instance struct {
+	url  string
+	cmd  *exec.Cmd
+	logs func() string
+	once sync.Once
+	err  error // how the process ended, once stopped
+	done chan struct{}
+}
+
+// stop sends SIGINT and waits for the process; it returns how it exited.
+func (in *instance) stop(t *testing.T) error {
+	t.Helper()
+	in.once.Do(func() {
+		if err := in.cmd.Process.Signal(os.Interrupt); err != nil {
+			in.err = err
+			return
+		}
+		select {
+		case <-in.done:
+		case <-time.After(30 * time.Second):
+			in.cmd.Process.Kill()
+			<-in.done
+			in.err = fmt.Errorf("did not stop within 30s of SIGINT")
+		}
+	})
+	return in.err
+}
+
+// serve starts an instance on a free port and returns it once it is ready.
+// It is stopped with SIGINT at cleanup, if not before, and must exit 0.
+func (s stack) serve(t *testing.T, env ...string) *instance {
 	t.Helper()
 	cmd := exec.Command(shopBinary, "serve", "--server.addr=127.0.0.1:0")
 	cmd.Env = append(append([]string{}, s.env...), env...)
@@ -89,9 +119,13 @@ func (s stack) serve(t *testing.T, env ...string) string {
 	addr := make(chan string, 1)
 	var logMu sync.Mutex
 	var logs []string
-	drained := make(chan struct{})
+	in := &instance{cmd: cmd, done: make(chan struct{})}
+	in.logs = func() string {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Join(logs, "\n")
+	}
 	go func() {
-		defer close(drained)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			logMu.Lock()
@@ -101,45 +135,32 @@ func (s stack) serve(t *testing.T, env ...string) string {
 				addr <- m[1]
 			}
 		}
-	}()
-	dump := func() string {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return fmt.Sprint(logs)
-	}
-	t.Cleanup(func() {
-		if err := cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Errorf("signal shop: %v", err)
+		if err := cmd.Wait(); err != nil && in.err == nil {
+			in.err = err
 		}
-		done := make(chan error, 1)
-		go func() { <-drained; done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("shop did not exit cleanly on SIGINT: %v\n%s", err, dump())
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("shop did not stop within 30s of SIGINT\n%s", dump())
+		close(in.done)
+	}()
+	t.Cleanup(func() {
+		if err := in.stop(t); err != nil {
+			t.Errorf("shop did not exit cleanly on SIGINT: %v\n%s", err, in.logs())
 		}
 	})
-	var base string
 	select {
 	case a := <-addr:
-		base = "http://" + a
+		in.url = "http://" + a
 	case <-time.After(30 * time.Second):
-		t.Fatalf("shop did not start listening within 30s\n%s", dump())
+		t.Fatalf("shop did not start listening within 30s\n%s", in.logs())
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := http.Get(in.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return in
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shop at %s not ready within 30s (%v)\n%s", base, err, dump())
+			t.Fatalf("shop at %s not ready within 30s (%v)\n%s", in.url, err, in.logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -223,7 +244,7 @@ func twoInstances(t *testing.T, lockEnabled bool) (stack, outcome) {
 	)
 	s.shop(t, "migrate")
 	s.shop(t, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(e2eStock), "--clear-orders")
-	bases := []string{s.serve(t), s.serve(t)}
+	bases := []string{s.serve(t).url, s.serve(t).url}
 	return s, buy(t, bases, e2eRequests)
 }
 
@@ -261,5 +282,45 @@ func TestTwoInstancesWithLockSellExactlyTheStock(t *testing.T) {
 	}
 	if stock != 0 || orders != e2eStock {
 		t.Errorf("stock %d with %d order rows, want 0 with %d", stock, orders, e2eStock)
+	}
+}
+
+// SIGINT while purchases are in flight: they finish (and are answered and
+// written), the locks are released, and the process exits 0.
+func TestShutdownFinishesInFlightPurchases(t *testing.T) {
+	s := newStack(t, "SHOP_DEMO_MAXSLEEP=1500ms", "SHOP_LOG_LEVEL=info")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+	in := s.serve(t)
+
+	const buyers = 3 // they queue on the lock: the last finishes a few seconds after SIGINT
+	got := make(chan int, buyers)
+	for range buyers {
+		go func() {
+			resp, err := http.Get(in.url + "/goods-stock/1")
+			if err != nil {
+				t.Errorf("purchase in flight: %v", err)
+				got <- 0
+				return
+			}
+			resp.Body.Close()
+			got <- resp.StatusCode
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // all three are in the handler, one holds the lock
+	if err := in.stop(t); err != nil {
+		t.Fatalf("exit after SIGINT: %v\n%s", err, in.logs())
+	}
+	for range buyers {
+		if status := <-got; status != http.StatusOK {
+			t.Errorf("an in-flight purchase was answered %d, want 200", status)
+		}
+	}
+	stock, orders := s.counts(t)
+	if stock != 10-buyers || orders != buyers {
+		t.Errorf("stock %d with %d orders after shutdown, want %d with %d", stock, orders, 10-buyers, buyers)
+	}
+	if !strings.Contains(in.logs(), "msg=stopped") {
+		t.Errorf("no clean stop in the log:\n%s", in.logs())
 	}
 }
