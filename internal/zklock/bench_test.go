@@ -71,8 +71,8 @@ func BenchmarkUncontended(b *testing.B) {
 
 // BenchmarkContended measures hand-offs per second with 20 and 200 waiters
 // spread over 2 sessions, for our Mutex and for zk.Lock on the same server.
-// The two alternate in slices of the run so that drift in the server's speed
-// weighs on both alike. It reports both rates, their ratio, and for our Mutex
+// The two alternate in slices of the run, each going first in every other
+// slice, so that drift in the server's speed weighs on both alike. It reports both rates, their ratio, and for our Mutex
 // the watch notifications per hand-off (1 means no herd).
 func BenchmarkContended(b *testing.B) {
 	const slices = 4
@@ -97,13 +97,24 @@ func BenchmarkContended(b *testing.B) {
 			var oursT, theirsT time.Duration
 			per := max(int64(b.N)/slices, 500) // each slice also ends with every queued waiter's turn
 			b.ResetTimer()
-			for range slices {
-				w0, l0 := wakeups(), listings()
-				n, d := contend(b, waiters, per, ours)
-				oursN, oursT = oursN+n, oursT+d
-				oursWakeups, oursListings = oursWakeups+wakeups()-w0, oursListings+listings()-l0
-				n, d = contend(b, waiters, per, theirs)
-				theirsN, theirsT = theirsN+n, theirsT+d
+			for i := range slices {
+				runOurs := func() {
+					w0, l0 := wakeups(), listings()
+					n, d := contend(b, waiters, per, ours)
+					oursN, oursT = oursN+n, oursT+d
+					oursWakeups, oursListings = oursWakeups+wakeups()-w0, oursListings+listings()-l0
+				}
+				runTheirs := func() {
+					n, d := contend(b, waiters, per, theirs)
+					theirsN, theirsT = theirsN+n, theirsT+d
+				}
+				if i%2 == 0 { // who goes first alternates too
+					runOurs()
+					runTheirs()
+				} else {
+					runTheirs()
+					runOurs()
+				}
 			}
 			b.StopTimer()
 			oursRate, theirsRate := float64(oursN)/oursT.Seconds(), float64(theirsN)/theirsT.Seconds()
