@@ -102,6 +102,7 @@ type Client struct {
 	session       *Session // current session; nil before the first and after loss until the next
 	ready         chan struct{}
 	suspended     bool
+	suspendedAt   time.Time
 	connectedOnce bool
 	lostTimer     *time.Timer
 	listeners     listeners[State]
@@ -286,7 +287,7 @@ func (c *Client) handle(zs zk.State) {
 		}
 	case zk.StateDisconnected:
 		if c.session != nil && !c.suspended {
-			c.suspended = true
+			c.suspended, c.suspendedAt = true, time.Now()
 			c.session.interrupt()
 			changed = append(changed, StateSuspended)
 			// Curator's rule: a connection down for a whole session timeout
@@ -295,6 +296,12 @@ func (c *Client) handle(zs zk.State) {
 		}
 	case zk.StateExpired:
 		if c.session != nil {
+			changed = append(changed, c.loseLocked())
+		}
+	case stateDownTooLong:
+		// A timer of an earlier suspension may fire late: check the time.
+		if c.suspended && c.session != nil && time.Since(c.suspendedAt) >= c.opts.SessionTimeout {
+			c.log.Warn("zookeeper connection down for a whole session timeout: session treated as lost")
 			changed = append(changed, c.loseLocked())
 		}
 	}
@@ -315,19 +322,13 @@ func (c *Client) loseLocked() State {
 	return StateLost
 }
 
+// stateDownTooLong is our own event: the connection stayed down for a whole
+// session timeout. It goes through the event queue so that listeners hear
+// every change in order, from one goroutine.
+const stateDownTooLong zk.State = -1000
+
 func (c *Client) suspendedTooLong() {
-	c.mu.Lock()
-	if c.closed || !c.suspended || c.session == nil {
-		c.mu.Unlock()
-		return
-	}
-	c.loseLocked()
-	c.mu.Unlock()
-	ls := c.listeners.snapshot()
-	c.log.Warn("zookeeper connection down for a whole session timeout: session treated as lost")
-	for _, fn := range ls {
-		fn(StateLost)
-	}
+	c.onEvent(zk.Event{Type: zk.EventSession, State: stateDownTooLong})
 }
 
 // Session is one ZooKeeper session of a Client. Ephemeral nodes live as long
