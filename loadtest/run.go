@@ -121,7 +121,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	close(stopProgress)
 	<-progressDone
 	close(stopSampling)
-	r.Samples = <-sampled
+	// The state before the first request, then what the sampler saw (its
+	// first read may come late on a flooded server), then the state after.
+	r.Samples = append([]Sample{{T: 0, Stock: r.StockBefore}}, <-sampled...)
 
 	after, err := readGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.GoodsNo)
 	if err != nil {
