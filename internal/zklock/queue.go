@@ -102,7 +102,9 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool) (string, *Ses
 			}
 			// Giving up: our node must not stay in the queue. Connection
 			// trouble is handled by the delete itself, in the background.
-			_ = q.c.deleteNode(node, s)
+			if derr := q.c.deleteNode(node, s); derr != nil {
+				q.c.log.Warn("could not delete an abandoned queue node", "node", node, "err", derr)
+			}
 		}
 		if !errors.Is(err, ErrSessionLost) && !errors.Is(err, errNodeGone) {
 			return "", nil, err
