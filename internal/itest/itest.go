@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/go-zookeeper/zk"
 )
 
 const howToStart = "start the local stack with `make stack-up` (scripts/stack.sh up installs and starts ZooKeeper and MariaDB)"
@@ -52,11 +54,52 @@ func ruok(addr string) error {
 	return nil
 }
 
-// Path returns a ZooKeeper path unique to this test run.
+// Path returns a ZooKeeper path unique to this test run; whatever the test
+// leaves under it (persistent nodes, say) is deleted at cleanup.
 func Path(t testing.TB) string {
 	t.Helper()
-	return "/seckill-test/" + sanitize(t.Name()) + "-" + randHex(4)
+	p := "/seckill-test/" + sanitize(t.Name()) + "-" + randHex(4)
+	servers := ZooKeeper(t)
+	t.Cleanup(func() {
+		if err := deleteTree(servers, p); err != nil {
+			t.Logf("cleanup of %s: %v", p, err)
+		}
+	})
+	return p
 }
+
+// deleteTree deletes p and everything below it, children first.
+func deleteTree(servers []string, p string) error {
+	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var del func(string) error
+	del = func(p string) error {
+		kids, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if err := del(p + "/" + k); err != nil {
+				return err
+			}
+		}
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return nil
+	}
+	return del(p)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
 
 // MySQLDSN is the admin DSN the tests use to create their databases
 // (SECKILL_TEST_MYSQL_DSN; default the stack's seckill user).
