@@ -47,7 +47,7 @@ interop: stack-up
 bench: stack-up
 	$(GO) test -c -o bin/zklock.test ./internal/zklock/
 	for i in $$(seq $${BENCH_RUNS:-3}); do \
-		(cd internal/zklock && ../../bin/zklock.test -test.run '^$$' -test.bench . -test.benchtime 2s) || exit 1; \
+		(cd internal/zklock && ../../bin/zklock.test -test.run '^$$' -test.bench . -test.benchtime 2s -test.v) || exit 1; \
 	done | scripts/benchtable.sh
 
 ## demo: the seed's scenario (1500 buyers, stock 100) on two instances, lock off then on;

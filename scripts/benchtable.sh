@@ -3,6 +3,10 @@
 # and prints the ratios the README reports. Several runs are averaged.
 set -euo pipefail
 tee /dev/stderr | awk '
+/slice-ratio waiters=/ {
+	w = $0; sub(/.*waiters=/, "", w); split(w, f, " ")
+	sr[f[1]] += f[2]; sr2[f[1]] += f[2] * f[2]; nsr[f[1]]++
+}
 /^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name)
 	for (i = 3; i < NF; i++) {
@@ -13,6 +17,7 @@ tee /dev/stderr | awk '
 		if ($(i+1) == "zklock/raw") { zr += $i; nzr++ }
 	}
 }
+function max0(x) { return x > 0 ? x : 0 }
 function avg(sum, n, k) { return n[k] ? sum[k] / n[k] : 0 }
 function ratio(a, b) { return b ? sprintf("%.2f", a / b) : "n/a" }
 END {
@@ -22,6 +27,11 @@ END {
 	for (w = 20; w <= 200; w *= 10) {
 		k = "BenchmarkContended/waiters=" w
 		printf "%-62s %8.2f %8s\n", "contended, " w " waiters: zklock.Mutex / zk.Lock (handoffs/s)", avg(hs, nhs, k), ">= 1.0"
+		if (nsr[w] > 1) {
+			m = sr[w] / nsr[w]
+			sd = sqrt(max0((sr2[w] - nsr[w] * m * m) / (nsr[w] - 1)))
+			printf "%-62s %8s %8s\n", "  per slice pair: mean +- 2 standard errors (" nsr[w] " pairs)", sprintf("%.2f+-%.2f", m, 2 * sd / sqrt(nsr[w])), ""
+		}
 		printf "%-62s %8.3f %8s\n", "contended, " w " waiters: wake-ups per hand-off", avg(wk, nwk, k), "1"
 	}
 }'

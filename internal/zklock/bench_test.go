@@ -98,15 +98,16 @@ func BenchmarkContended(b *testing.B) {
 			per := max(int64(b.N)/slices, 500) // each slice also ends with every queued waiter's turn
 			b.ResetTimer()
 			for i := range slices {
+				var oursRate, theirsRate float64
 				runOurs := func() {
 					w0, l0 := wakeups(), listings()
 					n, d := contend(b, waiters, per, ours)
-					oursN, oursT = oursN+n, oursT+d
+					oursN, oursT, oursRate = oursN+n, oursT+d, float64(n)/d.Seconds()
 					oursWakeups, oursListings = oursWakeups+wakeups()-w0, oursListings+listings()-l0
 				}
 				runTheirs := func() {
 					n, d := contend(b, waiters, per, theirs)
-					theirsN, theirsT = theirsN+n, theirsT+d
+					theirsN, theirsT, theirsRate = theirsN+n, theirsT+d, float64(n)/d.Seconds()
 				}
 				if i%2 == 0 { // who goes first alternates too
 					runOurs()
@@ -115,6 +116,9 @@ func BenchmarkContended(b *testing.B) {
 					runTheirs()
 					runOurs()
 				}
+				// One line per pair of neighbouring slices, for scripts/benchtable.sh
+				// to give the ratio with its spread (visible with -test.v).
+				b.Logf("slice-ratio waiters=%d %.4f", waiters, oursRate/theirsRate)
 			}
 			b.StopTimer()
 			oursRate, theirsRate := float64(oursN)/oursT.Seconds(), float64(theirsN)/theirsT.Seconds()
