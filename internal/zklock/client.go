@@ -110,7 +110,6 @@ type Client struct {
 
 	events  chan struct{} // signals that pending has events
 	pending []zk.Event
-	closing chan struct{}
 	bg      context.Context // ends at Close; background work runs under it
 	stopBG  context.CancelFunc
 	wg      sync.WaitGroup // the event loop and background deletes
@@ -127,11 +126,10 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Client, erro
 		return nil, errors.New("zklock: no servers")
 	}
 	c := &Client{
-		opts:    opts,
-		log:     opts.Logger,
-		ready:   make(chan struct{}),
-		events:  make(chan struct{}, 1),
-		closing: make(chan struct{}),
+		opts:   opts,
+		log:    opts.Logger,
+		ready:  make(chan struct{}),
+		events: make(chan struct{}, 1),
 	}
 	c.bg, c.stopBG = context.WithCancel(context.Background())
 	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
@@ -179,7 +177,7 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 		c.mu.Unlock()
 		select {
 		case <-ready:
-		case <-c.closing:
+		case <-c.bg.Done():
 			return nil, ErrClosed
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -203,7 +201,6 @@ func (c *Client) Close() {
 		return
 	}
 	c.closed = true
-	close(c.closing)
 	c.stopBG()
 	if c.lostTimer != nil {
 		c.lostTimer.Stop()
@@ -236,7 +233,7 @@ func (c *Client) eventLoop() {
 	defer c.wg.Done()
 	for {
 		select {
-		case <-c.closing:
+		case <-c.bg.Done():
 			return
 		case <-c.events:
 		}

@@ -34,6 +34,7 @@ type Mutex struct {
 	c *Client
 	q queue
 
+	pathErr   error      // ValidatePath of the lock path, checked once
 	acquiring sync.Mutex // one acquisition at a time on this handle
 
 	mu        sync.Mutex
@@ -55,7 +56,7 @@ func NewMutex(c *Client, lockPath string) *Mutex {
 }
 
 func newMutex(c *Client, dir, marker string, r rule) *Mutex {
-	return &Mutex{c: c, q: queue{c: c, dir: dir, marker: marker, rule: r}}
+	return &Mutex{c: c, q: queue{c: c, dir: dir, marker: marker, rule: r}, pathErr: ValidatePath(dir)}
 }
 
 // Acquire blocks until the lock is held, or ctx ends. When it gives up it
@@ -71,8 +72,8 @@ func (m *Mutex) TryAcquire(ctx context.Context) error {
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) error {
-	if err := ValidatePath(m.q.dir); err != nil {
-		return err
+	if m.pathErr != nil {
+		return m.pathErr
 	}
 	m.acquiring.Lock()
 	defer m.acquiring.Unlock()

@@ -98,7 +98,7 @@ func (c *Client) backoff(ctx context.Context, n int) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-c.closing:
+	case <-c.bg.Done():
 		return ErrClosed
 	}
 }
