@@ -42,12 +42,15 @@ interop: stack-up
 	$(GO) test -race -count=1 -run Interop -v ./internal/zklock/
 
 ## bench: zklock benchmarks against the local ZooKeeper, then the ratios the README reports.
-## The runs alternate (BENCH_RUNS of them) so that the server's drifting fsync latency
-## weighs on every contender alike.
+## The runs repeat (BENCH_RUNS of them), and within each the contenders alternate, so that
+## the server's drifting speed weighs on every contender alike. BENCH_HANDOFFS is the
+## number of contended hand-offs each contender makes per run and waiter count.
 bench: stack-up
 	$(GO) test -c -o bin/zklock.test ./internal/zklock/
 	for i in $$(seq $${BENCH_RUNS:-3}); do \
-		(cd internal/zklock && ../../bin/zklock.test -test.run '^$$' -test.bench . -test.benchtime 2s -test.v) || exit 1; \
+		(cd internal/zklock && \
+			../../bin/zklock.test -test.run '^$$' -test.bench Uncontended -test.benchtime 2s -test.v && \
+			../../bin/zklock.test -test.run '^$$' -test.bench Contended -test.benchtime $${BENCH_HANDOFFS:-4000}x -test.v) || exit 1; \
 	done | scripts/benchtable.sh
 
 ## demo: the seed's scenario (1500 buyers, stock 100) on two instances, lock off then on;

@@ -13,6 +13,8 @@ tee /dev/stderr | awk '
 		if ($(i+1) == "ns/op") { ns[name] += $i; nns[name]++ }
 		if ($(i+1) == "mutex/zklock") { hs[name] += $i; nhs[name]++ }
 		if ($(i+1) == "wakeups/handoff") { wk[name] += $i; nwk[name]++ }
+		if ($(i+1) == "listings/handoff") { ls[name] += $i; nls[name]++ }
+		if ($(i+1) == "shortcuts/handoff") { sc[name] += $i; nsc[name]++ }
 		if ($(i+1) == "mutex/raw") { mr += $i; nmr++ }
 		if ($(i+1) == "zklock/raw") { zr += $i; nzr++ }
 	}
@@ -33,5 +35,7 @@ END {
 			printf "%-62s %8s %8s\n", "  per slice pair: mean +- 2 standard errors (" nsr[w] " pairs)", sprintf("%.2f+-%.2f", m, 2 * sd / sqrt(nsr[w])), ""
 		}
 		printf "%-62s %8.3f %8s\n", "contended, " w " waiters: wake-ups per hand-off", avg(wk, nwk, k), "1"
+		printf "%-62s %8.3f %8s\n", "contended, " w " waiters: listings per hand-off (zk.Lock: 2)", avg(ls, nls, k), ""
+		printf "%-62s %8.3f %8s\n", "contended, " w " waiters: hand-offs taken without re-listing", avg(sc, nsc, k), ""
 	}
 }'

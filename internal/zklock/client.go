@@ -337,6 +337,9 @@ type Session struct {
 
 	mu          sync.Mutex
 	interrupted chan struct{} // closed at the next suspension; renewed on reconnect
+
+	nodesMu sync.Mutex
+	nodes   map[string]*localNode // queue nodes created in this session (handoff.go)
 }
 
 func newSession(id int64) *Session {

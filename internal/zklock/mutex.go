@@ -137,6 +137,7 @@ func (m *Mutex) Release(ctx context.Context) error {
 	m.mu.Unlock()
 	close(stop)
 	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, m.c.deleteNode(node, s) }, nil)
+	s.untrack(node)
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("zklock: release %s: %w", m.q.dir, err)
 	}

@@ -111,7 +111,7 @@ func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
 		// Queue strictly one after another: wait until its node is there.
 		waitFor(t, func() bool { return len(children(t, holderClient, path)) == i+2 })
 	}
-	before := waiterClient.Stats().Wakeups
+	before := waiterClient.Stats()
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +124,72 @@ func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
 		}
 		want++
 	}
-	if got := waiterClient.Stats().Wakeups - before; got != waiters {
+	after := waiterClient.Stats()
+	if got := after.Wakeups - before.Wakeups; got != waiters {
 		t.Errorf("%d watch notifications for %d hand-offs, want exactly one each (no herd)", got, waiters)
 	}
+	// The first waiter had only the holder ahead; each later one had the
+	// waiters of its own session ahead, which it saw hold: no hand-off
+	// needed a second listing.
+	if got := after.Listings - before.Listings; got != 0 {
+		t.Errorf("%d queue listings during the hand-offs, want 0", got)
+	}
+	if got := after.Shortcuts - before.Shortcuts; got != waiters {
+		t.Errorf("%d hand-offs without re-listing, want %d", got, waiters)
+	}
+}
+
+// A waiter whose predecessor in its own session gives up (it never held)
+// must not take the lock from the holder further ahead.
+func TestMutexWaiterBehindAGivenUpNodeWaitsForTheHolder(t *testing.T) {
+	ctx := testCtx(t)
+	holderClient, waiterClient := connect(t), connect(t)
+	path := itest.Path(t)
+
+	holder := zklock.NewMutex(holderClient, path)
+	if err := holder.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	quitter, quit := context.WithCancel(ctx)
+	quitterDone := make(chan error, 1)
+	go func() { quitterDone <- zklock.NewMutex(waiterClient, path).Acquire(quitter) }()
+	waitFor(t, func() bool { return len(children(t, holderClient, path)) == 2 })
+
+	acquired := make(chan error, 1)
+	waiter := zklock.NewMutex(waiterClient, path)
+	go func() { acquired <- waiter.Acquire(ctx) }()
+	waitFor(t, func() bool { return len(children(t, holderClient, path)) == 3 })
+
+	// Both waiters have listed the queue once when they joined.
+	waitFor(t, func() bool { return waiterClient.Stats().Listings == 2 })
+	quit()
+	if err := <-quitterDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the quitter's acquire = %v, want canceled", err)
+	}
+	// The quitter's node is deleted; the waiter, woken by that (or finding
+	// it gone when it sets its watch), must list again and go on waiting.
+	deadline := time.After(10 * time.Second)
+	for waiterClient.Stats().Listings < 3 {
+		select {
+		case err := <-acquired:
+			t.Fatalf("the waiter took the lock while it was held (err %v)", err)
+		case <-deadline:
+			t.Fatal("the waiter did not list the queue again after the quitter left")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	select {
+	case err := <-acquired:
+		t.Fatalf("the waiter took the lock while it was held (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acquired; err != nil {
+		t.Fatalf("acquire after the holder released: %v", err)
+	}
+	release(t, waiter)
 }
 
 func TestMutexGivingUpLeavesNoNode(t *testing.T) {

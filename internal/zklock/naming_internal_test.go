@@ -57,13 +57,13 @@ func TestExclusiveDecideMatchesSortedRule(t *testing.T) {
 			kids[i] = fmt.Sprintf("_c_%08d-lock-%010d", rand.IntN(1e8), seq)
 		}
 		name := kids[rand.IntN(len(kids))]
-		f1, h1, w1 := r.decide(slices.Clone(kids), name)
-		f2, h2, w2 := sorted.decide(slices.Clone(kids), name)
-		if f1 != f2 || h1 != h2 || w1 != w2 {
-			t.Fatalf("trial %d: kids %v, ours %s: one pass (%v %v %q) vs sorted (%v %v %q)", trial, kids, name, f1, h1, w1, f2, h2, w2)
+		f1, h1, p1, w1 := r.decide(slices.Clone(kids), name)
+		f2, h2, p2, w2 := sorted.decide(slices.Clone(kids), name)
+		if f1 != f2 || h1 != h2 || p1 != p2 || w1 != w2 {
+			t.Fatalf("trial %d: kids %v, ours %s: one pass (%v %v %v %q) vs sorted (%v %v %v %q)", trial, kids, name, f1, h1, p1, w1, f2, h2, p2, w2)
 		}
 	}
-	if found, _, _ := r.decide([]string{"a-lock-1"}, "b-lock-2"); found {
+	if found, _, _, _ := r.decide([]string{"a-lock-1"}, "b-lock-2"); found {
 		t.Fatal("found a node that is not there")
 	}
 }

@@ -17,8 +17,9 @@ var openACL = zk.WorldACL(zk.PermAll)
 
 // stats counts what the recipes do, for tests and benchmarks.
 type stats struct {
-	wakeups  atomic.Int64 // watch notifications that woke a waiter
-	listings atomic.Int64 // children listings of a lock queue
+	wakeups   atomic.Int64 // watch notifications that woke a waiter
+	listings  atomic.Int64 // children listings of a lock queue
+	shortcuts atomic.Int64 // hand-offs taken without listing again
 }
 
 // Stats are counters of a Client's recipes.
@@ -28,11 +29,16 @@ type Stats struct {
 	Wakeups int64
 	// Listings counts the queue listings (getChildren) of lock waiters.
 	Listings int64
+	// Shortcuts counts the waiters that took the lock after a hand-off
+	// without listing the queue again: their predecessor was the only node
+	// ahead of them, or had been first in line and was created in this
+	// session, so its deletion left them first.
+	Shortcuts int64
 }
 
 // Stats returns the client's counters.
 func (c *Client) Stats() Stats {
-	return Stats{Wakeups: c.stats.wakeups.Load(), Listings: c.stats.listings.Load()}
+	return Stats{Wakeups: c.stats.wakeups.Load(), Listings: c.stats.listings.Load(), Shortcuts: c.stats.shortcuts.Load()}
 }
 
 type result[T any] struct {

@@ -53,13 +53,14 @@ func standardRule(marker string, maxLeases int) rule {
 }
 
 // decide finds our node among the (unsorted) children and applies the rule:
-// whether it holds, and otherwise which child to watch. It sorts kids in place.
-func (r rule) decide(kids []string, name string) (found, holds bool, watch string) {
+// whether it holds, whether it is first (no node ahead of it), and otherwise
+// which child to watch. It may sort kids in place.
+func (r rule) decide(kids []string, name string) (found, holds, first bool, watch string) {
 	if r.exclusive {
 		// The mutex needs only the nodes ahead of ours and the nearest of
 		// them: one pass, in the order the sort would give.
 		if !slices.Contains(kids, name) {
-			return false, false, ""
+			return false, false, false, ""
 		}
 		key := sequenceKey(name, r.markers...)
 		var prevKey string
@@ -71,15 +72,15 @@ func (r rule) decide(kids []string, name string) (found, holds bool, watch strin
 				watch, prevKey = k, kk
 			}
 		}
-		return true, watch == "", watch
+		return true, watch == "", watch == "", watch
 	}
 	sortNodes(kids, r.markers...)
 	i := slices.Index(kids, name)
 	if i < 0 {
-		return false, false, ""
+		return false, false, false, ""
 	}
 	holds, watch = r.holds(kids, i)
-	return true, holds, watch
+	return true, holds, i == 0, watch
 }
 
 func (r rule) sort(kids []string) { sortNodes(kids, r.markers...) }
@@ -96,15 +97,16 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool) (string, *Ses
 		}
 		node, err := q.c.createProtected(ctx, s, q.dir, q.marker, data)
 		if err == nil {
-			err = q.await(ctx, s, node, wait)
+			err = q.await(ctx, s, node, s.track(node), wait)
 			if err == nil {
-				return node, s, nil
+				return node, s, nil // the holder untracks it when it deletes it
 			}
 			// Giving up: our node must not stay in the queue. Connection
 			// trouble is handled by the delete itself, in the background.
 			if derr := q.c.deleteNode(node, s); derr != nil {
 				q.c.log.Warn("could not delete an abandoned queue node", "node", node, "err", derr)
 			}
+			s.untrack(node)
 		}
 		if !errors.Is(err, ErrSessionLost) && !errors.Is(err, errNodeGone) {
 			return "", nil, err
@@ -117,15 +119,19 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool) (string, *Ses
 
 // await loops until node holds: list, sort, find our place, watch the node
 // ahead of us with a data watch (getData, not exists: exists would leave a
-// watch behind on a node that is already gone), repeat when it changes.
+// watch behind on a node that is already gone), repeat when it changes. own
+// is our node's entry in the session's table: await marks it first when it
+// holds with no node ahead.
 //
-// When the watched node is deleted, the rule is first asked again on the
-// last listing without it: nodes ahead of ours can only go away (a new node
-// always gets a higher sequence number, so it queues behind us), and the
-// rules hold for any subset of the nodes ahead. If it holds (the usual case
-// for the second in line), the lock is ours without listing the children
-// again, which saves a round trip on that hand-off.
-func (q *queue) await(ctx context.Context, s *Session, node string, wait bool) error {
+// When the watched node is deleted, the rule is first asked again on what is
+// left of the last listing (see handoff.go): nodes ahead of ours can only go
+// away, since a new node always gets a higher sequence number and queues
+// behind us. Without the deleted node and, if it had been first, without the
+// nodes ahead of it, the rule often holds already (always for a mutex whose
+// predecessor was the holder, or was the only node ahead): the lock is then
+// ours without listing the children again, a round trip saved on the
+// hand-off. Otherwise the listing is stale and is made again.
+func (q *queue) await(ctx context.Context, s *Session, node string, own *localNode, wait bool) error {
 	name := path.Base(node)
 	for {
 		kids, err := q.c.children(ctx, q.dir)
@@ -133,7 +139,7 @@ func (q *queue) await(ctx context.Context, s *Session, node string, wait bool) e
 			return err
 		}
 		q.c.stats.listings.Add(1)
-		found, holds, watch := q.rule.decide(kids, name)
+		found, holds, first, watch := q.rule.decide(kids, name)
 		switch {
 		case !found:
 			select {
@@ -143,21 +149,29 @@ func (q *queue) await(ctx context.Context, s *Session, node string, wait bool) e
 				return errNodeGone
 			}
 		case holds:
+			own.first.Store(first)
 			return nil
 		case !wait:
 			return ErrLocked
 		}
-		ev, err := q.watch(ctx, s, path.Join(q.dir, watch))
+		watched := path.Join(q.dir, watch)
+		ahead := s.local(watched) // nil unless this session created it
+		ev, err := q.watch(ctx, s, watched)
 		if err != nil {
 			return err
 		}
-		if ev.Type == zk.EventNodeDeleted {
-			j := slices.Index(kids, watch)
-			if _, holds, _ := q.rule.decide(slices.Delete(kids, j, j+1), name); holds {
-				return nil
-			}
+		if ev.Type != zk.EventNodeDeleted {
+			continue
 		}
-		// Otherwise the listing is stale: list again.
+		if ahead == nil {
+			ahead = s.local(watched) // it may have been tracked after our listing
+		}
+		rest := q.rule.remaining(kids, watch, ahead != nil && ahead.first.Load())
+		if _, holds, first, _ := q.rule.decide(rest, name); holds {
+			q.c.stats.shortcuts.Add(1)
+			own.first.Store(first)
+			return nil
+		}
 	}
 }
 
