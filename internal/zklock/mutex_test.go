@@ -108,8 +108,12 @@ func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
 				t.Errorf("waiter %d release: %v", i, err)
 			}
 		})
-		// Queue strictly one after another: wait until its node is there.
-		waitFor(t, func() bool { return len(children(t, holderClient, path)) == i+2 })
+		// Queue strictly one after another: wait until its node is there and
+		// it has listed the queue (so it knows its node, and the next waiter
+		// lists after that).
+		waitFor(t, func() bool {
+			return len(children(t, holderClient, path)) == i+2 && waiterClient.Stats().Listings == int64(i+1)
+		})
 	}
 	before := waiterClient.Stats()
 	if err := first.Release(ctx); err != nil {
