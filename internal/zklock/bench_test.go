@@ -78,76 +78,88 @@ func BenchmarkUncontended(b *testing.B) {
 // per hand-off: watch notifications (1 means no herd), queue listings, and
 // the hand-offs taken without listing again (handoff.go).
 func BenchmarkContended(b *testing.B) {
-	const slices = 8
 	for _, waiters := range []int{20, 200} {
-		b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) {
-			clients := []*zklock.Client{connect(b), connect(b)}
-			path := itest.Path(b)
-			mkdirs(b, clients[0].Conn(), path+"/zklock")
-			ctx := context.Background()
-			acl := zk.WorldACL(zk.PermAll)
-			ours := func(w int) (func() error, func() error) {
-				m := zklock.NewMutex(clients[w%2], path+"/mutex")
-				return func() error { return m.Acquire(ctx) }, func() error { return m.Release(ctx) }
-			}
-			theirs := func(w int) (func() error, func() error) {
-				l := zk.NewLock(clients[w%2].Conn(), path+"/zklock", acl)
-				return l.Lock, l.Unlock
-			}
-			stats := func() (s zklock.Stats) {
-				for _, c := range clients {
-					cs := c.Stats()
-					s.Wakeups, s.Listings, s.Shortcuts = s.Wakeups+cs.Wakeups, s.Listings+cs.Listings, s.Shortcuts+cs.Shortcuts
-				}
-				return s
-			}
-			per := max(int64(b.N)/slices, 100) // each slice also ends with every queued waiter's turn
-			contend(b, waiters, per, ours)     // warm-up, untimed
-			contend(b, waiters, per, theirs)
-			var oursN, theirsN int64
-			var oursT, theirsT time.Duration
-			var oursStats zklock.Stats
-			b.ResetTimer()
-			for i := range slices {
-				var oursRate, theirsRate float64
-				runOurs := func() {
-					s0 := stats()
-					n, d := contend(b, waiters, per, ours)
-					oursN, oursT, oursRate = oursN+n, oursT+d, float64(n)/d.Seconds()
-					s1 := stats()
-					oursStats.Wakeups += s1.Wakeups - s0.Wakeups
-					oursStats.Listings += s1.Listings - s0.Listings
-					oursStats.Shortcuts += s1.Shortcuts - s0.Shortcuts
-				}
-				runTheirs := func() {
-					n, d := contend(b, waiters, per, theirs)
-					theirsN, theirsT, theirsRate = theirsN+n, theirsT+d, float64(n)/d.Seconds()
-				}
-				if i%2 == 0 { // who goes first alternates too
-					runOurs()
-					runTheirs()
-				} else {
-					runTheirs()
-					runOurs()
-				}
-				// One line per pair of neighbouring slices, for scripts/benchtable.sh
-				// to give the ratio with its spread (visible with -test.v); not
-				// for the framework's first, probing call (b.N = 1), whose
-				// slices are too short to say anything.
-				if b.N > 1 {
-					b.Logf("slice-ratio waiters=%d %.4f", waiters, oursRate/theirsRate)
-				}
-			}
-			b.StopTimer()
-			oursRate, theirsRate := float64(oursN)/oursT.Seconds(), float64(theirsN)/theirsT.Seconds()
-			b.ReportMetric(oursRate, "mutex-handoffs/s")
-			b.ReportMetric(theirsRate, "zklock-handoffs/s")
-			b.ReportMetric(oursRate/theirsRate, "mutex/zklock")
-			b.ReportMetric(float64(oursStats.Wakeups)/float64(oursN), "wakeups/handoff")
-			b.ReportMetric(float64(oursStats.Listings)/float64(oursN), "listings/handoff")
-			b.ReportMetric(float64(oursStats.Shortcuts)/float64(oursN), "shortcuts/handoff")
-		})
+		b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) { benchContended(b, 2, waiters) })
 	}
+}
+
+// BenchmarkContendedOneSession is BenchmarkContended with all waiters on one
+// Client, as the buyers of one shop instance are: every hand-off is between
+// handles of one session.
+func BenchmarkContendedOneSession(b *testing.B) {
+	b.Run("waiters=20", func(b *testing.B) { benchContended(b, 1, 20) })
+}
+
+func benchContended(b *testing.B, sessions, waiters int) {
+	const slices = 8
+	clients := make([]*zklock.Client, sessions)
+	for i := range clients {
+		clients[i] = connect(b)
+	}
+	path := itest.Path(b)
+	mkdirs(b, clients[0].Conn(), path+"/zklock")
+	ctx := context.Background()
+	acl := zk.WorldACL(zk.PermAll)
+	ours := func(w int) (func() error, func() error) {
+		m := zklock.NewMutex(clients[w%sessions], path+"/mutex")
+		return func() error { return m.Acquire(ctx) }, func() error { return m.Release(ctx) }
+	}
+	theirs := func(w int) (func() error, func() error) {
+		l := zk.NewLock(clients[w%sessions].Conn(), path+"/zklock", acl)
+		return l.Lock, l.Unlock
+	}
+	stats := func() (s zklock.Stats) {
+		for _, c := range clients {
+			cs := c.Stats()
+			s.Wakeups, s.Listings, s.Shortcuts = s.Wakeups+cs.Wakeups, s.Listings+cs.Listings, s.Shortcuts+cs.Shortcuts
+		}
+		return s
+	}
+	per := max(int64(b.N)/slices, 100) // each slice also ends with every queued waiter's turn
+	contend(b, waiters, per, ours)     // warm-up, untimed
+	contend(b, waiters, per, theirs)
+	var oursN, theirsN int64
+	var oursT, theirsT time.Duration
+	var oursStats zklock.Stats
+	b.ResetTimer()
+	for i := range slices {
+		var oursRate, theirsRate float64
+		runOurs := func() {
+			s0 := stats()
+			n, d := contend(b, waiters, per, ours)
+			oursN, oursT, oursRate = oursN+n, oursT+d, float64(n)/d.Seconds()
+			s1 := stats()
+			oursStats.Wakeups += s1.Wakeups - s0.Wakeups
+			oursStats.Listings += s1.Listings - s0.Listings
+			oursStats.Shortcuts += s1.Shortcuts - s0.Shortcuts
+		}
+		runTheirs := func() {
+			n, d := contend(b, waiters, per, theirs)
+			theirsN, theirsT, theirsRate = theirsN+n, theirsT+d, float64(n)/d.Seconds()
+		}
+		if i%2 == 0 { // who goes first alternates too
+			runOurs()
+			runTheirs()
+		} else {
+			runTheirs()
+			runOurs()
+		}
+		// One line per pair of neighbouring slices, for scripts/benchtable.sh
+		// to give the ratio with its spread (visible with -test.v); not
+		// for the framework's first, probing call (b.N = 1), whose
+		// slices are too short to say anything.
+		if b.N > 1 {
+			b.Logf("slice-ratio sessions=%d waiters=%d %.4f", sessions, waiters, oursRate/theirsRate)
+		}
+	}
+	b.StopTimer()
+	oursRate, theirsRate := float64(oursN)/oursT.Seconds(), float64(theirsN)/theirsT.Seconds()
+	b.ReportMetric(oursRate, "mutex-handoffs/s")
+	b.ReportMetric(theirsRate, "zklock-handoffs/s")
+	b.ReportMetric(oursRate/theirsRate, "mutex/zklock")
+	b.ReportMetric(float64(oursStats.Wakeups)/float64(oursN), "wakeups/handoff")
+	b.ReportMetric(float64(oursStats.Listings)/float64(oursN), "listings/handoff")
+	b.ReportMetric(float64(oursStats.Shortcuts)/float64(oursN), "shortcuts/handoff")
 }
 
 // contend runs waiters goroutines that take and give back a lock until
