@@ -1,8 +1,10 @@
 package zklock
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -36,9 +38,18 @@ func (r ExponentialBackoffRetry) sleep(n int) (time.Duration, bool) {
 }
 
 // retryable reports whether a ZooKeeper error is a connection problem that a
-// retry may get past, as Curator's RetryLoop.shouldRetry does.
+// retry may get past, as Curator's RetryLoop.shouldRetry does. Besides
+// go-zookeeper's own errors, that is any network error: when writing a
+// request fails (connection reset, broken pipe, write deadline),
+// go-zookeeper hands the caller the net.Error itself, and the request was
+// not applied.
 func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller gave up (DeadlineExceeded is a net.Error too)
+	}
+	var netErr net.Error
 	return errors.Is(err, zk.ErrConnectionClosed) ||
 		errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionMoved)
+		errors.Is(err, zk.ErrSessionMoved) ||
+		errors.As(err, &netErr)
 }
