@@ -67,6 +67,9 @@ type Options struct {
 	// NodeData is written into lock nodes. Default: this host's IP address as
 	// text, as Curator does.
 	NodeData []byte
+	// Dial opens each connection to a server, within timeout. Default
+	// net.DialTimeout; set it to go through a proxy or to wrap connections.
+	Dial func(network, address string, timeout time.Duration) (net.Conn, error)
 }
 
 func (o *Options) setDefaults() {
@@ -87,6 +90,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.NodeData == nil {
 		o.NodeData = []byte(localAddress())
+	}
+	if o.Dial == nil {
+		o.Dial = net.DialTimeout
 	}
 }
 
@@ -137,7 +143,7 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Client, erro
 		zk.WithLogger(zkLogger{c.log}),
 		zk.WithLogInfo(false),
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
-			return net.DialTimeout(network, address, min(opts.ConnectionTimeout, 5*time.Second))
+			return opts.Dial(network, address, min(opts.ConnectionTimeout, 5*time.Second))
 		}),
 	)
 	if err != nil {

@@ -136,7 +136,9 @@ func connectVia(t *testing.T, p *proxy) (*zklock.Client, *stateLog) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	gate := &reconnectGate{} // see racegate_test.go
 	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{
+		Dial:           gate.dial,
 		SessionTimeout: shortSession,
 		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
 	})
