@@ -110,8 +110,7 @@ func benchContended(b *testing.B, sessions, waiters int) {
 	}
 	stats := func() (s zklock.Stats) {
 		for _, c := range clients {
-			cs := c.Stats()
-			s.Wakeups, s.Listings, s.Shortcuts = s.Wakeups+cs.Wakeups, s.Listings+cs.Listings, s.Shortcuts+cs.Shortcuts
+			s = addStats(s, c.Stats(), 1)
 		}
 		return s
 	}
@@ -128,10 +127,7 @@ func benchContended(b *testing.B, sessions, waiters int) {
 			s0 := stats()
 			n, d := contend(b, waiters, per, ours)
 			oursN, oursT, oursRate = oursN+n, oursT+d, float64(n)/d.Seconds()
-			s1 := stats()
-			oursStats.Wakeups += s1.Wakeups - s0.Wakeups
-			oursStats.Listings += s1.Listings - s0.Listings
-			oursStats.Shortcuts += s1.Shortcuts - s0.Shortcuts
+			oursStats = addStats(oursStats, addStats(stats(), s0, -1), 1)
 		}
 		runTheirs := func() {
 			n, d := contend(b, waiters, per, theirs)
@@ -160,6 +156,15 @@ func benchContended(b *testing.B, sessions, waiters int) {
 	b.ReportMetric(float64(oursStats.Wakeups)/float64(oursN), "wakeups/handoff")
 	b.ReportMetric(float64(oursStats.Listings)/float64(oursN), "listings/handoff")
 	b.ReportMetric(float64(oursStats.Shortcuts)/float64(oursN), "shortcuts/handoff")
+}
+
+// addStats returns a + sign*b, counter by counter.
+func addStats(a, b zklock.Stats, sign int64) zklock.Stats {
+	return zklock.Stats{
+		Wakeups:   a.Wakeups + sign*b.Wakeups,
+		Listings:  a.Listings + sign*b.Listings,
+		Shortcuts: a.Shortcuts + sign*b.Shortcuts,
+	}
 }
 
 // contend runs waiters goroutines that take and give back a lock until

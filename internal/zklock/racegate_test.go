@@ -89,11 +89,9 @@ func (c *gatedConn) countHandshake(b []byte) {
 		b = b[k:]
 		if c.bodyLeft == 0 {
 			c.handshake = true
+			c.gated.Store(true)
+			time.AfterFunc(gateTimeout, c.release)
 		}
-	}
-	if c.handshake && c.headRead == len(c.head) && !c.gated.Load() {
-		c.gated.Store(true)
-		time.AfterFunc(gateTimeout, c.release)
 	}
 }
 
