@@ -15,6 +15,8 @@ var (
 	ErrLocked = errors.New("zklock: locked by another participant")
 	// ErrNotHeld is returned by Release on a handle that does not hold the lock.
 	ErrNotHeld = errors.New("zklock: lock not held by this handle")
+	// ErrLost is returned by Token when the hold ended before its token was known.
+	ErrLost = errors.New("zklock: lock lost")
 )
 
 // closedChan is what Lost returns when nothing is held.
@@ -42,6 +44,7 @@ type Mutex struct {
 	node      string
 	sess      *Session
 	lost      chan struct{}
+	token     *fenceToken   // the hold's fencing token, known after the watcher's first read
 	stop      chan struct{} // closed by Release: the hold's watcher exits
 	arm       func()        // arms the watch on the held node (once per hold)
 	data      []byte        // node data; nil: the client's NodeData
@@ -104,7 +107,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		}
 		return fmt.Errorf("zklock: acquire %s: %w", m.q.dir, err)
 	}
-	h := held{node: node, sess: s, interrupted: s.interruption(), lost: make(chan struct{}), stop: make(chan struct{}), onRevoke: onRevoke}
+	h := held{node: node, sess: s, interrupted: s.interruption(), lost: make(chan struct{}), stop: make(chan struct{}),
+		token: newFenceToken(), onRevoke: onRevoke}
 	// The hold is watched only once somebody asks (Lost) or must be told
 	// (revocation): a goroutine and a read per hold are not free.
 	arm := sync.OnceFunc(func() { m.c.background(func(bg context.Context) { m.c.watchHeld(bg, h) }) })
@@ -112,7 +116,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		arm()
 	}
 	m.mu.Lock()
-	m.count, m.node, m.sess, m.lost, m.stop, m.arm = 1, node, s, h.lost, h.stop, arm
+	m.count, m.node, m.sess, m.lost, m.token, m.stop, m.arm = 1, node, s, h.lost, h.token, h.stop, arm
 	m.mu.Unlock()
 	return nil
 }
@@ -133,7 +137,7 @@ func (m *Mutex) Release(ctx context.Context) error {
 		return nil
 	}
 	node, s, stop := m.node, m.sess, m.stop
-	m.node, m.sess, m.lost, m.stop, m.arm = "", nil, nil, nil, nil
+	m.node, m.sess, m.lost, m.token, m.stop, m.arm = "", nil, nil, nil, nil, nil
 	m.mu.Unlock()
 	close(stop)
 	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, m.c.deleteNode(node, s) }, nil)
@@ -164,6 +168,32 @@ func (m *Mutex) Lost() <-chan struct{} {
 	return m.lost
 }
 
+// Token returns the fencing token of the current hold: the create zxid
+// (Stat.Czxid) of the lock node. Zxids order every change of the ensemble, so
+// the token strictly increases from holder to holder on a path for the
+// ensemble's lifetime, also when the lock's container parent is deleted and
+// made again (the node's sequence number restarts then, which is why it is not
+// the token). Storage that refuses a write carrying a token lower than one it
+// has seen stops a holder that kept working after its lock passed on
+// (paused, partitioned, expired): see the README.
+//
+// The token comes from the hold's watcher (the read that Lost also starts),
+// so a holder that watches Lost pays no extra request for it; Token waits for
+// that first read. It returns ErrNotHeld when nothing is held and ErrLost when
+// the hold ended before the read answered. For a read lock the tokens of
+// readers holding at once are not ordered among themselves: fence writers.
+func (m *Mutex) Token(ctx context.Context) (int64, error) {
+	m.mu.Lock()
+	if m.lost == nil {
+		m.mu.Unlock()
+		return 0, ErrNotHeld
+	}
+	m.arm()
+	tok, lost := m.token, m.lost
+	m.mu.Unlock()
+	return tok.wait(ctx, lost)
+}
+
 // IsHeld reports whether this handle holds the lock.
 func (m *Mutex) IsHeld() bool {
 	m.mu.Lock()
@@ -172,7 +202,8 @@ func (m *Mutex) IsHeld() bool {
 }
 
 // Node returns the path of the held lock node, or "" when nothing is held.
-// Its sequence number orders holders and can serve as a fencing token.
+// Its sequence number orders the holders of one incarnation of the lock's
+// parent only; use Token for fencing.
 func (m *Mutex) Node() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -220,7 +251,41 @@ type held struct {
 	sess        *Session
 	interrupted <-chan struct{} // the session's next suspension
 	lost, stop  chan struct{}
+	token       *fenceToken
 	onRevoke    func()
+}
+
+// fenceToken is a hold's fencing token, set once by the hold's watcher.
+type fenceToken struct {
+	once  sync.Once
+	ready chan struct{}
+	v     int64
+}
+
+func newFenceToken() *fenceToken { return &fenceToken{ready: make(chan struct{})} }
+
+func (t *fenceToken) set(v int64) {
+	t.once.Do(func() {
+		t.v = v
+		close(t.ready)
+	})
+}
+
+// wait returns the token once it is known; ErrLost if the hold ends first.
+func (t *fenceToken) wait(ctx context.Context, lost <-chan struct{}) (int64, error) {
+	select {
+	case <-t.ready:
+		return t.v, nil
+	case <-lost:
+		select {
+		case <-t.ready: // known before the loss: still a valid fence
+			return t.v, nil
+		default:
+			return 0, ErrLost
+		}
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 }
 
 // watchHeld follows one hold and closes lost when it ends without Release:
@@ -234,9 +299,12 @@ func (c *Client) watchHeld(bg context.Context, h held) {
 		}
 	}()
 	for {
-		data, _, ch, err := c.conn.GetW(h.node)
+		data, stat, ch, err := c.conn.GetW(h.node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return // deleted, by Release (stop is closed) or by someone else
+		}
+		if err == nil && h.token != nil {
+			h.token.set(stat.Czxid)
 		}
 		if err == nil && h.onRevoke != nil && string(data) == revokeMessage {
 			select {

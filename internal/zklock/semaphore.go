@@ -60,6 +60,32 @@ type Lease struct {
 // Node is the lease's node path.
 func (l *Lease) Node() string { return l.node }
 
+// Token returns the lease's fencing token, the create zxid of its node (see
+// Mutex.Token); it costs one read. Leases held at once are not ordered among
+// themselves, so a token fences a resource only where one lease is out at a
+// time (a SemaphoreMutex, or a semaphore of one lease). It returns ErrLost
+// when the lease's node is gone.
+func (l *Lease) Token(ctx context.Context) (int64, error) {
+	var stat *zk.Stat
+	err := l.c.retry(ctx, func() (err error) {
+		stat, err = call(ctx, func() (*zk.Stat, error) {
+			ok, st, err := l.c.conn.Exists(l.node)
+			if err == nil && !ok {
+				err = zk.ErrNoNode
+			}
+			return st, err
+		}, nil)
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return 0, ErrLost
+	case err != nil:
+		return 0, fmt.Errorf("zklock: token of %s: %w", l.node, err)
+	}
+	return stat.Czxid, nil
+}
+
 // Release returns the lease: its node is deleted, retried in the background
 // through connection loss until it or its session is gone.
 func (l *Lease) Release(ctx context.Context) error {
@@ -201,6 +227,18 @@ func (m *SemaphoreMutex) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	return l.Release(ctx)
+}
+
+// Token returns the fencing token of the held lease (see Lease.Token), or
+// ErrNotHeld. Holders follow each other, so tokens increase from one to the next.
+func (m *SemaphoreMutex) Token(ctx context.Context) (int64, error) {
+	m.mu.Lock()
+	l := m.lease
+	m.mu.Unlock()
+	if l == nil {
+		return 0, ErrNotHeld
+	}
+	return l.Token(ctx)
 }
 
 // IsHeld reports whether this handle holds the lock.

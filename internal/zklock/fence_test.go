@@ -1,0 +1,122 @@
+package zklock_test
+
+import (
+	"context"
+	"errors"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// The fencing token must grow from holder to holder, across sessions, and
+// also after the lock's container parent was deleted and made again, when
+// the nodes' sequence numbers start at 0 again: that is why the token is
+// the node's create zxid and not its sequence.
+func TestMutexTokensIncreaseFromHolderToHolder(t *testing.T) {
+	ctx := testCtx(t)
+	clients := []*zklock.Client{connect(t), connect(t)}
+	lockPath := itest.Path(t) + "/lock"
+
+	var last int64
+	for round := range 6 {
+		c := clients[round%2]
+		m := zklock.NewMutex(c, lockPath)
+		if err := m.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := m.Token(ctx)
+		if err != nil {
+			t.Fatalf("round %d: token: %v", round, err)
+		}
+		_, stat, err := c.Conn().Exists(m.Node())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok != stat.Czxid {
+			t.Errorf("round %d: token %d, want the node's czxid %d", round, tok, stat.Czxid)
+		}
+		if again, err := m.Token(ctx); err != nil || again != tok {
+			t.Errorf("round %d: second Token = %d, %v; want %d", round, again, err, tok)
+		}
+		if tok <= last {
+			t.Errorf("round %d: token %d not above the previous holder's %d", round, tok, last)
+		}
+		last = tok
+		node := m.Node()
+		if err := m.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if round == 2 {
+			// ZooKeeper deletes an empty container on its own schedule; do it
+			// now, so that the next node's sequence starts again from 0.
+			if err := c.Conn().Delete(lockPath, -1); err != nil {
+				t.Fatalf("delete the empty lock parent: %v", err)
+			}
+		}
+		if round == 3 && !strings.HasSuffix(node, "-lock-0000000000") {
+			t.Errorf("round %d: node %s: the recreated parent should restart the sequence at 0", round, path.Base(node))
+		}
+	}
+}
+
+func TestMutexTokenWhenNotHeldOrLost(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t)
+	m := zklock.NewMutex(c, itest.Path(t))
+	if _, err := m.Token(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Errorf("Token before Acquire: %v, want ErrNotHeld", err)
+	}
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The hold is watched from the first Token or Lost call on, so deleting
+	// the node first makes the watcher's first read find nothing.
+	if err := c.Conn().Delete(m.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := m.Token(ctx); !errors.Is(err, zklock.ErrLost) {
+		t.Errorf("Token after the node was deleted = %d, %v; want ErrLost", tok, err)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release(ctx)
+	if _, err := m.Token(canceled); err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("Token with an ended context: %v, want a token or context.Canceled", err)
+	}
+}
+
+func TestSemaphoreMutexTokensIncrease(t *testing.T) {
+	ctx := testCtx(t)
+	clients := []*zklock.Client{connect(t), connect(t)}
+	p := itest.Path(t)
+	var last int64
+	for round := range 4 {
+		m := zklock.NewSemaphoreMutex(clients[round%2], p)
+		if _, err := m.Token(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+			t.Errorf("Token before Acquire: %v, want ErrNotHeld", err)
+		}
+		if err := m.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := m.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok <= last {
+			t.Errorf("round %d: token %d not above %d", round, tok, last)
+		}
+		last = tok
+		if err := m.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
