@@ -13,6 +13,8 @@ func TestStatements(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS goods_stock",
 		"CREATE TABLE IF NOT EXISTS order_info",
 		"INSERT INTO goods_stock",
+		"ALTER TABLE goods_stock ADD COLUMN fence",
+		"CREATE INDEX idx_goods_stock_goods_no",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

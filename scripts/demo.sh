@@ -40,7 +40,7 @@ up() {
 	down
 	cd "$root"
 	"$shop" migrate
-	"$shop" stock set --goods 1 --stock 100 --clear-orders
+	"$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
 	for port in $ports; do
 		nohup "$shop" serve --server.addr="127.0.0.1:$port" >"$state/shop-$port.log" 2>&1 </dev/null &
 		echo $! >"$state/shop-$port.pid"

@@ -19,7 +19,7 @@ log() { printf 'loadtools: %s\n' "$*" >&2; }
 start_shop() {
 	trap 'scripts/demo.sh down' EXIT
 	SHOP_LOCK_ENABLED=true scripts/demo.sh up
-	bin/shop stock set --goods 1 --stock "$stock" --clear-orders
+	bin/shop stock set --goods 1 --stock "$stock" --clear-orders --reset-fence
 }
 
 k6() {

@@ -121,6 +121,8 @@ mysql_up() {
 	fi
 	# A dedicated user for the shop and its tests: TCP logins as root are refused on a fresh
 	# Debian install. The tests create and drop databases named seckill_*.
+	# PROCESS lets the fault tests see which transactions wait for a row lock
+	# (information_schema.innodb_trx).
 	# Two shop instances with the seed's pool of 100 each need more than
 	# MariaDB's default 151 connections.
 	mysql_root <<SQL
@@ -132,6 +134,8 @@ GRANT ALL PRIVILEGES ON \`seckill%\`.* TO '$db_user'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON \`seckill%\`.* TO '$db_user'@'localhost';
 GRANT ALL PRIVILEGES ON \`$db_name\`.* TO '$db_user'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON \`$db_name\`.* TO '$db_user'@'localhost';
+GRANT PROCESS ON *.* TO '$db_user'@'127.0.0.1';
+GRANT PROCESS ON *.* TO '$db_user'@'localhost';
 SQL
 	local client
 	client=$(command -v mariadb || command -v mysql)

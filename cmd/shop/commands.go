@@ -34,16 +34,16 @@ func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return nil
 }
 
-func setStock(ctx context.Context, cfg Config, log *slog.Logger, goods, stock int32, clearOrders bool) error {
+func setStock(ctx context.Context, cfg Config, log *slog.Logger, goods, stock int32, reset repo.StockReset) error {
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := store.SetStock(ctx, goods, stock, clearOrders); err != nil {
+	if err := store.SetStock(ctx, goods, stock, reset); err != nil {
 		return err
 	}
-	log.Info("stock set", "goodsNo", goods, "stock", stock, "ordersCleared", clearOrders)
+	log.Info("stock set", "goodsNo", goods, "stock", stock, "ordersCleared", reset.ClearOrders, "fenceReset", reset.ResetFence)
 	return nil
 }
 

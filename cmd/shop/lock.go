@@ -35,5 +35,6 @@ func (l *zkLocker) Lock(ctx context.Context, goodsNo int32) (service.Lease, erro
 
 type mutexLease struct{ m *zklock.Mutex }
 
-func (l mutexLease) Lost() <-chan struct{}            { return l.m.Lost() }
-func (l mutexLease) Unlock(ctx context.Context) error { return l.m.Release(ctx) }
+func (l mutexLease) Lost() <-chan struct{}                    { return l.m.Lost() }
+func (l mutexLease) Token(ctx context.Context) (int64, error) { return l.m.Token(ctx) }
+func (l mutexLease) Unlock(ctx context.Context) error         { return l.m.Release(ctx) }

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/seckill-zk/seckill-zk/internal/repo"
 )
 
 func main() {
@@ -43,7 +45,8 @@ func main() {
 const usage = `usage:
   shop serve [flags]                          serve the HTTP API
   shop migrate [flags]                        create the tables (idempotent)
-  shop stock set --goods N --stock M [flags]  set a goods' stock (--clear-orders deletes its orders)
+  shop stock set --goods N --stock M [flags]  set a goods' stock (--clear-orders deletes its orders,
+                                              --reset-fence after ZooKeeper's data was wiped)
   shop probe URL                              exit 0 if URL answers 200 (container health checks)
 run "shop COMMAND --help" for the flags`
 
@@ -67,13 +70,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	configFlags(fs)
 	var goods, stock int32
-	var clearOrders bool
+	var reset repo.StockReset
 	switch cmd {
 	case "serve", "migrate":
 	case "stock set":
 		fs.Int32Var(&goods, "goods", 1, "goods number")
 		fs.Int32Var(&stock, "stock", -1, "new stock (required, ≥ 0)")
-		fs.BoolVar(&clearOrders, "clear-orders", false, "also delete the goods' order rows")
+		fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")
+		fs.BoolVar(&reset.ResetFence, "reset-fence", false, "also set the row's fencing token to 0 (after ZooKeeper's data was wiped; never during a sale)")
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -104,7 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if stock < 0 || goods <= 0 {
 			return fmt.Errorf("%w: stock set needs --goods N (> 0) and --stock M (≥ 0)", errUsage)
 		}
-		return setStock(ctx, cfg, log, goods, stock, clearOrders)
+		return setStock(ctx, cfg, log, goods, stock, reset)
 	}
 }
 

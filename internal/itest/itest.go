@@ -159,3 +159,47 @@ func randHex(n int) string {
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
 	return hex.EncodeToString(b)
 }
+
+// WaitForBlockedUpdate returns once an UPDATE on the database of dsn has
+// been running for at least 200ms, which in these tests means it waits for
+// a row lock; it fails the test if none does within 30s. (MariaDB lists a
+// transaction waiting for its first row lock nowhere else, so the process
+// list it is; reading other connections' rows there needs the PROCESS
+// privilege, which the stack script grants.)
+func WaitForBlockedUpdate(t testing.TB, dsn string) {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	seen := map[int64]time.Time{} // connection id -> first seen running an UPDATE
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		rows, err := db.Query(`SELECT id FROM information_schema.processlist
+			WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command IN ('Query', 'Execute') AND info LIKE 'UPDATE%'`)
+		if err != nil {
+			t.Fatalf("read the process list: %v (the test user needs the PROCESS privilege: %s)", err, howToStart)
+		}
+		now := map[int64]time.Time{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if first, ok := seen[id]; ok {
+				if time.Since(first) >= 200*time.Millisecond {
+					rows.Close()
+					return
+				}
+				now[id] = first
+			} else {
+				now[id] = time.Now()
+			}
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		seen = now
+	}
+	t.Fatal("no UPDATE waited for a row lock within 30s")
+}

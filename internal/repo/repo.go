@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -27,6 +28,7 @@ type goodsStock struct {
 	GoodsNo  int32  `gorm:"column:goods_no"`
 	Stock    *int32 `gorm:"column:stock"`
 	IsActive *int16 `gorm:"column:isActive"`
+	Fence    int64  `gorm:"column:fence"`
 }
 
 func (goodsStock) TableName() string { return "goods_stock" }
@@ -113,10 +115,16 @@ func (s *Store) Ping(ctx context.Context) error {
 	return translate(sqlDB.PingContext(ctx))
 }
 
-// Migrate applies the schema; it is idempotent.
+// Migrate applies the schema; it is idempotent: the tables are created if
+// missing, and a column or index that exists already counts as added.
 func (s *Store) Migrate(ctx context.Context) error {
 	for _, stmt := range migrations.Statements() {
-		if err := s.db.WithContext(ctx).Exec(stmt).Error; err != nil {
+		err := s.db.WithContext(ctx).Exec(stmt).Error
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && (me.Number == erDupFieldName || me.Number == erDupKeyName) {
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("repo: migrate: %w", translate(err))
 		}
 	}
@@ -125,8 +133,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 
 // Goods reads the row of goodsNo (the first by id, should there be several).
 func (s *Store) Goods(ctx context.Context, goodsNo int32) (service.Goods, error) {
+	return goods(s.db.WithContext(ctx), goodsNo)
+}
+
+func goods(db *gorm.DB, goodsNo int32) (service.Goods, error) {
 	var row goodsStock
-	err := s.db.WithContext(ctx).Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
+	err := db.Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
 	if err != nil {
 		return service.Goods{}, translate(err)
 	}
@@ -164,12 +176,84 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	return nil
 }
 
-// SetStock sets the stock of goodsNo, creating an active row when there is
-// none. With clearOrders it also deletes the goods' order rows, so that a
-// load test starts from zero.
-func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, clearOrders bool) error {
+// SellFenced is a purchase under a lock whose fencing token is fence, in one
+// transaction: it claims the rows of goodsNo with the token, reads the row
+// (a locking read, so it sees the latest commit), asks decide for the new
+// stock, writes it and the order, calls guard and commits.
+//
+// The claim is the fence: it waits for the transaction of an earlier holder
+// that is still in flight (its row lock), and it matches no row when a newer
+// holder has claimed the row already, in which case nothing is written and
+// the error is service.ErrFenced. A goods without a row is
+// service.ErrNotFound; an error from decide or guard rolls back and is
+// returned.
+func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
+	decide func(service.Goods) (int32, error), guard func() error) error {
+	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&goodsStock{}).Where("goods_no = ?", goodsNo).Update("stock", stock)
+		res := tx.Model(&goodsStock{}).Where("goods_no = ? AND fence <= ?", goodsNo, fence).Update("fence", fence)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return notClaimed(tx, goodsNo, fence)
+		}
+		g, err := goods(tx.Clauses(clause.Locking{Strength: "UPDATE"}), goodsNo)
+		if err != nil {
+			return err
+		}
+		stock, err := decide(g)
+		if err != nil {
+			return err
+		}
+		row.CreatedAt = time.Now().UTC()
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&goodsStock{}).Where("id = ?", g.ID).Update("stock", stock).Error; err != nil {
+			return err
+		}
+		return guard()
+	})
+	if err != nil {
+		return translate(err)
+	}
+	order.ID, order.CreatedAt = row.ID, row.CreatedAt
+	return nil
+}
+
+// notClaimed tells why a claim matched no row: no such goods, or a newer
+// token on the row.
+func notClaimed(tx *gorm.DB, goodsNo int32, fence int64) error {
+	var row goodsStock
+	err := tx.Select("fence").Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
+	if err != nil {
+		return err // gorm.ErrRecordNotFound: translated to ErrNotFound
+	}
+	return fmt.Errorf("%w: token %d, row fenced at %d (if ZooKeeper's data was wiped, its zxids started again: "+
+		"`shop stock set --reset-fence`)", service.ErrFenced, fence, row.Fence)
+}
+
+// StockReset says what else `shop stock set` resets besides the stock.
+type StockReset struct {
+	// ClearOrders deletes the goods' order rows, so that a load test starts
+	// from zero.
+	ClearOrders bool
+	// ResetFence sets the row's fencing token back to 0. Needed when
+	// ZooKeeper's data was wiped (its zxids, the tokens, start again from
+	// low values); unsafe while an old lock holder may still be writing.
+	ResetFence bool
+}
+
+// SetStock sets the stock of goodsNo, creating an active row when there is
+// none, and resets what r asks for.
+func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, r StockReset) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		set := map[string]any{"stock": stock}
+		if r.ResetFence {
+			set["fence"] = 0
+		}
+		res := tx.Model(&goodsStock{}).Where("goods_no = ?", goodsNo).Updates(set)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -179,7 +263,7 @@ func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, clearOrders 
 				return err
 			}
 		}
-		if clearOrders {
+		if r.ClearOrders {
 			return tx.Where("goods_no = ?", goodsNo).Delete(&orderInfo{}).Error
 		}
 		return nil
@@ -197,6 +281,8 @@ func (s *Store) CountOrders(ctx context.Context, goodsNo int32) (int64, error) {
 // MySQL error numbers the store translates.
 const (
 	erDupEntry           = 1062
+	erDupFieldName       = 1060
+	erDupKeyName         = 1061
 	erLockWaitTimeout    = 1205
 	erLockDeadlock       = 1213
 	erTooManyConnections = 1040
@@ -213,6 +299,9 @@ func translate(err error) error {
 	}
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return service.ErrNotFound
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // the caller's own deadline, not an unreachable server (DeadlineExceeded is a net.Error too)
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {

@@ -108,11 +108,11 @@ func TestSetStock(t *testing.T) {
 	if err := s.Sell(ctx, g, 99, &service.Order{GoodsNo: 1, RequestID: "a"}, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetStock(ctx, 1, 50, true); err != nil {
+	if err := s.SetStock(ctx, 1, 50, repo.StockReset{ClearOrders: true}); err != nil {
 		t.Fatal(err)
 	}
 	assertState(t, s, 50, 0)
-	if err := s.SetStock(ctx, 7, 3, false); err != nil {
+	if err := s.SetStock(ctx, 7, 3, repo.StockReset{}); err != nil {
 		t.Fatal(err)
 	}
 	if g, err := s.Goods(ctx, 7); err != nil || g.Stock != 3 || g.IsActive != 1 {

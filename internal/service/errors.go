@@ -1,6 +1,9 @@
 package service
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors of the shop. The handler maps each to one HTTP status; anything else
 // is an internal error.
@@ -19,6 +22,10 @@ var (
 	ErrLockTimeout = errors.New("service: lock not acquired in time")
 	// ErrLockLost: the lock was lost before the purchase committed; nothing was written.
 	ErrLockLost = errors.New("service: lock lost before commit")
+	// ErrFenced: the store refused the purchase's fencing token because a
+	// newer lock holder has written the row; nothing was written. It is an
+	// ErrLockLost: the lock had passed on.
+	ErrFenced = fmt.Errorf("%w: the row was written under a newer lock (fencing token refused)", ErrLockLost)
 	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
 	ErrUnavailable = errors.New("service: dependency unavailable")
 )

@@ -41,11 +41,18 @@ type Store interface {
 	// Goods reads the row of goodsNo, or returns ErrNotFound.
 	Goods(ctx context.Context, goodsNo int32) (Goods, error)
 	// Sell, in one transaction, sets the stock of row g.ID to stock and
-	// inserts order. Just before committing it calls guard; an error from
-	// guard rolls everything back and is returned. It returns
-	// ErrPurchaseFailed when the update matched no row and
+	// inserts order: the unlocked purchase. Just before committing it calls
+	// guard; an error from guard rolls everything back and is returned. It
+	// returns ErrPurchaseFailed when the update matched no row and
 	// ErrDuplicateRequest when the request id was used before.
 	Sell(ctx context.Context, g Goods, stock int32, order *Order, guard func() error) error
+	// SellFenced is the purchase under a lock with fencing token fence, in
+	// one transaction: claim the goods' row with the token (waiting for an
+	// earlier holder's transaction; ErrFenced when a newer holder has
+	// written), read it, call decide for the new stock, write the stock and
+	// order, call guard, commit. ErrNotFound when there is no row; an error
+	// from decide or guard rolls back and is returned.
+	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 	// CountOrders counts the order rows of goodsNo.
 	CountOrders(ctx context.Context, goodsNo int32) (int64, error)
 }
@@ -60,6 +67,8 @@ type Locker interface {
 type Lease interface {
 	// Lost is closed when the lock can no longer be trusted to be held.
 	Lost() <-chan struct{}
+	// Token is the hold's fencing token: it grows from holder to holder.
+	Token(ctx context.Context) (int64, error)
 	// Unlock releases the lock.
 	Unlock(ctx context.Context) error
 }
@@ -111,47 +120,81 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 	return StockInfo{Goods: g, Orders: n}, nil
 }
 
-// Purchase buys one piece of goodsNo for the request requestID: under the
-// lock (when there is one) it reads the stock, sleeps up to MaxSleep, checks
-// it, and writes back the value read minus one together with an order row.
-// Nothing is written unless it returns the order.
+// Purchase buys one piece of goodsNo for the request requestID: it reads
+// the stock, sleeps up to MaxSleep, checks it, and writes back the value read
+// minus one together with an order row. Nothing is written unless it returns
+// the order.
+//
+// Without a lock that is the seed's overselling race. Under the lock the
+// read, the sleep and the write happen in one transaction that first claims
+// the row with the lock's fencing token, so a holder whose lock passed on
+// while it was paused can neither write after a newer holder nor have its
+// late commit overwritten by one.
 func (s *Shop) Purchase(ctx context.Context, goodsNo int32, requestID string) (*Order, error) {
 	if goodsNo <= 0 {
 		return nil, ErrInvalidGoodsNo
 	}
-	var lost <-chan struct{}
-	if s.locker != nil {
-		lease, err := s.lock(ctx, goodsNo)
-		if err != nil {
+	order := &Order{GoodsNo: goodsNo, RequestID: requestID}
+	if s.locker == nil {
+		if err := s.sellUnlocked(ctx, order); err != nil {
 			return nil, err
 		}
-		defer s.unlock(ctx, lease, goodsNo)
-		lost = lease.Lost()
+		return order, nil
 	}
-
-	g, err := s.store.Goods(ctx, goodsNo)
+	lease, err := s.lock(ctx, goodsNo)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.pause(ctx, lost); err != nil {
-		return nil, err
+	defer s.unlock(ctx, lease, goodsNo)
+	lost := lease.Lost()
+	token, err := lease.Token(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
 	}
-	if g.Stock < 1 {
-		return nil, ErrSoldOut
+	decide := func(g Goods) (int32, error) {
+		if err := s.pause(ctx, lost); err != nil {
+			return 0, err
+		}
+		if g.Stock < 1 {
+			return 0, ErrSoldOut
+		}
+		return g.Stock - 1, nil
 	}
-	order := &Order{GoodsNo: goodsNo, RequestID: requestID}
 	guard := func() error {
 		select {
-		case <-lost: // nil without a lock: never ready
+		case <-lost:
 			return ErrLockLost
 		default:
 			return nil
 		}
 	}
-	if err := s.store.Sell(ctx, g, g.Stock-1, order, guard); err != nil {
+	if err := s.store.SellFenced(ctx, goodsNo, token, order, decide, guard); err != nil {
+		if errors.Is(err, ErrFenced) {
+			s.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
+		}
 		return nil, err
 	}
 	return order, nil
+}
+
+// sellUnlocked is the seed's purchase without a lock: a plain read, the
+// sleep, and a write of the value read minus one. Concurrent buyers read the
+// same stock and oversell; that is what the lock switch shows.
+func (s *Shop) sellUnlocked(ctx context.Context, order *Order) error {
+	g, err := s.store.Goods(ctx, order.GoodsNo)
+	if err != nil {
+		return err
+	}
+	if err := s.pause(ctx, nil); err != nil {
+		return err
+	}
+	if g.Stock < 1 {
+		return ErrSoldOut
+	}
+	return s.store.Sell(ctx, g, g.Stock-1, order, func() error { return nil })
 }
 
 func (s *Shop) lock(ctx context.Context, goodsNo int32) (Lease, error) {

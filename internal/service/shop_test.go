@@ -12,6 +12,7 @@ import (
 
 type fakeStore struct {
 	goods   map[int32]service.Goods
+	fences  map[int32]int64 // the highest token each goods was sold under
 	orders  []service.Order
 	readErr error
 	sellErr error
@@ -46,6 +47,31 @@ func (f *fakeStore) Sell(_ context.Context, g service.Goods, stock int32, o *ser
 	return nil
 }
 
+// SellFenced keeps the real store's contract: a token below the goods'
+// fence sells nothing; the claim is undone when anything fails.
+func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *service.Order,
+	decide func(service.Goods) (int32, error), guard func() error) error {
+	g, err := f.Goods(ctx, no)
+	if err != nil {
+		return err
+	}
+	if fence < f.fences[no] {
+		return service.ErrFenced
+	}
+	stock, err := decide(g)
+	if err != nil {
+		return err
+	}
+	if err := f.Sell(ctx, g, stock, o, guard); err != nil {
+		return err
+	}
+	if f.fences == nil {
+		f.fences = map[int32]int64{}
+	}
+	f.fences[no] = fence
+	return nil
+}
+
 func (f *fakeStore) CountOrders(_ context.Context, no int32) (int64, error) {
 	var n int64
 	for _, o := range f.orders {
@@ -59,6 +85,8 @@ func (f *fakeStore) CountOrders(_ context.Context, no int32) (int64, error) {
 type fakeLocker struct {
 	err      error
 	lost     chan struct{}
+	token    int64 // handed out by Token, then incremented
+	tokenErr error
 	locks    int
 	unlocks  int
 	deadline bool // Lock waits for ctx to end
@@ -77,6 +105,14 @@ func (f *fakeLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
 }
 
 func (f *fakeLocker) Lost() <-chan struct{} { return f.lost }
+
+func (f *fakeLocker) Token(context.Context) (int64, error) {
+	if f.tokenErr != nil {
+		return 0, f.tokenErr
+	}
+	f.token++
+	return f.token, nil
+}
 
 func (f *fakeLocker) Unlock(context.Context) error {
 	f.unlocks++
@@ -177,6 +213,41 @@ func TestPurchaseLockFailures(t *testing.T) {
 		_, err := newShop(&fakeStore{}, &fakeLocker{deadline: true}, service.Config{}).Purchase(ctx, 1, "r")
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Purchase = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestPurchaseIsFencedByTheLocksToken(t *testing.T) {
+	t.Run("a token older than the row's is refused and writes nothing", func(t *testing.T) {
+		store := &fakeStore{fences: map[int32]int64{1: 100}}
+		locker := &fakeLocker{lost: make(chan struct{}), token: 41}
+		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		if !errors.Is(err, service.ErrFenced) || !errors.Is(err, service.ErrLockLost) {
+			t.Fatalf("Purchase = %v, want ErrFenced (an ErrLockLost)", err)
+		}
+		if len(store.orders) != 0 || store.goods[1].Stock != 2 || locker.unlocks != 1 {
+			t.Fatalf("%d orders, stock %d, %d unlocks: want nothing written and the lock released", len(store.orders), store.goods[1].Stock, locker.unlocks)
+		}
+	})
+	t.Run("each purchase sells under its own lease's token", func(t *testing.T) {
+		store := &fakeStore{}
+		locker := &fakeLocker{lost: make(chan struct{}), token: 7}
+		shop := newShop(store, locker, service.Config{})
+		for range 2 {
+			if _, err := shop.Purchase(context.Background(), 1, "r"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if store.fences[1] != 9 {
+			t.Fatalf("row fenced at %d, want the second lease's token 9", store.fences[1])
+		}
+	})
+	t.Run("no token: lock lost, nothing written", func(t *testing.T) {
+		store := &fakeStore{}
+		locker := &fakeLocker{lost: make(chan struct{}), tokenErr: errors.New("zklock: lock lost")}
+		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		if !errors.Is(err, service.ErrLockLost) || len(store.orders) != 0 || locker.unlocks != 1 {
+			t.Fatalf("Purchase = %v with %d orders and %d unlocks, want ErrLockLost, none and 1", err, len(store.orders), locker.unlocks)
 		}
 	})
 }
