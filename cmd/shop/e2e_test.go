@@ -46,21 +46,23 @@ func TestMain(m *testing.M) {
 // stack is a database and a lock path of the test's own, with the shop's
 // environment pointing at them.
 type stack struct {
-	dsn string
-	env []string
+	dsn      string
+	lockPath string
+	env      []string
 }
 
 func newStack(t *testing.T, extra ...string) stack {
 	t.Helper()
 	dsn := itest.Database(t)
 	zk := itest.ZooKeeper(t)
+	lockPath := itest.Path(t) + "/Locks"
 	env := append(os.Environ(),
 		"SHOP_MYSQL_DSN="+dsn,
 		"SHOP_ZOOKEEPER_SERVERS="+zk[0],
-		"SHOP_LOCK_PATH="+itest.Path(t)+"/Locks",
+		"SHOP_LOCK_PATH="+lockPath,
 		"SHOP_CONFIG=../../config.yaml",
 	)
-	return stack{dsn: dsn, env: append(env, extra...)}
+	return stack{dsn: dsn, lockPath: lockPath, env: append(env, extra...)}
 }
 
 func (s stack) shop(t *testing.T, args ...string) {

@@ -15,7 +15,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -157,14 +156,7 @@ func goods(db *gorm.DB, goodsNo int32) (service.Goods, error) {
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order, guard func() error) error {
 	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID, CreatedAt: time.Now().UTC()}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&goodsStock{}).Where("id = ?", g.ID).Update("stock", stock)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return service.ErrPurchaseFailed
-		}
-		if err := tx.Create(&row).Error; err != nil {
+		if err := writeSale(tx, g.ID, stock, &row); err != nil {
 			return err
 		}
 		return guard()
@@ -177,9 +169,9 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 }
 
 // SellFenced is a purchase under a lock whose fencing token is fence, in one
-// transaction: it claims the rows of goodsNo with the token, reads the row
-// (a locking read, so it sees the latest commit), asks decide for the new
-// stock, writes it and the order, calls guard and commits.
+// transaction: it claims the rows of goodsNo with the token, reads the row,
+// asks decide for the new stock, writes it and the order, calls guard and
+// commits.
 //
 // The claim is the fence: it waits for the transaction of an earlier holder
 // that is still in flight (its row lock), and it matches no row when a newer
@@ -198,7 +190,10 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 		if res.RowsAffected == 0 {
 			return notClaimed(tx, goodsNo, fence)
 		}
-		g, err := goods(tx.Clauses(clause.Locking{Strength: "UPDATE"}), goodsNo)
+		// A plain read suffices: the claim has locked the row and made it this
+		// transaction's own change, built on the latest commit, which is what
+		// a read within the transaction sees. The claim alone is the fence.
+		g, err := goods(tx, goodsNo)
 		if err != nil {
 			return err
 		}
@@ -207,10 +202,7 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 			return err
 		}
 		row.CreatedAt = time.Now().UTC()
-		if err := tx.Create(&row).Error; err != nil {
-			return err
-		}
-		if err := tx.Model(&goodsStock{}).Where("id = ?", g.ID).Update("stock", stock).Error; err != nil {
+		if err := writeSale(tx, g.ID, stock, &row); err != nil {
 			return err
 		}
 		return guard()
@@ -219,6 +211,23 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 		return translate(err)
 	}
 	order.ID, order.CreatedAt = row.ID, row.CreatedAt
+	return nil
+}
+
+// writeSale sets the stock of row id and inserts the order row: the order
+// first, so that the row lock, if this statement takes it, is held from the
+// stock's update to the commit only. ErrPurchaseFailed when the row is gone.
+func writeSale(tx *gorm.DB, id uint32, stock int32, order *orderInfo) error {
+	if err := tx.Create(order).Error; err != nil {
+		return err
+	}
+	res := tx.Model(&goodsStock{}).Where("id = ?", id).Update("stock", stock)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return service.ErrPurchaseFailed
+	}
 	return nil
 }
 

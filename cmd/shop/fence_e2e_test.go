@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// answer is one buyer's answer.
+type answer struct {
+	status int
+	code   string
+	err    error
+}
+
+// purchaseAsync sends one purchase of goods 1 and delivers its answer.
+func purchaseAsync(base string) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		client := &http.Client{Timeout: 2 * time.Minute}
+		resp, err := client.Get(base + "/goods-stock/1")
+		if err != nil {
+			ch <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var body struct{ Code string }
+		raw, _ := io.ReadAll(resp.Body) // a short body fails the decode
+		if err := json.Unmarshal(raw, &body); err != nil {
+			ch <- answer{status: resp.StatusCode, err: fmt.Errorf("body %q is not JSON", raw)}
+			return
+		}
+		ch <- answer{status: resp.StatusCode, code: body.Code}
+	}()
+	return ch
+}
+
+func await(t *testing.T, what string, ch <-chan answer) answer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			t.Fatalf("%s: %v", what, a.err)
+		}
+		return a
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s: no answer within 2 minutes", what)
+		return answer{}
+	}
+}
+
+// checkNoOversell checks the shop's promise after a fault: every 200 has its
+// order row and the stock went down by exactly the orders.
+func (s stack) checkNoOversell(t *testing.T, initial int, answers ...answer) {
+	t.Helper()
+	stock, orders := s.counts(t)
+	ok := 0
+	for _, a := range answers {
+		if a.status == http.StatusOK {
+			ok++
+		}
+		if a.status >= 500 && a.status != http.StatusServiceUnavailable {
+			t.Errorf("answer %d %s: only 503 may report a fault", a.status, a.code)
+		}
+	}
+	t.Logf("stock %d -> %d, %d order rows, %d answered 200, answers %v", initial, stock, orders, ok, answers)
+	if oversold := orders - (initial - stock); oversold != 0 {
+		t.Errorf("OVERSOLD %d: %d order rows for a stock that went down by %d", oversold, orders, initial-stock)
+	}
+	if ok != orders {
+		t.Errorf("%d answers 200 for %d order rows", ok, orders)
+	}
+	if stock < 0 {
+		t.Errorf("stock %d below zero", stock)
+	}
+}
+
+// checkNoOrphans checks that no lock node is left on the lock path (the
+// nodes of an expired session go with it).
+func (s stack) checkNoOrphans(t *testing.T) {
+	t.Helper()
+	conn, _, err := zk.Connect(itest.ZooKeeper(t), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var kids []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		kids, _, err = conn.Children(s.lockPath)
+		if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
+			return
+		}
+	}
+	t.Errorf("lock nodes left on %s: %v (%v)", s.lockPath, kids, err)
+}
+
+// viaProxy returns the DSN with its address replaced by addr.
+func viaProxy(t *testing.T, dsn, addr string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = addr
+	return cfg.FormatDSN()
+}
+
+func mysqlAddr(t *testing.T, dsn string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Addr
+}
+
+const faultSession = "2s" // short sessions: a stalled holder expires quickly
+
+// A holder's COMMIT outlives its lock. Instance A sells the last-but-nine
+// piece: it has written stock 9 and its order, its lost-lock check has
+// passed, and then its COMMIT is held on the way to MySQL while its
+// ZooKeeper traffic stalls for longer than the session timeout. A's session
+// expires, B takes the lock and buys, and its write must wait for A's
+// commit and build on it. Without the fencing claim B reads 10 (A's write is
+// not committed), writes 9 after A's commit lands, and two buyers have paid
+// for one piece: this test then fails with OVERSOLD 1.
+func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
+	s := newStack(t, "SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_DEMO_MAXSLEEP=200ms", "SHOP_LOG_LEVEL=info")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+
+	zkProxy := itest.NewProxy(t, itest.ZooKeeper(t)[0])
+	dbProxy := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
+	a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()), "SHOP_ZOOKEEPER_SERVERS="+zkProxy.Addr())
+	b := s.serve(t)
+
+	commit := dbProxy.HoldPacket(itest.IsQuery("COMMIT"), zkProxy.Stall)
+	fromA := purchaseAsync(a.url)
+	select {
+	case <-commit.Held():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("A's COMMIT never came\n%s", a.logs())
+	}
+	fromB := purchaseAsync(b.url) // waits for the lock until A's session expires
+	itest.WaitForBlockedUpdate(t, s.dsn)
+	commit.Release()
+	zkProxy.Resume()
+
+	ansA, ansB := await(t, "A", fromA), await(t, "B", fromB)
+	if ansA.status != http.StatusOK || ansB.status != http.StatusOK {
+		t.Errorf("A answered %d %s, B %d %s; want both 200: A committed before B, B on top of it", ansA.status, ansA.code, ansB.status, ansB.code)
+	}
+	s.checkNoOversell(t, 10, ansA, ansB)
+	s.checkNoOrphans(t)
+}
+
+// A holder whose lock passed on before its claim reached MySQL: its claim is
+// held while its ZooKeeper traffic stalls; B takes the lock, buys and commits
+// under a newer token. When A's claim finally arrives it matches nothing:
+// A answers 503 lock_lost and writes nothing.
+func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
+	s := newStack(t, "SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_LOG_LEVEL=info")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+
+	zkProxy := itest.NewProxy(t, itest.ZooKeeper(t)[0])
+	dbProxy := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
+	a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()), "SHOP_ZOOKEEPER_SERVERS="+zkProxy.Addr())
+	b := s.serve(t)
+
+	claim := dbProxy.HoldPacket(isPrepare("SET `fence`"), zkProxy.Stall)
+	fromA := purchaseAsync(a.url)
+	select {
+	case <-claim.Held():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("A's claim never came\n%s", a.logs())
+	}
+	ansB := await(t, "B", purchaseAsync(b.url)) // gets the lock once A's session has expired
+	if ansB.status != http.StatusOK {
+		t.Fatalf("B answered %d %s, want 200", ansB.status, ansB.code)
+	}
+	claim.Release()
+	zkProxy.Resume()
+	ansA := await(t, "A", fromA)
+	if ansA.status != http.StatusServiceUnavailable || ansA.code != "lock_lost" {
+		t.Errorf("A answered %d %s, want 503 lock_lost: its token is older than B's", ansA.status, ansA.code)
+	}
+	s.checkNoOversell(t, 10, ansA, ansB)
+	s.checkNoOrphans(t)
+}
+
+// The whole holder stops (SIGSTOP: a GC pause, a frozen VM) in the middle
+// of its purchase, for longer than the session timeout: it has claimed the
+// row and is about to insert its order (the proxy holds that statement so
+// that the stop lands there every run). B gets the lock once A's session has
+// expired and waits at the row. After SIGCONT nothing is oversold, whichever
+// of the two commits first.
+func TestStoppedHolderDoesNotOversell(t *testing.T) {
+	s := newStack(t, "SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_LOG_LEVEL=info")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+	dbProxy := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
+	a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()))
+	b := s.serve(t)
+
+	insert := dbProxy.HoldPacket(isPrepare("INSERT INTO `order_info`"), nil)
+	fromA := purchaseAsync(a.url)
+	select {
+	case <-insert.Held():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("A's order insert never came\n%s", a.logs())
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	fromB := purchaseAsync(b.url)
+	itest.WaitForBlockedUpdate(t, s.dsn) // B holds the lock (A's session expired) and waits at the row
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	insert.Release()
+	ansA, ansB := await(t, "A", fromA), await(t, "B", fromB)
+	if ansB.status != http.StatusOK {
+		t.Errorf("B answered %d %s, want 200", ansB.status, ansB.code)
+	}
+	s.checkNoOversell(t, 10, ansA, ansB)
+	s.checkNoOrphans(t)
+}
+
+// isPrepare matches a prepared statement (COM_STMT_PREPARE) whose SQL
+// contains sql.
+func isPrepare(sql string) func(payload []byte) bool {
+	return func(payload []byte) bool {
+		return len(payload) > 0 && payload[0] == 0x16 && bytes.Contains(payload, []byte(sql))
+	}
+}
+
+func openDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

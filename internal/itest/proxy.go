@@ -1,0 +1,247 @@
+package itest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP relay in front of a server that a fault test controls:
+// it can stall every byte (held, not dropped, in both directions and on new
+// connections too), cut every connection, and, for MySQL, hold back one
+// packet a client sends until the test lets it go.
+type Proxy struct {
+	ln     net.Listener
+	target string
+	mysql  bool // parse the client's bytes as MySQL packets
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when stalled or a hold changes
+	stalled bool
+	cut     bool
+	conns   []net.Conn
+	hold    *Hold
+	wg      sync.WaitGroup
+}
+
+// NewProxy relays 127.0.0.1:<free port> to target until the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	return newProxy(t, target, false)
+}
+
+// NewMySQLProxy is a Proxy that reads what clients send as MySQL packets, so
+// that HoldPacket can hold one of them.
+func NewMySQLProxy(t testing.TB, target string) *Proxy {
+	return newProxy(t, target, true)
+}
+
+func newProxy(t testing.TB, target string, mysql bool) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, mysql: mysql}
+	p.cond = sync.NewCond(&p.mu)
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		p.Resume()
+		p.mu.Lock()
+		if p.hold != nil {
+			p.hold.releaseLocked()
+		}
+		p.mu.Unlock()
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Addr is the address clients dial instead of the target's.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		p.mu.Unlock()
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.relay(out, in, p.mysql)
+		go p.relay(in, out, false)
+	}
+}
+
+// relay copies src to dst, a chunk (or, with packets, a MySQL packet) at a
+// time, waiting before each write while the proxy is stalled or the chunk
+// is held.
+func (p *Proxy) relay(dst, src net.Conn, packets bool) {
+	defer p.wg.Done()
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		var chunk []byte
+		if packets {
+			pkt, err := readMySQLPacket(src)
+			if err != nil {
+				return
+			}
+			chunk = pkt
+		} else {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			chunk = buf[:n]
+		}
+		if !p.pass(chunk, packets) {
+			return
+		}
+		if _, err := dst.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
+// pass waits while the proxy is stalled and while chunk is held; false when
+// the proxy was cut meanwhile.
+func (p *Proxy) pass(chunk []byte, packet bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if packet && p.hold != nil && !p.hold.taken && p.hold.match(chunk[4:]) {
+		h := p.hold
+		h.taken = true
+		close(h.held)
+		if h.onHold != nil {
+			h.onHold()
+		}
+		for !h.released && !p.cut {
+			p.cond.Wait()
+		}
+	}
+	for p.stalled && !p.cut {
+		p.cond.Wait()
+	}
+	return !p.cut
+}
+
+// readMySQLPacket reads one packet: a 3-byte little-endian payload length,
+// a sequence number, the payload.
+func readMySQLPacket(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.LittleEndian.Uint32(append(hdr[:3:3], 0)))
+	pkt := make([]byte, 4+n)
+	copy(pkt, hdr[:])
+	if _, err := io.ReadFull(r, pkt[4:]); err != nil {
+		return nil, err
+	}
+	return pkt, nil
+}
+
+// Stall holds every byte in both directions, on open and new connections,
+// until Resume. Nothing is lost: the bytes flow on after Resume.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = true
+}
+
+// Resume lets stalled bytes flow again.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = false
+	p.cond.Broadcast()
+}
+
+// Cut closes every relayed connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.cond.Broadcast()
+}
+
+// Restore accepts connections again after Cut.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Hold is one client packet held back by a MySQL proxy.
+type Hold struct {
+	p        *Proxy
+	match    func(payload []byte) bool
+	onHold   func()
+	held     chan struct{}
+	taken    bool
+	released bool
+}
+
+// Held is closed when the packet has arrived and is being held.
+func (h *Hold) Held() <-chan struct{} { return h.held }
+
+// Release sends the held packet on (or lets it pass, if it has not come yet).
+func (h *Hold) Release() {
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	h.releaseLocked()
+}
+
+func (h *Hold) releaseLocked() {
+	h.released = true
+	h.p.cond.Broadcast()
+}
+
+// HoldPacket holds the first packet a client sends whose payload matches,
+// on whichever connection it comes, until Release; onHold (if not nil) runs
+// the moment it arrives, before anything else passes. Only a MySQL proxy
+// sees packets.
+func (p *Proxy) HoldPacket(match func(payload []byte) bool, onHold func()) *Hold {
+	h := &Hold{p: p, match: match, onHold: onHold, held: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold = h
+	return h
+}
+
+// comQuery is the MySQL command byte of a text query.
+const comQuery = 0x03
+
+// IsQuery matches a text query (COM_QUERY) whose SQL is sql, ignoring case:
+// IsQuery("COMMIT") is the packet go-sql-driver sends to commit.
+func IsQuery(sql string) func(payload []byte) bool {
+	return func(payload []byte) bool {
+		return len(payload) > 0 && payload[0] == comQuery && bytes.EqualFold(bytes.TrimSpace(payload[1:]), []byte(sql))
+	}
+}
