@@ -128,6 +128,40 @@ func mysqlAddr(t *testing.T, dsn string) string {
 
 const faultSession = "2s" // short sessions: a stalled holder expires quickly
 
+// faultPair is a stack with stock 10 and two instances A and B; A reaches
+// MySQL through db and, if zk is not nil, ZooKeeper through zk, proxies the
+// test controls.
+type faultPair struct {
+	stack
+	a, b   *instance
+	db, zk *itest.Proxy
+}
+
+func newFaultPair(t *testing.T, proxyZK bool, env ...string) faultPair {
+	t.Helper()
+	s := newStack(t, append([]string{"SHOP_ZOOKEEPER_SESSIONTIMEOUT=" + faultSession, "SHOP_LOG_LEVEL=info"}, env...)...)
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+	p := faultPair{stack: s, db: itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))}
+	aEnv := []string{"SHOP_MYSQL_DSN=" + viaProxy(t, s.dsn, p.db.Addr())}
+	if proxyZK {
+		p.zk = itest.NewProxy(t, itest.ZooKeeper(t)[0])
+		aEnv = append(aEnv, "SHOP_ZOOKEEPER_SERVERS="+p.zk.Addr())
+	}
+	p.a, p.b = s.serve(t, aEnv...), s.serve(t)
+	return p
+}
+
+// heldBy waits until h holds A's packet.
+func (p faultPair) heldBy(t *testing.T, h *itest.Hold, what string) {
+	t.Helper()
+	select {
+	case <-h.Held():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s never came\n%s", what, p.a.logs())
+	}
+}
+
 // A holder's COMMIT outlives its lock. Instance A sells the last-but-nine
 // piece: it has written stock 9 and its order, its lost-lock check has
 // passed, and then its COMMIT is held on the way to MySQL while its
@@ -137,33 +171,21 @@ const faultSession = "2s" // short sessions: a stalled holder expires quickly
 // not committed), writes 9 after A's commit lands, and two buyers have paid
 // for one piece: this test then fails with OVERSOLD 1.
 func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
-	s := newStack(t, "SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_DEMO_MAXSLEEP=200ms", "SHOP_LOG_LEVEL=info")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
-
-	zkProxy := itest.NewProxy(t, itest.ZooKeeper(t)[0])
-	dbProxy := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
-	a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()), "SHOP_ZOOKEEPER_SERVERS="+zkProxy.Addr())
-	b := s.serve(t)
-
-	commit := dbProxy.HoldPacket(itest.IsQuery("COMMIT"), zkProxy.Stall)
-	fromA := purchaseAsync(a.url)
-	select {
-	case <-commit.Held():
-	case <-time.After(30 * time.Second):
-		t.Fatalf("A's COMMIT never came\n%s", a.logs())
-	}
-	fromB := purchaseAsync(b.url) // waits for the lock until A's session expires
-	itest.WaitForBlockedUpdate(t, s.dsn)
+	p := newFaultPair(t, true, "SHOP_DEMO_MAXSLEEP=200ms")
+	commit := p.db.HoldPacket(itest.IsQuery("COMMIT"), p.zk.Stall)
+	fromA := purchaseAsync(p.a.url)
+	p.heldBy(t, commit, "A's COMMIT")
+	fromB := purchaseAsync(p.b.url) // waits for the lock until A's session expires
+	itest.WaitForBlockedUpdate(t, p.dsn)
 	commit.Release()
-	zkProxy.Resume()
+	p.zk.Resume()
 
 	ansA, ansB := await(t, "A", fromA), await(t, "B", fromB)
 	if ansA.status != http.StatusOK || ansB.status != http.StatusOK {
 		t.Errorf("A answered %d %s, B %d %s; want both 200: A committed before B, B on top of it", ansA.status, ansA.code, ansB.status, ansB.code)
 	}
-	s.checkNoOversell(t, 10, ansA, ansB)
-	s.checkNoOrphans(t)
+	p.checkNoOversell(t, 10, ansA, ansB)
+	p.checkNoOrphans(t)
 }
 
 // A holder whose lock passed on before its claim reached MySQL: its claim is
@@ -171,34 +193,22 @@ func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
 // under a newer token. When A's claim finally arrives it matches nothing:
 // A answers 503 lock_lost and writes nothing.
 func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
-	s := newStack(t, "SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_LOG_LEVEL=info")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
-
-	zkProxy := itest.NewProxy(t, itest.ZooKeeper(t)[0])
-	dbProxy := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
-	a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()), "SHOP_ZOOKEEPER_SERVERS="+zkProxy.Addr())
-	b := s.serve(t)
-
-	claim := dbProxy.HoldPacket(isPrepare("SET `fence`"), zkProxy.Stall)
-	fromA := purchaseAsync(a.url)
-	select {
-	case <-claim.Held():
-	case <-time.After(30 * time.Second):
-		t.Fatalf("A's claim never came\n%s", a.logs())
-	}
-	ansB := await(t, "B", purchaseAsync(b.url)) // gets the lock once A's session has expired
+	p := newFaultPair(t, true)
+	claim := p.db.HoldPacket(isPrepare("SET `fence`"), p.zk.Stall)
+	fromA := purchaseAsync(p.a.url)
+	p.heldBy(t, claim, "A's claim")
+	ansB := await(t, "B", purchaseAsync(p.b.url)) // gets the lock once A's session has expired
 	if ansB.status != http.StatusOK {
 		t.Fatalf("B answered %d %s, want 200", ansB.status, ansB.code)
 	}
 	claim.Release()
-	zkProxy.Resume()
+	p.zk.Resume()
 	ansA := await(t, "A", fromA)
 	if ansA.status != http.StatusServiceUnavailable || ansA.code != "lock_lost" {
 		t.Errorf("A answered %d %s, want 503 lock_lost: its token is older than B's", ansA.status, ansA.code)
 	}
-	s.checkNoOversell(t, 10, ansA, ansB)
-	s.checkNoOrphans(t)
+	p.checkNoOversell(t, 10, ansA, ansB)
+	p.checkNoOrphans(t)
 }
 
 // The whole holder stops (SIGSTOP: a GC pause, a frozen VM) in the middle
@@ -208,27 +218,17 @@ func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 // expired and waits at the row. After SIGCONT nothing is oversold, whichever
 // of the two commits first.
 func TestStoppedHolderDoesNotOversell(t *testing.T) {
-	s := newStack(t, "SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_LOG_LEVEL=info")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
-	dbProxy := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
-	a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()))
-	b := s.serve(t)
-
-	insert := dbProxy.HoldPacket(isPrepare("INSERT INTO `order_info`"), nil)
-	fromA := purchaseAsync(a.url)
-	select {
-	case <-insert.Held():
-	case <-time.After(30 * time.Second):
-		t.Fatalf("A's order insert never came\n%s", a.logs())
-	}
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	p := newFaultPair(t, false)
+	insert := p.db.HoldPacket(isPrepare("INSERT INTO `order_info`"), nil)
+	fromA := purchaseAsync(p.a.url)
+	p.heldBy(t, insert, "A's order insert")
+	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
-	fromB := purchaseAsync(b.url)
-	itest.WaitForBlockedUpdate(t, s.dsn) // B holds the lock (A's session expired) and waits at the row
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	t.Cleanup(func() { _ = p.a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	fromB := purchaseAsync(p.b.url)
+	itest.WaitForBlockedUpdate(t, p.dsn) // B holds the lock (A's session expired) and waits at the row
+	if err := p.a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	insert.Release()
@@ -236,8 +236,8 @@ func TestStoppedHolderDoesNotOversell(t *testing.T) {
 	if ansB.status != http.StatusOK {
 		t.Errorf("B answered %d %s, want 200", ansB.status, ansB.code)
 	}
-	s.checkNoOversell(t, 10, ansA, ansB)
-	s.checkNoOrphans(t)
+	p.checkNoOversell(t, 10, ansA, ansB)
+	p.checkNoOrphans(t)
 }
 
 // isPrepare matches a prepared statement (COM_STMT_PREPARE) whose SQL

@@ -3,8 +3,6 @@ package zklock_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -16,89 +14,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
-// proxy is a TCP relay in front of ZooKeeper that a test can cut (every
-// connection closed, new ones refused) and restore, to make real connection
-// losses and session expiries.
-type proxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func newProxy(t *testing.T) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: itest.ZooKeeper(t)[0]}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() {
-		ln.Close()
-		p.Cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			in.Close()
-			continue
-		}
-		p.conns = append(p.conns, in, out)
-		p.wg.Add(2)
-		p.mu.Unlock()
-		go p.pipe(in, out)
-		go p.pipe(out, in)
-	}
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(dst, src) // ends when either side closes
-	dst.Close()
-	src.Close()
-}
-
-// Cut closes every relayed connection and refuses new ones.
-func (p *proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// Restore accepts connections again.
-func (p *proxy) Restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = false
-}
-
-func (p *proxy) Addr() string { return p.ln.Addr().String() }
+func newProxy(t *testing.T) *itest.Proxy { return itest.NewProxy(t, itest.ZooKeeper(t)[0]) }
 
 // stateLog records a client's state changes.
 type stateLog struct {
@@ -132,7 +48,7 @@ func (s *stateLog) has(want ...zklock.State) bool {
 
 const shortSession = 4 * time.Second // ZooKeeper's default minimum (2 ticks of 2s)
 
-func connectVia(t *testing.T, p *proxy) (*zklock.Client, *stateLog) {
+func connectVia(t *testing.T, p *itest.Proxy) (*zklock.Client, *stateLog) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
