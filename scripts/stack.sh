@@ -4,6 +4,12 @@
 #   scripts/stack.sh up      install what is missing, start what is not running, wait until both answer
 #   scripts/stack.sh down    stop only what "up" started (tracked in .stack/)
 #   scripts/stack.sh status  say what answers
+#   scripts/stack.sh ensemble DIR [BASE]   start a 3-node ZooKeeper ensemble for tests: node N
+#                                          (1..3) serves clients on 127.0.0.1:BASE+N (BASE 22180),
+#                                          state and pid in DIR/zkN; prints the client addresses
+#   scripts/stack.sh ensemble-node DIR N [BASE]   (re)start node N of that ensemble; waits until it
+#                                          answers ruok (it may still be joining the quorum)
+#   scripts/stack.sh ensemble-down DIR     stop the ensemble's nodes
 #
 # Idempotent. State lives in .stack/ (git-ignored). Environment overrides:
 #   ZK_PORT (2181), MYSQL_HOST (127.0.0.1), MYSQL_PORT (3306),
@@ -24,10 +30,69 @@ die() { log "$*"; exit 1; }
 
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
-zk_ok() {
+zk_ok() { zk_ok_at "$zk_port"; }
+
+zk_ok_at() { # zk_ok_at PORT
 	local reply
-	reply=$( { exec 3<>"/dev/tcp/127.0.0.1/$zk_port" && printf ruok >&3 && timeout 2 cat <&3; } 2>/dev/null || true)
+	reply=$( { exec 3<>"/dev/tcp/127.0.0.1/$1" && printf ruok >&3 && timeout 2 cat <&3; } 2>/dev/null || true)
 	[ "$reply" = imok ]
+}
+
+# zk_classpath: ZooKeeper's jar and the libraries Debian's package splits out.
+zk_classpath() {
+	local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
+	for jar in zookeeper-jute slf4j-api slf4j-simple netty-handler netty-common netty-buffer netty-transport netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common metrics-core; do
+		[ -f "/usr/share/java/$jar.jar" ] && cp="$cp:/usr/share/java/$jar.jar"
+	done
+	echo "$cp"
+}
+
+zk_install() {
+	if [ ! -f /usr/share/java/zookeeper.jar ]; then apt_install zookeeper; fi
+	command -v java >/dev/null || apt_install default-jre-headless
+}
+
+# zk_start DIR: start a server with DIR/zoo.cfg, logs and pid in DIR.
+zk_start() {
+	nohup java -Xmx256m -Dzookeeper.log.dir="$1" -cp "$(zk_classpath)" \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$1/zoo.cfg" \
+		>>"$1/server.log" 2>&1 </dev/null &
+	echo $! >"$1/pid"
+}
+
+# alive PID: the process runs (a killed one nobody has reaped yet is a zombie, not alive).
+alive() {
+	local st
+	st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+ensemble_node() { # ensemble_node DIR N BASE
+	local dir=$1/zk$2 base=$3 n
+	mkdir -p "$dir/data"
+	echo "$2" >"$dir/data/myid"
+	cat >"$dir/zoo.cfg" <<CFG
+tickTime=500
+initLimit=10
+syncLimit=4
+dataDir=$dir/data
+clientPort=$((base + $2))
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+minSessionTimeout=1000
+maxSessionTimeout=60000
+admin.enableServer=false
+4lw.commands.whitelist=*
+forceSync=no
+CFG
+	for n in 1 2 3; do
+		echo "server.$n=127.0.0.1:$((base + 700 + n)):$((base + 800 + n))" >>"$dir/zoo.cfg"
+	done
+	if [ -f "$dir/pid" ] && alive "$(cat "$dir/pid")"; then
+		log "ensemble node $2 is running (pid $(cat "$dir/pid"))"
+		return
+	fi
+	zk_start "$dir"
 }
 
 apt_updated=
@@ -57,8 +122,7 @@ zk_up() {
 	if port_open 127.0.0.1 "$zk_port"; then
 		die "port $zk_port is taken by something that does not answer ruok; if it is ZooKeeper, add 4lw.commands.whitelist=ruok,... to its config"
 	fi
-	if [ ! -f /usr/share/java/zookeeper.jar ]; then apt_install zookeeper; fi
-	command -v java >/dev/null || apt_install default-jre-headless
+	zk_install
 	mkdir -p "$state/zookeeper/data"
 	cat >"$state/zookeeper/zoo.cfg" <<CFG
 tickTime=2000
@@ -77,15 +141,8 @@ autopurge.purgeInterval=1
 # benchmarks then measure the clients, not the disk's drifting fsync latency.
 forceSync=no
 CFG
-	local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
-	for jar in zookeeper-jute slf4j-api slf4j-simple netty-handler netty-common netty-buffer netty-transport netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common metrics-core; do
-		[ -f "/usr/share/java/$jar.jar" ] && cp="$cp:/usr/share/java/$jar.jar"
-	done
 	log "starting ZooKeeper on 127.0.0.1:$zk_port (data in $state/zookeeper)"
-	nohup java -Xmx512m -Dzookeeper.log.dir="$state/zookeeper" -cp "$cp" \
-		org.apache.zookeeper.server.quorum.QuorumPeerMain "$state/zookeeper/zoo.cfg" \
-		>"$state/zookeeper/server.log" 2>&1 </dev/null &
-	echo $! >"$state/zookeeper/pid"
+	zk_start "$state/zookeeper"
 	wait_for 60 ZooKeeper zk_ok
 	log "ZooKeeper is up (pid $(cat "$state/zookeeper/pid"))"
 }
@@ -172,9 +229,32 @@ down)
 	stop_pidfile zookeeper
 	stop_pidfile mariadb
 	;;
+ensemble)
+	[ -n "${2:-}" ] || die "usage: $0 ensemble DIR [BASE]"
+	base=${3:-22180}
+	zk_install
+	for n in 1 2 3; do ensemble_node "$2" "$n" "$base"; done
+	for n in 1 2 3; do wait_for 60 "ensemble node $n" zk_ok_at $((base + n)); done
+	log "ensemble up: 127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3)) (state in $2)"
+	echo "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
+	;;
+ensemble-node)
+	[ -n "${2:-}" ] && [ -n "${3:-}" ] || die "usage: $0 ensemble-node DIR N [BASE]"
+	base=${4:-22180}
+	zk_install
+	ensemble_node "$2" "$3" "$base"
+	wait_for 60 "ensemble node $3" zk_ok_at $((base + $3))
+	;;
+ensemble-down)
+	[ -n "${2:-}" ] || die "usage: $0 ensemble-down DIR"
+	for n in 1 2 3; do
+		[ -f "$2/zk$n/pid" ] && kill -9 "$(cat "$2/zk$n/pid")" 2>/dev/null || true
+		rm -f "$2/zk$n/pid"
+	done
+	;;
 status)
 	if zk_ok; then echo "zookeeper: up (127.0.0.1:$zk_port)"; else echo "zookeeper: down"; fi
 	if port_open "$mysql_host" "$mysql_port"; then echo "mysql: up ($mysql_host:$mysql_port)"; else echo "mysql: down"; fi
 	;;
-*) die "usage: $0 up|down|status" ;;
+*) die "usage: $0 up|down|status|ensemble DIR|ensemble-node DIR N|ensemble-down DIR" ;;
 esac

@@ -22,8 +22,15 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
 
-// shopBinary is built once by TestMain for the end-to-end tests.
-var shopBinary string
+// shopBinary is built once by TestMain for the end-to-end tests, with the
+// race detector. shopBinaryNoRace is the same program without it, for the
+// tests whose faults make every ZooKeeper client reconnect: go-zookeeper
+// v1.0.4 races with itself on a reconnect (it reads lastZxid to re-register
+// watches while its new receive loop writes it; go-zookeeper/zk#35,
+// unmerged), which -race would report as a failure of the shop. zklock's own
+// reconnect tests run under -race through a gate that orders the two (see
+// internal/zklock/racegate_test.go).
+var shopBinary, shopBinaryNoRace string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "shop-e2e-")
@@ -32,11 +39,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	shopBinary = filepath.Join(dir, "shop")
-	build := exec.Command("go", "build", "-race", "-o", shopBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build shop:", err)
-		os.Exit(1)
+	shopBinaryNoRace = filepath.Join(dir, "shop-norace")
+	for _, b := range []struct {
+		out  string
+		args []string
+	}{{shopBinary, []string{"-race"}}, {shopBinaryNoRace, nil}} {
+		build := exec.Command("go", append(append([]string{"build"}, b.args...), "-o", b.out, ".")...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build shop:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -46,28 +59,34 @@ func TestMain(m *testing.M) {
 // stack is a database and a lock path of the test's own, with the shop's
 // environment pointing at them.
 type stack struct {
-	dsn      string
-	lockPath string
-	env      []string
+	binary    string // shopBinary unless the test says otherwise
+	dsn       string
+	zkServers []string
+	lockPath  string
+	env       []string
 }
 
 func newStack(t *testing.T, extra ...string) stack {
 	t.Helper()
-	dsn := itest.Database(t)
-	zk := itest.ZooKeeper(t)
+	return newStackOn(t, itest.Database(t), itest.ZooKeeper(t), extra...)
+}
+
+// newStackOn is a stack on the given database and ZooKeeper servers.
+func newStackOn(t *testing.T, dsn string, zkServers []string, extra ...string) stack {
+	t.Helper()
 	lockPath := itest.Path(t) + "/Locks"
 	env := append(os.Environ(),
 		"SHOP_MYSQL_DSN="+dsn,
-		"SHOP_ZOOKEEPER_SERVERS="+zk[0],
+		"SHOP_ZOOKEEPER_SERVERS="+strings.Join(zkServers, ","),
 		"SHOP_LOCK_PATH="+lockPath,
 		"SHOP_CONFIG=../../config.yaml",
 	)
-	return stack{dsn: dsn, lockPath: lockPath, env: append(env, extra...)}
+	return stack{binary: shopBinary, dsn: dsn, zkServers: zkServers, lockPath: lockPath, env: append(env, extra...)}
 }
 
 func (s stack) shop(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := exec.Command(shopBinary, args...)
+	cmd := exec.Command(s.binary, args...)
 	cmd.Env = s.env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("shop %v: %v\n%s", args, err, out)
@@ -109,7 +128,7 @@ func (in *instance) stop(t *testing.T) error {
 // It is stopped with SIGINT at cleanup, if not before, and must exit 0.
 func (s stack) serve(t *testing.T, env ...string) *instance {
 	t.Helper()
-	cmd := exec.Command(shopBinary, "serve", "--server.addr=127.0.0.1:0")
+	cmd := exec.Command(s.binary, "serve", "--server.addr=127.0.0.1:0")
 	cmd.Env = append(append([]string{}, s.env...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,16 +34,20 @@ func purchaseAsync(base string) <-chan answer {
 			ch <- answer{err: err}
 			return
 		}
-		defer resp.Body.Close()
-		var body struct{ Code string }
-		raw, _ := io.ReadAll(resp.Body) // a short body fails the decode
-		if err := json.Unmarshal(raw, &body); err != nil {
-			ch <- answer{status: resp.StatusCode, err: fmt.Errorf("body %q is not JSON", raw)}
-			return
-		}
-		ch <- answer{status: resp.StatusCode, code: body.Code}
+		ch <- answer{status: resp.StatusCode, code: decodeCode(resp)}
 	}()
 	return ch
+}
+
+// decodeCode reads an answer's body and returns its code, or "not JSON".
+func decodeCode(resp *http.Response) string {
+	defer resp.Body.Close()
+	var body struct{ Code string }
+	raw, _ := io.ReadAll(resp.Body) // a short body fails the decode
+	if err := json.Unmarshal(raw, &body); err != nil || body.Code == "" {
+		return fmt.Sprintf("not JSON: %.40q", raw)
+	}
+	return body.Code
 }
 
 func await(t *testing.T, what string, ch <-chan answer) answer {
@@ -91,19 +94,19 @@ func (s stack) checkNoOversell(t *testing.T, initial int, answers ...answer) {
 // nodes of an expired session go with it).
 func (s stack) checkNoOrphans(t *testing.T) {
 	t.Helper()
-	conn, _, err := zk.Connect(itest.ZooKeeper(t), 10*time.Second, zk.WithLogInfo(false))
+	if n := s.orphans(t); n != 0 {
+		t.Errorf("%d lock nodes left on %s", n, s.lockPath)
+	}
+}
+
+func zkConn(t *testing.T, servers []string) *zk.Conn {
+	t.Helper()
+	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	var kids []string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		kids, _, err = conn.Children(s.lockPath)
-		if errors.Is(err, zk.ErrNoNode) || (err == nil && len(kids) == 0) {
-			return
-		}
-	}
-	t.Errorf("lock nodes left on %s: %v (%v)", s.lockPath, kids, err)
+	t.Cleanup(conn.Close)
+	return conn
 }
 
 // viaProxy returns the DSN with its address replaced by addr.
@@ -140,6 +143,7 @@ type faultPair struct {
 func newFaultPair(t *testing.T, proxyZK bool, env ...string) faultPair {
 	t.Helper()
 	s := newStack(t, append([]string{"SHOP_ZOOKEEPER_SESSIONTIMEOUT=" + faultSession, "SHOP_LOG_LEVEL=info"}, env...)...)
+	s.binary = shopBinaryNoRace // A's session expires and it reconnects: see shopBinary
 	s.shop(t, "migrate")
 	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
 	p := faultPair{stack: s, db: itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))}
@@ -238,6 +242,32 @@ func TestStoppedHolderDoesNotOversell(t *testing.T) {
 	}
 	p.checkNoOversell(t, 10, ansA, ansB)
 	p.checkNoOrphans(t)
+}
+
+// A COMMIT whose answer is lost (the connection dies with it in flight):
+// the buyer is told the truth, found by the order's request id once MySQL
+// answers again: 200 when the commit went through, 503 when it did not.
+func TestPurchaseWhoseCommitWasCutOff(t *testing.T) {
+	for _, reached := range []bool{true, false} {
+		t.Run(map[bool]string{true: "the server committed", false: "the commit never arrived"}[reached], func(t *testing.T) {
+			p := newFaultPair(t, false)
+			commit := p.db.HoldPacket(itest.IsQuery("COMMIT"), nil)
+			fromA := purchaseAsync(p.a.url)
+			p.heldBy(t, commit, "A's COMMIT")
+			if reached {
+				commit.ReleaseAndCut()
+			} else {
+				p.db.Cut()
+			}
+			p.db.Restore() // MySQL is reachable again: A can look its order up
+			ans := await(t, "A", fromA)
+			want := map[bool]string{true: "ok", false: "unavailable"}[reached]
+			if ans.code != want {
+				t.Errorf("A answered %d %s, want %s", ans.status, ans.code, want)
+			}
+			p.checkNoOversell(t, 10, ans)
+		})
+	}
 }
 
 // isPrepare matches a prepared statement (COM_STMT_PREPARE) whose SQL

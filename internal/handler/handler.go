@@ -64,6 +64,7 @@ var errorTable = []struct {
 	{service.ErrDuplicateRequest, http.StatusConflict, "duplicate_request", "a purchase with this X-Request-ID was made already"},
 	{service.ErrLockTimeout, http.StatusServiceUnavailable, "lock_timeout", "too many buyers right now, try again"},
 	{service.ErrLockLost, http.StatusServiceUnavailable, "lock_lost", "the purchase was interrupted and nothing was bought, try again"},
+	{service.ErrCommitUnknown, http.StatusServiceUnavailable, "outcome_unknown", "the purchase may or may not have been made: retry with the same X-Request-ID"},
 	{service.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the shop cannot reach its database or lock service, try again"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout", "the request took too long, try again"},
 	{context.Canceled, http.StatusServiceUnavailable, "canceled", "the request was canceled"},

@@ -116,18 +116,27 @@ func (p *Proxy) relay(dst, src net.Conn, packets bool) {
 			}
 			chunk = buf[:n]
 		}
-		if !p.pass(chunk, packets) {
+		pass, cutAfter := p.pass(chunk, packets)
+		if !pass {
 			return
 		}
-		if _, err := dst.Write(chunk); err != nil {
+		_, err := dst.Write(chunk)
+		if cutAfter {
+			p.Cut()
+			p.Resume() // the stall only kept the answer back until the cut
+			close(p.hold.cutDone)
+			return
+		}
+		if err != nil {
 			return
 		}
 	}
 }
 
-// pass waits while the proxy is stalled and while chunk is held; false when
-// the proxy was cut meanwhile.
-func (p *Proxy) pass(chunk []byte, packet bool) bool {
+// pass waits while the proxy is stalled and while chunk is held; pass is
+// false when the proxy was cut meanwhile, cutAfter true when the chunk is a
+// held packet to be sent on before every connection is cut.
+func (p *Proxy) pass(chunk []byte, packet bool) (pass, cutAfter bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if packet && p.hold != nil && !p.hold.taken && p.hold.match(chunk[4:]) {
@@ -140,11 +149,14 @@ func (p *Proxy) pass(chunk []byte, packet bool) bool {
 		for !h.released && !p.cut {
 			p.cond.Wait()
 		}
+		if h.cutAfter && !p.cut {
+			return true, true // past the stall that keeps the answer back
+		}
 	}
 	for p.stalled && !p.cut {
 		p.cond.Wait()
 	}
-	return !p.cut
+	return !p.cut, false
 }
 
 // readMySQLPacket reads one packet: a 3-byte little-endian payload length,
@@ -206,6 +218,8 @@ type Hold struct {
 	held     chan struct{}
 	taken    bool
 	released bool
+	cutAfter bool
+	cutDone  chan struct{} // closed once ReleaseAndCut has cut
 }
 
 // Held is closed when the packet has arrived and is being held.
@@ -218,6 +232,20 @@ func (h *Hold) Release() {
 	h.releaseLocked()
 }
 
+// ReleaseAndCut sends the held packet on and then cuts every connection
+// before the server's answer can come back: the server acts on the packet,
+// the client never hears how it went (a COMMIT whose outcome is unknown).
+// It returns once the connections are cut; call Restore to accept new ones.
+// The packet must be held already (see Held).
+func (h *Hold) ReleaseAndCut() {
+	h.p.mu.Lock()
+	h.p.stalled = true // the answer stays behind until the cut
+	h.cutAfter = true
+	h.releaseLocked()
+	h.p.mu.Unlock()
+	<-h.cutDone
+}
+
 func (h *Hold) releaseLocked() {
 	h.released = true
 	h.p.cond.Broadcast()
@@ -228,7 +256,7 @@ func (h *Hold) releaseLocked() {
 // the moment it arrives, before anything else passes. Only a MySQL proxy
 // sees packets.
 func (p *Proxy) HoldPacket(match func(payload []byte) bool, onHold func()) *Hold {
-	h := &Hold{p: p, match: match, onHold: onHold, held: make(chan struct{})}
+	h := &Hold{p: p, match: match, onHold: onHold, held: make(chan struct{}), cutDone: make(chan struct{})}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.hold = h

@@ -155,14 +155,15 @@ func goods(db *gorm.DB, goodsNo int32) (service.Goods, error) {
 // committing only if guard allows it.
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order, guard func() error) error {
 	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID, CreatedAt: time.Now().UTC()}
+	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := writeSale(tx, g.ID, stock, &row); err != nil {
 			return err
 		}
-		return guard()
+		return passed(guard, &committing)
 	})
 	if err != nil {
-		return translate(err)
+		return commitError(err, committing)
 	}
 	order.ID, order.CreatedAt = row.ID, row.CreatedAt
 	return nil
@@ -182,6 +183,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
 	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID}
+	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Model(&goodsStock{}).Where("goods_no = ? AND fence <= ?", goodsNo, fence).Update("fence", fence)
 		if res.Error != nil {
@@ -205,13 +207,51 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 		if err := writeSale(tx, g.ID, stock, &row); err != nil {
 			return err
 		}
-		return guard()
+		return passed(guard, &committing)
 	})
 	if err != nil {
-		return translate(err)
+		return commitError(err, committing)
 	}
 	order.ID, order.CreatedAt = row.ID, row.CreatedAt
 	return nil
+}
+
+// passed runs the guard, the transaction's last step; once it passes, the
+// transaction commits, and *committing says so.
+func passed(guard func() error, committing *bool) error {
+	if err := guard(); err != nil {
+		return err
+	}
+	*committing = true
+	return nil
+}
+
+// commitError translates a transaction's error. When the connection failed
+// during the commit itself, the outcome is unknown: service.ErrCommitUnknown.
+func commitError(err error, committing bool) error {
+	err = translate(err)
+	if committing && errors.Is(err, service.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", service.ErrCommitUnknown, err)
+	}
+	return err
+}
+
+// OrderByRequestID reads the order of requestID; found is false when there
+// is none. The read locks the request id's index entry (shared), so it waits
+// for a transaction still inserting that order to commit or roll back rather
+// than missing it.
+func (s *Store) OrderByRequestID(ctx context.Context, requestID string) (order service.Order, found bool, err error) {
+	var rows []orderInfo
+	err = s.db.WithContext(ctx).Raw("SELECT id, goods_no, request_id, created_at FROM order_info WHERE request_id = ? LOCK IN SHARE MODE",
+		requestID).Scan(&rows).Error
+	if err != nil {
+		return service.Order{}, false, translate(err)
+	}
+	if len(rows) == 0 {
+		return service.Order{}, false, nil
+	}
+	r := rows[0]
+	return service.Order{ID: r.ID, GoodsNo: r.GoodsNo, RequestID: r.RequestID, CreatedAt: r.CreatedAt}, true, nil
 }
 
 // writeSale sets the stock of row id and inserts the order row: the order

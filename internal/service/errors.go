@@ -26,6 +26,10 @@ var (
 	// newer lock holder has written the row; nothing was written. It is an
 	// ErrLockLost: the lock had passed on.
 	ErrFenced = fmt.Errorf("%w: the row was written under a newer lock (fencing token refused)", ErrLockLost)
+	// ErrCommitUnknown: the connection failed during the commit, so the
+	// purchase may or may not have been made, and checking it failed too. A
+	// retry with the same request id is safe.
+	ErrCommitUnknown = errors.New("service: purchase outcome unknown (commit interrupted)")
 	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
 	ErrUnavailable = errors.New("service: dependency unavailable")
 )

@@ -55,6 +55,8 @@ type Store interface {
 	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 	// CountOrders counts the order rows of goodsNo.
 	CountOrders(ctx context.Context, goodsNo int32) (int64, error)
+	// OrderByRequestID reads the order of a request id, if there is one.
+	OrderByRequestID(ctx context.Context, requestID string) (order Order, found bool, err error)
 }
 
 // Locker hands out the distributed lock that serialises purchases of one
@@ -82,6 +84,9 @@ type Config struct {
 	AcquireTimeout time.Duration
 	// UnlockTimeout bounds the release of the lock. Default 10s.
 	UnlockTimeout time.Duration
+	// OutcomeTimeout bounds how long a purchase whose commit was cut off
+	// keeps asking the database whether its order exists. Default 10s.
+	OutcomeTimeout time.Duration
 }
 
 // Shop sells goods.
@@ -100,6 +105,9 @@ func New(store Store, locker Locker, cfg Config, log *slog.Logger) *Shop {
 	}
 	if cfg.UnlockTimeout <= 0 {
 		cfg.UnlockTimeout = 10 * time.Second
+	}
+	if cfg.OutcomeTimeout <= 0 {
+		cfg.OutcomeTimeout = 10 * time.Second
 	}
 	return &Shop{store: store, locker: locker, cfg: cfg, log: log}
 }
@@ -135,24 +143,36 @@ func (s *Shop) Purchase(ctx context.Context, goodsNo int32, requestID string) (*
 		return nil, ErrInvalidGoodsNo
 	}
 	order := &Order{GoodsNo: goodsNo, RequestID: requestID}
+	var err error
 	if s.locker == nil {
-		if err := s.sellUnlocked(ctx, order); err != nil {
-			return nil, err
-		}
-		return order, nil
+		err = s.sellUnlocked(ctx, order)
+	} else {
+		err = s.sellLocked(ctx, order)
 	}
-	lease, err := s.lock(ctx, goodsNo)
+	if errors.Is(err, ErrCommitUnknown) {
+		return s.outcome(ctx, order, err)
+	}
 	if err != nil {
 		return nil, err
+	}
+	return order, nil
+}
+
+// sellLocked is the purchase under the lock, fenced by its token.
+func (s *Shop) sellLocked(ctx context.Context, order *Order) error {
+	goodsNo := order.GoodsNo
+	lease, err := s.lock(ctx, goodsNo)
+	if err != nil {
+		return err
 	}
 	defer s.unlock(ctx, lease, goodsNo)
 	lost := lease.Lost()
 	token, err := lease.Token(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
+		return fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
 	}
 	decide := func(g Goods) (int32, error) {
 		if err := s.pause(ctx, lost); err != nil {
@@ -171,13 +191,38 @@ func (s *Shop) Purchase(ctx context.Context, goodsNo int32, requestID string) (*
 			return nil
 		}
 	}
-	if err := s.store.SellFenced(ctx, goodsNo, token, order, decide, guard); err != nil {
-		if errors.Is(err, ErrFenced) {
-			s.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
-		}
-		return nil, err
+	err = s.store.SellFenced(ctx, goodsNo, token, order, decide, guard)
+	if errors.Is(err, ErrFenced) {
+		s.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
 	}
-	return order, nil
+	return err
+}
+
+// outcome finds out whether a purchase whose commit was cut off happened,
+// by looking for its order (request ids are unique), until OutcomeTimeout.
+// The buyer then hears the truth: 200 with the order, or the purchase's
+// failure; ErrCommitUnknown only if the database stays away.
+func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Order, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.OutcomeTimeout)
+	defer cancel()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		o, found, err := s.store.OrderByRequestID(ctx, order.RequestID)
+		switch {
+		case err == nil && found:
+			s.log.Warn("commit was cut off but went through", "requestId", order.RequestID, "orderId", o.ID)
+			return &o, nil
+		case err == nil:
+			return nil, fmt.Errorf("%w: the commit was cut off and did not happen (%v)", ErrUnavailable, commitErr)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			s.log.Error("purchase outcome unknown", "requestId", order.RequestID, "err", commitErr)
+			return nil, commitErr
+		}
+	}
 }
 
 // sellUnlocked is the seed's purchase without a lock: a plain read, the

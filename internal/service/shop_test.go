@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -17,6 +18,10 @@ type fakeStore struct {
 	readErr error
 	sellErr error
 	onSell  func() // runs inside Sell before the guard
+	// cutCommit makes Sell report ErrCommitUnknown after deciding whether
+	// the commit went through (true: written).
+	cutCommit *bool
+	lookupErr error // OrderByRequestID fails with it
 }
 
 func (f *fakeStore) Goods(_ context.Context, no int32) (service.Goods, error) {
@@ -40,10 +45,16 @@ func (f *fakeStore) Sell(_ context.Context, g service.Goods, stock int32, o *ser
 	if err := guard(); err != nil {
 		return err // rolled back: nothing changes
 	}
+	if f.cutCommit != nil && !*f.cutCommit {
+		return service.ErrCommitUnknown // cut off, and rolled back
+	}
 	g.Stock = stock
 	f.goods[g.GoodsNo] = g
 	o.ID = uint64(len(f.orders) + 1)
 	f.orders = append(f.orders, *o)
+	if f.cutCommit != nil {
+		return service.ErrCommitUnknown // cut off after it was durable
+	}
 	return nil
 }
 
@@ -70,6 +81,18 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 	}
 	f.fences[no] = fence
 	return nil
+}
+
+func (f *fakeStore) OrderByRequestID(_ context.Context, id string) (service.Order, bool, error) {
+	if f.lookupErr != nil {
+		return service.Order{}, false, f.lookupErr
+	}
+	for _, o := range f.orders {
+		if o.RequestID == id {
+			return o, true, nil
+		}
+	}
+	return service.Order{}, false, nil
 }
 
 func (f *fakeStore) CountOrders(_ context.Context, no int32) (int64, error) {
@@ -250,4 +273,44 @@ func TestPurchaseIsFencedByTheLocksToken(t *testing.T) {
 			t.Fatalf("Purchase = %v with %d orders and %d unlocks, want ErrLockLost, none and 1", err, len(store.orders), locker.unlocks)
 		}
 	})
+}
+
+func TestPurchaseWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name      string
+		store     fakeStore // copied for each subtest
+		want      error     // nil: a 200 with the order
+		wantCount int
+	}{
+		{"it went through: the order is found and returned", fakeStore{cutCommit: &yes}, nil, 1},
+		{"it did not: unavailable, nothing bought", fakeStore{cutCommit: &no}, service.ErrUnavailable, 0},
+		{"the database stays away: outcome unknown", fakeStore{cutCommit: &yes, lookupErr: service.ErrUnavailable}, service.ErrCommitUnknown, 1},
+	}
+	for _, tt := range tests {
+		for _, locked := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s (locked %t)", tt.name, locked), func(t *testing.T) {
+				var locker service.Locker
+				if locked {
+					locker = &fakeLocker{lost: make(chan struct{})}
+				}
+				store := tt.store
+				shop := newShop(&store, locker, service.Config{OutcomeTimeout: 200 * time.Millisecond})
+				order, err := shop.Purchase(context.Background(), 1, "req-cut")
+				if tt.want == nil {
+					if err != nil || order == nil || order.ID == 0 || order.RequestID != "req-cut" {
+						t.Fatalf("Purchase = %+v, %v; want the order that was written", order, err)
+					}
+				} else if !errors.Is(err, tt.want) || order != nil {
+					t.Fatalf("Purchase = %+v, %v; want %v", order, err, tt.want)
+				}
+				if tt.want == service.ErrUnavailable && errors.Is(err, service.ErrCommitUnknown) {
+					t.Fatalf("Purchase = %v: a purchase known not to have happened is no unknown outcome", err)
+				}
+				if len(store.orders) != tt.wantCount {
+					t.Fatalf("%d orders, want %d", len(store.orders), tt.wantCount)
+				}
+			})
+		}
+	}
 }

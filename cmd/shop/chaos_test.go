@@ -1,0 +1,471 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// The chaos scenarios: faults that happen in production, injected in the
+// middle of a sale (once half the stock is sold) while paced buyers keep
+// arriving at two instances; afterwards the shop's promises are checked and
+// each scenario gives a row of the table `make chaos` prints. `make test`
+// runs them small; CHAOS_BUYERS, CHAOS_STOCK and CHAOS_RATE make them big
+// and CHAOS_TABLE names a file for the table.
+
+type chaosConfig struct {
+	buyers, stock int
+	rate          float64 // buyers arriving per second
+	table         string
+}
+
+func chaosConfigFromEnv(t *testing.T) chaosConfig {
+	t.Helper()
+	num := func(key string, def float64) float64 {
+		v := os.Getenv(key)
+		if v == "" {
+			return def
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			t.Fatalf("%s=%q: want a positive number", key, v)
+		}
+		return f
+	}
+	return chaosConfig{
+		buyers: int(num("CHAOS_BUYERS", 300)),
+		stock:  int(num("CHAOS_STOCK", 40)),
+		rate:   num("CHAOS_RATE", 40),
+		table:  os.Getenv("CHAOS_TABLE"),
+	}
+}
+
+// chaosEnv is the shops' configuration in the scenarios: short sessions, so
+// that a dead instance's lock node goes within seconds, and quick retries.
+var chaosEnv = []string{
+	"SHOP_ZOOKEEPER_SESSIONTIMEOUT=4s",
+	"SHOP_ZOOKEEPER_RETRY_BASESLEEP=100ms",
+	"SHOP_ZOOKEEPER_RETRY_MAXSLEEP=1s",
+	"SHOP_ZOOKEEPER_RETRY_MAXRETRIES=29",
+	"SHOP_LOCK_ACQUIRETIMEOUT=5s",
+	"SHOP_LOG_LEVEL=info", // the harness reads the "listening" line
+}
+
+// timedAnswer is a buyer's answer with when it was asked and answered.
+type timedAnswer struct {
+	answer
+	start, end time.Time
+}
+
+// load sends cfg.buyers purchases of goods 1 at cfg.rate per second,
+// round-robin over the instances it still routes to.
+type buyerLoad struct {
+	client *http.Client
+
+	mu      sync.Mutex
+	bases   []string
+	answers []timedAnswer
+	ok      atomic.Int64
+	wg      sync.WaitGroup
+	done    chan struct{}
+}
+
+func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
+	l := &buyerLoad{
+		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 100}},
+		bases:  append([]string{}, bases...),
+		done:   make(chan struct{}),
+	}
+	interval := time.Duration(float64(time.Second) / cfg.rate)
+	go func() {
+		defer close(l.done)
+		next := time.Now()
+		for i := range cfg.buyers {
+			time.Sleep(time.Until(next))
+			next = next.Add(interval)
+			l.mu.Lock()
+			base := l.bases[i%len(l.bases)]
+			l.mu.Unlock()
+			l.wg.Go(func() { l.buy(base) })
+		}
+		l.wg.Wait()
+	}()
+	return l
+}
+
+func (l *buyerLoad) buy(base string) {
+	a := timedAnswer{start: time.Now()}
+	resp, err := l.client.Get(base + "/goods-stock/1")
+	if err != nil {
+		a.err = err
+	} else {
+		a.status = resp.StatusCode
+		a.code = decodeCode(resp)
+	}
+	a.end = time.Now()
+	if a.status == http.StatusOK {
+		l.ok.Add(1)
+	}
+	l.mu.Lock()
+	l.answers = append(l.answers, a)
+	l.mu.Unlock()
+}
+
+// drop stops sending to base, as a load balancer does with a dead instance.
+func (l *buyerLoad) drop(base string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, b := range l.bases {
+		if b == base && len(l.bases) > 1 {
+			l.bases = append(l.bases[:i], l.bases[i+1:]...)
+			return
+		}
+	}
+}
+
+// waitSold returns once n buyers were answered 200.
+func (l *buyerLoad) waitSold(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); l.ok.Load() < int64(n); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d sold within a minute, want %d before the fault", l.ok.Load(), n)
+		}
+	}
+}
+
+func (l *buyerLoad) wait(t *testing.T) []timedAnswer {
+	t.Helper()
+	select {
+	case <-l.done:
+	case <-time.After(10 * time.Minute):
+		t.Fatal("the load did not end within 10 minutes")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.answers
+}
+
+// chaosRow is one line of the table.
+type chaosRow struct {
+	scenario     string
+	codes        map[string]int // by answer code; "no answer" for transport errors
+	orders, sold int
+	oversold     int
+	orphans      int
+	recover      time.Duration // from the fault to the next sale asked for after it; <0: none
+}
+
+// fault injects a fault into a running sale and returns when it began and
+// when it ended (the moment the faulty part was back, or the kill for a
+// fault that is not undone).
+type fault func(t *testing.T, l *buyerLoad) (began, ended time.Time)
+
+// runChaos sells cfg.stock to cfg.buyers over the instances, injects f when
+// half the stock is sold, and checks the shop's promises afterwards.
+func runChaos(t *testing.T, cfg chaosConfig, s stack, instances []*instance, f fault) chaosRow {
+	t.Helper()
+	bases := make([]string, len(instances))
+	for i, in := range instances {
+		bases[i] = in.url
+	}
+	start := time.Now()
+	l := startLoad(cfg, bases)
+	l.waitSold(t, cfg.stock/2)
+	began, ended := f(t, l)
+	answers := l.wait(t)
+	t.Logf("load of %d buyers took %v; fault from +%v to +%v", cfg.buyers, time.Since(start).Round(time.Millisecond),
+		began.Sub(start).Round(time.Millisecond), ended.Sub(start).Round(time.Millisecond))
+
+	row := chaosRow{codes: map[string]int{}, recover: -1}
+	ok := 0
+	for _, a := range answers {
+		switch {
+		case a.err != nil:
+			row.codes["no answer"]++
+		default:
+			row.codes[a.code]++
+		}
+		if a.status == http.StatusOK {
+			ok++
+			if a.start.After(began) && (row.recover < 0 || a.end.Sub(began) < row.recover) {
+				row.recover = a.end.Sub(began)
+			}
+		}
+		if a.status >= 500 && a.status != http.StatusServiceUnavailable {
+			t.Errorf("answer %d %s: only 503 may report a fault", a.status, a.code)
+		}
+	}
+	stock, orders := s.counts(t)
+	row.orders, row.sold = orders, cfg.stock-stock
+	row.oversold = orders - row.sold
+	row.orphans = s.orphans(t)
+
+	if row.oversold != 0 {
+		t.Errorf("OVERSOLD %d: %d order rows for a stock that went down by %d", row.oversold, orders, row.sold)
+	}
+	if stock < 0 {
+		t.Errorf("stock %d below zero", stock)
+	}
+	if ok > orders {
+		t.Errorf("%d answers 200 for %d order rows: a 200 without its order", ok, orders)
+	}
+	// An order without a 200 is allowed only where the buyer could not be
+	// told: no answer (its instance died), or outcome_unknown (the database
+	// went away during the commit and did not come back in time to check).
+	if unknown := row.codes["no answer"] + row.codes["outcome_unknown"]; orders > ok+unknown {
+		t.Errorf("%d order rows but %d answers 200 and %d buyers told nothing certain", orders, ok, unknown)
+	}
+	if row.orphans != 0 {
+		t.Errorf("%d lock nodes left on %s after the sessions of the dead expired", row.orphans, s.lockPath)
+	}
+	if stock > 0 && row.recover < 0 {
+		t.Errorf("no sale after the fault, with %d left in stock: the shop did not recover", stock)
+	}
+	t.Logf("answers %v, orders %d, sold %d, oversold %d, recovered in %v", row.codes, orders, row.sold, row.oversold, row.recover)
+	return row
+}
+
+// orphans counts the lock nodes left once the sessions of dead instances
+// have had time to expire (it waits up to 30s for none).
+func (s stack) orphans(t *testing.T) int {
+	t.Helper()
+	conn := zkConn(t, s.zkServers)
+	n := 0
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		kids, _, err := conn.Children(s.lockPath)
+		if err != nil || len(kids) == 0 {
+			return 0 // no node, or no parent: the container went with its last child
+		}
+		n = len(kids)
+	}
+	return n
+}
+
+// chaosServe starts the scenario's two instances after setting the stock.
+func chaosServe(t *testing.T, cfg chaosConfig, s stack) []*instance {
+	t.Helper()
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
+	return []*instance{s.serve(t), s.serve(t)}
+}
+
+func TestChaos(t *testing.T) {
+	cfg := chaosConfigFromEnv(t)
+	var rows []chaosRow
+	record := func(name string, r chaosRow) {
+		r.scenario = name
+		rows = append(rows, r)
+	}
+	for _, killLeader := range []bool{true, false} {
+		name := map[bool]string{true: "zookeeper leader killed", false: "zookeeper follower killed"}[killLeader]
+		t.Run(name, func(t *testing.T) {
+			ens := startEnsemble(t)
+			s := newStackOn(t, itest.Database(t), ens.servers, chaosEnv...)
+			s.binary = shopBinaryNoRace // every client reconnects: see shopBinary
+			instances := chaosServe(t, cfg, s)
+			record(name, runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
+				victim := ens.follower(t)
+				if killLeader {
+					victim = ens.leader(t)
+				}
+				began := time.Now()
+				ens.kill(t, victim)
+				time.Sleep(time.Second) // down for a while, then back
+				ens.restart(t, victim)
+				return began, time.Now()
+			}))
+		})
+	}
+	t.Run("mariadb restarted", func(t *testing.T) {
+		db := startMariaDB(t)
+		s := newStackOn(t, db.dsn, itest.ZooKeeper(t), chaosEnv...)
+		instances := chaosServe(t, cfg, s)
+		record("mariadb restarted", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
+			began := time.Now()
+			db.kill(t)
+			time.Sleep(time.Second)
+			db.start(t)
+			return began, time.Now()
+		}))
+	})
+	t.Run("instance killed", func(t *testing.T) {
+		s := newStack(t, chaosEnv...)
+		instances := chaosServe(t, cfg, s)
+		record("instance killed", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
+			victim := instances[0]
+			l.drop(victim.url)
+			began := time.Now()
+			victim.kill(t)
+			return began, began
+		}))
+	})
+	table := chaosTable(cfg, rows)
+	t.Log("\n" + table)
+	if cfg.table != "" {
+		if err := os.WriteFile(cfg.table, []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// chaosTable formats the rows.
+func chaosTable(cfg chaosConfig, rows []chaosRow) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d buyers at %.0f/s over two instances, stock %d; the fault strikes once %d are sold\n\n",
+		cfg.buyers, cfg.rate, cfg.stock, cfg.stock/2)
+	fmt.Fprintf(&b, "%-26s %-58s %6s %5s %8s %7s %9s\n", "scenario", "answers by code", "orders", "sold", "oversold", "orphans", "recover s")
+	for _, r := range rows {
+		codes := make([]string, 0, len(r.codes))
+		for c, n := range r.codes {
+			codes = append(codes, fmt.Sprintf("%s %d", c, n))
+		}
+		sort.Strings(codes)
+		rec := "-"
+		if r.recover >= 0 {
+			rec = fmt.Sprintf("%.1f", r.recover.Seconds())
+		}
+		fmt.Fprintf(&b, "%-26s %-58s %6d %5d %8d %7d %9s\n", r.scenario, strings.Join(codes, ", "), r.orders, r.sold, r.oversold, r.orphans, rec)
+	}
+	b.WriteString("\nrecover s: from the fault's start to the next sale asked for after it (a server down for 1s is in it).\n")
+	return b.String()
+}
+
+// ensemble is a 3-node ZooKeeper ensemble of the test's own, started by
+// scripts/stack.sh; its nodes are killed by PID and restarted by the test.
+type ensemble struct {
+	dir     string
+	servers []string
+}
+
+func startEnsemble(t *testing.T) *ensemble {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("../../scripts/stack.sh", "ensemble", dir).Output()
+	if err != nil {
+		t.Fatalf("start a ZooKeeper ensemble: %v\n%s", err, stderrOf(err))
+	}
+	e := &ensemble{dir: dir, servers: strings.Split(strings.TrimSpace(string(out)), ",")}
+	t.Cleanup(func() {
+		for n := 1; n <= 3; n++ {
+			if pid, err := e.pid(n); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL) // it may be dead already
+			}
+		}
+	})
+	return e
+}
+
+func stderrOf(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}
+
+func (e *ensemble) pid(n int) (int, error) {
+	b, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("zk%d", n), "pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// mode asks node n (1..3) for its role with the srvr command.
+func (e *ensemble) mode(n int) string {
+	conn, err := net.DialTimeout("tcp", e.servers[n-1], time.Second)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second)) // a late answer is an empty mode
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return ""
+	}
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		k, err := conn.Read(buf)
+		b.Write(buf[:k])
+		if err != nil {
+			break
+		}
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	return ""
+}
+
+// find returns the node whose mode is want, waiting up to 30s for a quorum.
+func (e *ensemble) find(t *testing.T, want string) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for n := 1; n <= 3; n++ {
+			if e.mode(n) == want {
+				return n
+			}
+		}
+	}
+	t.Fatalf("no %s in the ensemble within 30s", want)
+	return 0
+}
+
+func (e *ensemble) leader(t *testing.T) int   { return e.find(t, "leader") }
+func (e *ensemble) follower(t *testing.T) int { return e.find(t, "follower") }
+
+func (e *ensemble) kill(t *testing.T, n int) {
+	t.Helper()
+	pid, err := e.pid(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill ZooKeeper node %d (pid %d): %v", n, pid, err)
+	}
+	// Not our child (the script started it), so no Wait: it is dead once it
+	// is gone or a zombie.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if f := strings.Fields(string(stat)); err != nil || len(f) > 2 && f[2] == "Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ZooKeeper node %d (pid %d) still runs 30s after SIGKILL", n, pid)
+		}
+	}
+	t.Logf("killed ZooKeeper node %d (pid %d)", n, pid)
+}
+
+func (e *ensemble) restart(t *testing.T, n int) {
+	t.Helper()
+	if out, err := exec.Command("../../scripts/stack.sh", "ensemble-node", e.dir, strconv.Itoa(n)).CombinedOutput(); err != nil {
+		t.Fatalf("restart ZooKeeper node %d: %v\n%s", n, err, out)
+	}
+}
+
+// kill ends the instance with SIGKILL: no shutdown, no release of its locks.
+func (in *instance) kill(t *testing.T) {
+	t.Helper()
+	in.once.Do(func() {
+		if err := in.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-in.done
+		in.err = nil // killed on purpose
+	})
+}
