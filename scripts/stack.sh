@@ -60,6 +60,26 @@ zk_start() {
 	echo $! >"$1/pid"
 }
 
+# zk_cfg DIR PORT TICK: a server's configuration, loopback only. A development and
+# test server: no fsync per transaction, so that tests and benchmarks measure the
+# clients, not the disk's drifting fsync latency.
+zk_cfg() {
+	cat <<CFG
+tickTime=$3
+initLimit=10
+syncLimit=5
+dataDir=$1/data
+clientPort=$2
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+minSessionTimeout=1000
+maxSessionTimeout=60000
+admin.enableServer=false
+4lw.commands.whitelist=*
+forceSync=no
+CFG
+}
+
 # alive PID: the process runs (a killed one nobody has reaped yet is a zombie, not alive).
 alive() {
 	local st
@@ -71,20 +91,7 @@ ensemble_node() { # ensemble_node DIR N BASE
 	local dir=$1/zk$2 base=$3 n
 	mkdir -p "$dir/data"
 	echo "$2" >"$dir/data/myid"
-	cat >"$dir/zoo.cfg" <<CFG
-tickTime=500
-initLimit=10
-syncLimit=4
-dataDir=$dir/data
-clientPort=$((base + $2))
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-minSessionTimeout=1000
-maxSessionTimeout=60000
-admin.enableServer=false
-4lw.commands.whitelist=*
-forceSync=no
-CFG
+	zk_cfg "$dir" $((base + $2)) 500 >"$dir/zoo.cfg"
 	for n in 1 2 3; do
 		echo "server.$n=127.0.0.1:$((base + 700 + n)):$((base + 800 + n))" >>"$dir/zoo.cfg"
 	done
@@ -124,23 +131,10 @@ zk_up() {
 	fi
 	zk_install
 	mkdir -p "$state/zookeeper/data"
-	cat >"$state/zookeeper/zoo.cfg" <<CFG
-tickTime=2000
-initLimit=10
-syncLimit=5
-dataDir=$state/zookeeper/data
-clientPort=$zk_port
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-minSessionTimeout=1000
-maxSessionTimeout=60000
-admin.enableServer=false
-4lw.commands.whitelist=*
-autopurge.purgeInterval=1
-# A development and test server: no fsync per transaction. Tests and
-# benchmarks then measure the clients, not the disk's drifting fsync latency.
-forceSync=no
-CFG
+	{
+		zk_cfg "$state/zookeeper" "$zk_port" 2000
+		echo "autopurge.purgeInterval=1"
+	} >"$state/zookeeper/zoo.cfg"
 	log "starting ZooKeeper on 127.0.0.1:$zk_port (data in $state/zookeeper)"
 	zk_start "$state/zookeeper"
 	wait_for 60 ZooKeeper zk_ok
