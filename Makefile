@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench serve k6 jmeter stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench chaos serve k6 jmeter stack-up stack-down stack-status demo demo-stop clean
 
 all: build
 
@@ -52,6 +52,16 @@ bench: stack-up
 			../../bin/zklock.test -test.run '^$$' -test.bench Uncontended -test.benchtime 2s -test.v && \
 			../../bin/zklock.test -test.run '^$$' -test.bench Contended -test.benchtime $${BENCH_HANDOFFS:-4000}x -test.v) || exit 1; \
 	done | scripts/benchtable.sh
+
+## chaos: the fault scenarios of `make test` with the seed's numbers (1500 buyers, stock 100, 25 a second):
+## a ZooKeeper leader, then a follower, killed mid-sale; MariaDB crashed and restarted;
+## one of two instances SIGKILLed. Prints the table (also in out/chaos.txt).
+chaos: stack-up
+	mkdir -p out
+	CHAOS_BUYERS=$${CHAOS_BUYERS:-1500} CHAOS_STOCK=$${CHAOS_STOCK:-100} CHAOS_RATE=$${CHAOS_RATE:-25} \
+		CHAOS_TABLE=$(CURDIR)/out/chaos.txt \
+		$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' ./cmd/shop/
+	cat out/chaos.txt
 
 ## demo: the seed's scenario (1500 buyers, stock 100) on two instances, lock off then on;
 ## tables side by side, the verdict, and out/demo-report.html with a chart per run
