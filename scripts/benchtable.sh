@@ -17,6 +17,7 @@ tee /dev/stderr | awk '
 		if ($(i+1) == "shortcuts/handoff") { sc[name] += $i; nsc[name]++ }
 		if ($(i+1) == "mutex/raw") { mr += $i; nmr++ }
 		if ($(i+1) == "zklock/raw") { zr += $i; nzr++ }
+		if ($(i+1) == "fenced/mutex") { fr += $i; nfr++ }
 	}
 }
 function max0(x) { return x > 0 ? x : 0 }
@@ -44,6 +45,7 @@ END {
 	row("measure", "value", "target")
 	row("uncontended: zklock.Mutex / raw ops (time)", ratio(mr, nmr), "<= 1.2")
 	row("uncontended: zk.Lock / raw ops (time)", ratio(zr, nzr), "")
+	row("uncontended: with Token (fencing) / without (time)", ratio(fr, nfr), "")
 	contended("BenchmarkContended", 2, 20, ">= 1.0")
 	contended("BenchmarkContended", 2, 200, ">= 1.0")
 	contended("BenchmarkContendedOneSession", 1, 20, "")

@@ -17,8 +17,9 @@ import (
 
 // BenchmarkUncontended compares one acquire+release of our Mutex and of
 // go-zookeeper's zk.Lock with the raw operations a lock needs (create
-// ephemeral-sequential, list children, delete), on the same server. The three
-// are interleaved in every iteration, so that the server's fsync latency,
+// ephemeral-sequential, list children, delete), on the same server, and the
+// Mutex with its fencing token (one more read). The four are interleaved in
+// every iteration, so that the server's fsync latency,
 // which drifts, weighs on all of them alike; each reports its own ns/op and
 // the ratios to the raw operations.
 func BenchmarkUncontended(b *testing.B) {
@@ -30,8 +31,9 @@ func BenchmarkUncontended(b *testing.B) {
 	mkdirs(b, conn, path+"/raw")
 	mkdirs(b, conn, path+"/zklock")
 	m := zklock.NewMutex(c, path+"/mutex")
+	fm := zklock.NewMutex(c, path+"/fenced")
 	l := zk.NewLock(conn, path+"/zklock", acl)
-	var raw, mutex, zkLock time.Duration
+	var raw, mutex, zkLock, fenced time.Duration
 	for b.Loop() {
 		t0 := time.Now()
 		node, err := conn.Create(path+"/raw/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zk.FlagEphemeralSequential, acl)
@@ -59,7 +61,19 @@ func BenchmarkUncontended(b *testing.B) {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
-		raw, mutex, zkLock = raw+t1.Sub(t0), mutex+t2.Sub(t1), zkLock+t3.Sub(t2)
+		// The fenced holder (the shop's): the token is the read of the
+		// hold's watcher, waited for before the work.
+		if err := fm.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fm.Token(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := fm.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		t4 := time.Now()
+		raw, mutex, zkLock, fenced = raw+t1.Sub(t0), mutex+t2.Sub(t1), zkLock+t3.Sub(t2), fenced+t4.Sub(t3)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(raw.Nanoseconds())/n, "raw-ns/op")
@@ -67,6 +81,7 @@ func BenchmarkUncontended(b *testing.B) {
 	b.ReportMetric(float64(zkLock.Nanoseconds())/n, "zklock-ns/op")
 	b.ReportMetric(mutex.Seconds()/raw.Seconds(), "mutex/raw")
 	b.ReportMetric(zkLock.Seconds()/raw.Seconds(), "zklock/raw")
+	b.ReportMetric(fenced.Seconds()/mutex.Seconds(), "fenced/mutex")
 }
 
 // BenchmarkContended measures hand-offs per second with 20 and 200 waiters
