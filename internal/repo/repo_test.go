@@ -48,13 +48,12 @@ func TestGoodsNotFound(t *testing.T) {
 
 func TestSell(t *testing.T) {
 	ctx := context.Background()
-	noGuard := func() error { return nil }
 
 	t.Run("writes stock and order together", func(t *testing.T) {
 		s := newStore(t)
 		g, _ := s.Goods(ctx, 1)
 		o := &service.Order{GoodsNo: 1, RequestID: "r-1"}
-		if err := s.Sell(ctx, g, g.Stock-1, o, noGuard); err != nil {
+		if err := s.Sell(ctx, g, g.Stock-1, o); err != nil {
 			t.Fatal(err)
 		}
 		if o.ID == 0 {
@@ -65,27 +64,18 @@ func TestSell(t *testing.T) {
 	t.Run("an unchanged value still counts as written", func(t *testing.T) {
 		s := newStore(t)
 		g, _ := s.Goods(ctx, 1)
-		if err := s.Sell(ctx, g, g.Stock, &service.Order{GoodsNo: 1, RequestID: "same"}, noGuard); err != nil {
+		if err := s.Sell(ctx, g, g.Stock, &service.Order{GoodsNo: 1, RequestID: "same"}); err != nil {
 			t.Fatalf("sell with an unchanged stock: %v", err)
 		}
 		assertState(t, s, 100, 1)
 	})
-	t.Run("guard error rolls back", func(t *testing.T) {
-		s := newStore(t)
-		g, _ := s.Goods(ctx, 1)
-		err := s.Sell(ctx, g, g.Stock-1, &service.Order{GoodsNo: 1, RequestID: "r-2"}, func() error { return service.ErrLockLost })
-		if !errors.Is(err, service.ErrLockLost) {
-			t.Fatalf("sell = %v, want ErrLockLost", err)
-		}
-		assertState(t, s, 100, 0)
-	})
 	t.Run("duplicate request id rolls back", func(t *testing.T) {
 		s := newStore(t)
 		g, _ := s.Goods(ctx, 1)
-		if err := s.Sell(ctx, g, 99, &service.Order{GoodsNo: 1, RequestID: "dup"}, noGuard); err != nil {
+		if err := s.Sell(ctx, g, 99, &service.Order{GoodsNo: 1, RequestID: "dup"}); err != nil {
 			t.Fatal(err)
 		}
-		err := s.Sell(ctx, g, 98, &service.Order{GoodsNo: 1, RequestID: "dup"}, noGuard)
+		err := s.Sell(ctx, g, 98, &service.Order{GoodsNo: 1, RequestID: "dup"})
 		if !errors.Is(err, service.ErrDuplicateRequest) {
 			t.Fatalf("second sell = %v, want ErrDuplicateRequest", err)
 		}
@@ -93,7 +83,7 @@ func TestSell(t *testing.T) {
 	})
 	t.Run("missing row fails", func(t *testing.T) {
 		s := newStore(t)
-		err := s.Sell(ctx, service.Goods{ID: 9999, GoodsNo: 1}, 1, &service.Order{GoodsNo: 1, RequestID: "x"}, noGuard)
+		err := s.Sell(ctx, service.Goods{ID: 9999, GoodsNo: 1}, 1, &service.Order{GoodsNo: 1, RequestID: "x"})
 		if !errors.Is(err, service.ErrPurchaseFailed) {
 			t.Fatalf("sell = %v, want ErrPurchaseFailed", err)
 		}
@@ -105,7 +95,7 @@ func TestSetStock(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	g, _ := s.Goods(ctx, 1)
-	if err := s.Sell(ctx, g, 99, &service.Order{GoodsNo: 1, RequestID: "a"}, func() error { return nil }); err != nil {
+	if err := s.Sell(ctx, g, 99, &service.Order{GoodsNo: 1, RequestID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetStock(ctx, 1, 50, repo.StockReset{ClearOrders: true}); err != nil {

@@ -41,11 +41,10 @@ type Store interface {
 	// Goods reads the row of goodsNo, or returns ErrNotFound.
 	Goods(ctx context.Context, goodsNo int32) (Goods, error)
 	// Sell, in one transaction, sets the stock of row g.ID to stock and
-	// inserts order: the unlocked purchase. Just before committing it calls
-	// guard; an error from guard rolls everything back and is returned. It
-	// returns ErrPurchaseFailed when the update matched no row and
-	// ErrDuplicateRequest when the request id was used before.
-	Sell(ctx context.Context, g Goods, stock int32, order *Order, guard func() error) error
+	// inserts order: the unlocked purchase. It returns ErrPurchaseFailed when
+	// the update matched no row, ErrDuplicateRequest when the request id was
+	// used before, ErrCommitUnknown when the commit was cut off.
+	Sell(ctx context.Context, g Goods, stock int32, order *Order) error
 	// SellFenced is the purchase under a lock with fencing token fence, in
 	// one transaction: claim the goods' row with the token (waiting for an
 	// earlier holder's transaction; ErrFenced when a newer holder has
@@ -239,7 +238,7 @@ func (s *Shop) sellUnlocked(ctx context.Context, order *Order) error {
 	if g.Stock < 1 {
 		return ErrSoldOut
 	}
-	return s.store.Sell(ctx, g, g.Stock-1, order, func() error { return nil })
+	return s.store.Sell(ctx, g, g.Stock-1, order)
 }
 
 func (s *Shop) lock(ctx context.Context, goodsNo int32) (Lease, error) {

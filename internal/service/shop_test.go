@@ -17,7 +17,7 @@ type fakeStore struct {
 	orders  []service.Order
 	readErr error
 	sellErr error
-	onSell  func() // runs inside Sell before the guard
+	onSell  func() // runs inside the sale's transaction, before the guard
 	// cutCommit makes Sell report ErrCommitUnknown after deciding whether
 	// the commit went through (true: written).
 	cutCommit *bool
@@ -35,7 +35,12 @@ func (f *fakeStore) Goods(_ context.Context, no int32) (service.Goods, error) {
 	return g, nil
 }
 
-func (f *fakeStore) Sell(_ context.Context, g service.Goods, stock int32, o *service.Order, guard func() error) error {
+func (f *fakeStore) Sell(_ context.Context, g service.Goods, stock int32, o *service.Order) error {
+	return f.write(g, stock, o, func() error { return nil })
+}
+
+// write is the transaction both sales end with: guard, then commit.
+func (f *fakeStore) write(g service.Goods, stock int32, o *service.Order, guard func() error) error {
 	if f.sellErr != nil {
 		return f.sellErr
 	}
@@ -73,7 +78,7 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 	if err != nil {
 		return err
 	}
-	if err := f.Sell(ctx, g, stock, o, guard); err != nil {
+	if err := f.write(g, stock, o, guard); err != nil {
 		return err
 	}
 	if f.fences == nil {
