@@ -15,7 +15,10 @@
 // connection was suspended, the session was lost, or its node was deleted.
 // Work guarded by the lock must stop before it commits when Lost fires; even
 // then a holder that pauses between its last check and its write can act after
-// losing the lock, which only a fencing token checked by the storage prevents.
+// losing the lock, which only a fencing token checked by the storage prevents:
+// [Mutex.Token] is the lock node's create zxid, which grows from holder to
+// holder for the ensemble's lifetime (also [SemaphoreMutex.Token] and
+// [Lease.Token]).
 //
 // Reentrancy is per Mutex handle, not per goroutine (Go has no thread
 // identity): Acquire on a handle that already holds the lock only increments a

@@ -120,3 +120,38 @@ func TestSemaphoreMutexTokensIncrease(t *testing.T) {
 		}
 	}
 }
+
+// The write lock of a read/write lock is a Mutex on the shared path: writers
+// are fenced like mutex holders, also when a reader held in between.
+func TestWriteLockTokensIncrease(t *testing.T) {
+	ctx := testCtx(t)
+	clients := []*zklock.Client{connect(t), connect(t)}
+	p := itest.Path(t)
+	var last int64
+	for round := range 4 {
+		rw := zklock.NewReadWriteLock(clients[round%2], p)
+		if round == 2 { // a reader between two writers
+			if err := rw.ReadLock().Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := rw.ReadLock().Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := rw.WriteLock()
+		if err := w.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := w.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok <= last {
+			t.Errorf("writer %d: token %d not above %d", round, tok, last)
+		}
+		last = tok
+		if err := w.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -140,12 +140,12 @@ func (m *Mutex) Release(ctx context.Context) error {
 	m.node, m.sess, m.lost, m.token, m.stop, m.arm = "", nil, nil, nil, nil, nil
 	m.mu.Unlock()
 	close(stop)
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, m.c.deleteNode(node, s) }, nil)
+	err := m.c.release(ctx, node, s)
 	s.untrack(node)
-	if err != nil && ctx.Err() == nil {
+	if err != nil {
 		return fmt.Errorf("zklock: release %s: %w", m.q.dir, err)
 	}
-	return nil // given up on by ctx, the delete goes on in the background
+	return nil
 }
 
 // Lost returns a channel that is closed when the lock can no longer be

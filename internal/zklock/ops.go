@@ -214,18 +214,37 @@ func (c *Client) sleepOrStop(ctx context.Context, stop <-chan struct{}, n int) b
 }
 
 // background runs fn on a goroutine that Close waits for; fn's context ends
-// when the client closes.
-func (c *Client) background(fn func(ctx context.Context)) {
+// when the client closes. It reports false, and runs nothing, once the
+// client is closed.
+func (c *Client) background(fn func(ctx context.Context)) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return
+		return false
 	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		fn(c.bg)
 	}()
+	return true
+}
+
+// release deletes a held node whatever ctx does: the delete is started on a
+// goroutine of the client's and waited for until ctx ends, after which it
+// goes on alone (and deleteNode itself retries through connection loss).
+// A closed client deletes nothing: its session, and the node, are gone.
+func (c *Client) release(ctx context.Context, node string, owner *Session) error {
+	done := make(chan error, 1)
+	if !c.background(func(context.Context) { done <- c.deleteNode(node, owner) }) {
+		return nil
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return nil // the delete goes on in the background
+	}
 }
 
 // protectedPrefix is Curator's protection: "_c_" + a canonical UUID + "-".

@@ -87,15 +87,11 @@ func (l *Lease) Token(ctx context.Context) (int64, error) {
 }
 
 // Release returns the lease: its node is deleted, retried in the background
-// through connection loss until it or its session is gone.
+// through connection loss until it or its session is gone. If ctx ends first
+// (or has ended already), the delete goes on in the background.
 func (l *Lease) Release(ctx context.Context) error {
 	var err error
-	l.once.Do(func() {
-		_, err = call(ctx, func() (struct{}, error) { return struct{}{}, l.c.deleteNode(l.node, l.sess) }, nil)
-		if ctx.Err() != nil {
-			err = nil // the delete goes on in the background
-		}
-	})
+	l.once.Do(func() { err = l.c.release(ctx, l.node, l.sess) })
 	return err
 }
 

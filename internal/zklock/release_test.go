@@ -1,0 +1,50 @@
+package zklock_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// Release with a context that has ended already must still delete the node
+// (in the background): the doc promises it, and a node left behind would
+// hold the lock for the rest of the session, every other waiter blocked.
+func TestReleaseWithAnEndedContextDeletesTheNode(t *testing.T) {
+	ctx := testCtx(t)
+	c, observer := connect(t), connect(t)
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	gone := func(t *testing.T, node string) {
+		t.Helper()
+		waitFor(t, func() bool {
+			ok, _, err := observer.Conn().Exists(node)
+			return err == nil && !ok
+		})
+	}
+	t.Run("mutex", func(t *testing.T) {
+		m := zklock.NewMutex(c, itest.Path(t))
+		if err := m.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		node := m.Node()
+		if err := m.Release(ended); err != nil {
+			t.Fatalf("Release with an ended context: %v", err)
+		}
+		gone(t, node)
+		if m.IsHeld() {
+			t.Error("still held after Release")
+		}
+	})
+	t.Run("semaphore lease", func(t *testing.T) {
+		lease, err := zklock.NewSemaphoreV2(c, itest.Path(t), 1).Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ended); err != nil {
+			t.Fatalf("Release with an ended context: %v", err)
+		}
+		gone(t, lease.Node())
+	})
+}
