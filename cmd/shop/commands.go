@@ -59,7 +59,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	checks := []handler.Check{{Name: "mysql", Check: store.Ping}}
 
 	var locker service.Locker
-	if cfg.Lock.Enabled {
+	if cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic" {
 		zc, err := zklock.Connect(ctx, cfg.ZooKeeper.Servers, zklock.Options{
 			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
@@ -72,14 +72,28 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer zc.Close()
 		locker = newZKLocker(zc, cfg.Lock.Path)
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(zc)})
-	} else {
+	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}
 
-	shop := service.New(store, locker, service.Config{
+	scfg := service.Config{
 		MaxSleep:       cfg.Demo.MaxSleep,
 		AcquireTimeout: cfg.Lock.AcquireTimeout,
-	}, log)
+		MaxWaiting:     cfg.Purchase.MaxWaiting,
+		BatchMax:       cfg.Purchase.BatchMax,
+	}
+	var purchaser service.Purchaser
+	switch cfg.Purchase.Strategy {
+	case "atomic":
+		purchaser = service.NewAtomic(store)
+	case "batch":
+		b := service.NewBatch(store, locker, scfg, log)
+		defer b.Close() // after the server's shutdown: the last batches are done
+		purchaser = b
+	default:
+		purchaser = service.NewSeed(store, locker, scfg, log)
+	}
+	shop := service.New(store, purchaser, scfg, log)
 
 	gin.SetMode(gin.ReleaseMode)
 	srv := &http.Server{
@@ -90,7 +104,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "lock", cfg.Lock.Enabled, "lockPath", cfg.Lock.Path,
+	log.Info("listening", "addr", ln.Addr().String(), "strategy", cfg.Purchase.Strategy, "lock", locker != nil, "lockPath", cfg.Lock.Path,
 		"maxSleep", cfg.Demo.MaxSleep.String())
 
 	errc := make(chan error, 1)

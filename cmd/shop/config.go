@@ -37,6 +37,11 @@ type Config struct {
 		Path           string // may hold {goodsNo}
 		AcquireTimeout time.Duration
 	}
+	Purchase struct {
+		Strategy   string // seed, batch or atomic
+		MaxWaiting int
+		BatchMax   int
+	}
 	Demo struct {
 		MaxSleep time.Duration
 	}
@@ -66,6 +71,9 @@ var settings = []setting{
 	{"lock.enabled", "true", "guard purchases with the ZooKeeper lock; false reproduces overselling"},
 	{"lock.path", "/Locks", "lock path; {goodsNo} in it makes one lock per goods, e.g. /locks/goods/{goodsNo}"},
 	{"lock.acquireTimeout", "10s", "how long a purchase waits for the lock before answering 503"},
+	{"purchase.strategy", "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)"},
+	{"purchase.maxWaiting", "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy"},
+	{"purchase.batchMax", "100", "batch strategy: the most buyers one batch sells to"},
 	{"demo.maxSleep", "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier"},
 	{"log.level", "info", "log level: debug, info, warn, error"},
 }
@@ -137,7 +145,13 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	c.Lock.Enabled = p.boolean("lock.enabled")
 	c.Lock.Path = p.lockPath("lock.path")
 	c.Lock.AcquireTimeout = p.duration("lock.acquireTimeout", false)
+	c.Purchase.Strategy = p.oneOf("purchase.strategy", "seed", "batch", "atomic")
+	c.Purchase.MaxWaiting = p.positive("purchase.maxWaiting")
+	c.Purchase.BatchMax = p.positive("purchase.batchMax")
 	c.Demo.MaxSleep = p.duration("demo.maxSleep", true)
+	if p.err == nil && !c.Lock.Enabled && c.Purchase.Strategy != "seed" {
+		p.err = fmt.Errorf("config: lock.enabled=false (SHOP_LOCK_ENABLED) reproduces the seed's overselling and goes only with purchase.strategy=seed (SHOP_PURCHASE_STRATEGY), not %q", c.Purchase.Strategy)
+	}
 	c.Log.Level = p.oneOf("log.level", "debug", "info", "warn", "error")
 	if p.err != nil {
 		return Config{}, p.err

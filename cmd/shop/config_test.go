@@ -105,6 +105,8 @@ func TestConfigRejectsBadValuesNamingTheKey(t *testing.T) {
 		{"SHOP_LOCK_ENABLED", "maybe", "lock.enabled"},
 		{"SHOP_MYSQL_MAXOPENCONNS", "-1", "mysql.maxOpenConns"},
 		{"SHOP_LOG_LEVEL", "loud", "log.level"},
+		{"SHOP_PURCHASE_STRATEGY", "fast", "purchase.strategy"},
+		{"SHOP_PURCHASE_MAXWAITING", "0", "purchase.maxWaiting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -117,6 +119,20 @@ func TestConfigRejectsBadValuesNamingTheKey(t *testing.T) {
 				t.Fatalf("error %q should be one line naming %s", msg, tt.key)
 			}
 		})
+	}
+}
+
+// lock.enabled=false reproduces the seed's overselling; it means nothing to
+// the other strategies, so the combination is refused, naming both keys.
+func TestConfigRefusesTheLockOffWithOtherStrategies(t *testing.T) {
+	for _, strategy := range []string{"batch", "atomic"} {
+		_, err := load(t, map[string]string{"SHOP_LOCK_ENABLED": "false", "SHOP_PURCHASE_STRATEGY": strategy})
+		if err == nil || !strings.Contains(err.Error(), "lock.enabled") || !strings.Contains(err.Error(), "purchase.strategy") {
+			t.Errorf("lock off with %s: %v, want an error naming lock.enabled and purchase.strategy", strategy, err)
+		}
+	}
+	if _, err := load(t, map[string]string{"SHOP_LOCK_ENABLED": "false", "SHOP_PURCHASE_STRATEGY": "seed"}); err != nil {
+		t.Errorf("lock off with seed: %v", err)
 	}
 }
 

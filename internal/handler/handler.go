@@ -64,6 +64,7 @@ var errorTable = []struct {
 	{service.ErrDuplicateRequest, http.StatusConflict, "duplicate_request", "a purchase with this X-Request-ID was made already"},
 	{service.ErrLockTimeout, http.StatusServiceUnavailable, "lock_timeout", "too many buyers right now, try again"},
 	{service.ErrLockLost, http.StatusServiceUnavailable, "lock_lost", "the purchase was interrupted and nothing was bought, try again"},
+	{service.ErrBusy, http.StatusServiceUnavailable, "busy", "too many buyers are waiting, try again in a second"},
 	{service.ErrCommitUnknown, http.StatusServiceUnavailable, "outcome_unknown", "the purchase may or may not have been made: retry with the same X-Request-ID"},
 	{service.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the shop cannot reach its database or lock service, try again"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout", "the request took too long, try again"},
@@ -188,10 +189,13 @@ func (h *handler) readyz(c *gin.Context) {
 func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 	status, code, msg := StatusOf(err)
 	switch {
-	case status >= 500:
-		h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", c.GetString(requestIDKey), "err", err)
+	case errors.Is(err, service.ErrBusy):
+		// Load shedding is the point of the bound: no log line per buyer.
+		c.Header("Retry-After", "1")
 	case status == http.StatusServiceUnavailable:
 		h.log.Warn("request not served", "path", c.Request.URL.Path, "code", code, "err", err)
+	case status >= 500:
+		h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", c.GetString(requestIDKey), "err", err)
 	}
 	c.JSON(status, Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: c.GetString(requestIDKey)})
 }

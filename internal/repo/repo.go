@@ -271,6 +271,123 @@ func writeSale(tx *gorm.DB, id uint32, stock int32, order *orderInfo) error {
 	return nil
 }
 
+// SellBatch sells to a batch of buyers under a lock whose fencing token is
+// fence, in one transaction: it claims the goods' rows with the token (as
+// SellFenced does), reads the row, sets aside the orders whose request id
+// was used before or earlier in the batch (the dups it returns), asks choose
+// which of the others to sell to, then writes the stock minus their number
+// with one UPDATE and their order rows with one multi-row INSERT, calls
+// guard and commits. The chosen orders get their ids. A request id inserted
+// by a concurrent transaction meanwhile makes it start once more.
+func (s *Store) SellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*service.Order,
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (dups []*service.Order, err error) {
+	for attempt := 0; ; attempt++ {
+		dups, err = s.sellBatch(ctx, goodsNo, fence, orders, choose, guard)
+		if attempt == 0 && errors.Is(err, service.ErrDuplicateRequest) {
+			continue // a request id came in after the check: check again
+		}
+		return dups, err
+	}
+}
+
+func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*service.Order,
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) ([]*service.Order, error) {
+	var dups, chosen []*service.Order
+	var rows []orderInfo
+	var committing bool
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		dups, chosen, rows = nil, nil, nil
+		res := tx.Model(&goodsStock{}).Where("goods_no = ? AND fence <= ?", goodsNo, fence).Update("fence", fence)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return notClaimed(tx, goodsNo, fence)
+		}
+		g, err := goods(tx, goodsNo)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(orders))
+		for i, o := range orders {
+			ids[i] = o.RequestID
+		}
+		var used []string
+		if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
+			return err
+		}
+		seen := make(map[string]bool, len(orders))
+		for _, id := range used {
+			seen[id] = true
+		}
+		candidates := make([]*service.Order, 0, len(orders))
+		for _, o := range orders {
+			if seen[o.RequestID] {
+				dups = append(dups, o)
+				continue
+			}
+			seen[o.RequestID] = true
+			candidates = append(candidates, o)
+		}
+		chosen, err = choose(g, candidates)
+		if err != nil {
+			return err
+		}
+		if len(chosen) > 0 {
+			now := time.Now().UTC()
+			rows = make([]orderInfo, len(chosen))
+			for i, o := range chosen {
+				rows[i] = orderInfo{GoodsNo: o.GoodsNo, RequestID: o.RequestID, CreatedAt: now}
+			}
+			if err := tx.Create(&rows).Error; err != nil {
+				return err
+			}
+			if err := tx.Model(&goodsStock{}).Where("id = ?", g.ID).Update("stock", g.Stock-int32(len(chosen))).Error; err != nil {
+				return err
+			}
+		}
+		return passed(guard, &committing)
+	})
+	if err != nil {
+		return nil, commitError(err, committing)
+	}
+	for i, o := range chosen {
+		o.ID, o.CreatedAt = rows[i].ID, rows[i].CreatedAt
+	}
+	return dups, nil
+}
+
+// SellAtomic is the purchase with the database as the lock: it inserts the
+// order, then decrements the stock of order.GoodsNo where it is above zero
+// (the first such row by id), in one transaction. The order comes first so
+// that the hot row is locked only from its update to the commit.
+func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
+	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID, CreatedAt: time.Now().UTC()}
+	var committing bool
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		res := tx.Exec("UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? AND stock > 0 ORDER BY id LIMIT 1", order.GoodsNo)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			if _, err := goods(tx, order.GoodsNo); err != nil {
+				return err // no such goods
+			}
+			return service.ErrSoldOut
+		}
+		committing = true
+		return nil
+	})
+	if err != nil {
+		return commitError(err, committing)
+	}
+	order.ID, order.CreatedAt = row.ID, row.CreatedAt
+	return nil
+}
+
 // notClaimed tells why a claim matched no row: no such goods, or a newer
 // token on the row.
 func notClaimed(tx *gorm.DB, goodsNo int32, fence int64) error {

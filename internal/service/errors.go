@@ -30,6 +30,8 @@ var (
 	// purchase may or may not have been made, and checking it failed too. A
 	// retry with the same request id is safe.
 	ErrCommitUnknown = errors.New("service: purchase outcome unknown (commit interrupted)")
+	// ErrBusy: too many buyers are waiting in this instance; try again soon.
+	ErrBusy = errors.New("service: too many buyers waiting")
 	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
 	ErrUnavailable = errors.New("service: dependency unavailable")
 )

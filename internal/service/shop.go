@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 )
 
@@ -54,6 +53,18 @@ type Store interface {
 	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 	// CountOrders counts the order rows of goodsNo.
 	CountOrders(ctx context.Context, goodsNo int32) (int64, error)
+	// SellBatch sells to a batch of buyers under a lock with fencing token
+	// fence, in one transaction: claim the row (as SellFenced), read it, set
+	// aside the orders whose request id was used before or earlier in the
+	// batch (returned as dups), ask choose which of the others to sell to,
+	// write the stock minus their number and their order rows, call guard,
+	// commit. The chosen orders get their ids.
+	SellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*Order,
+		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error) (dups []*Order, err error)
+	// SellAtomic, in one transaction, decrements the stock of order.GoodsNo
+	// if it is above zero and inserts order. ErrSoldOut when it is not,
+	// ErrNotFound when there is no row, ErrDuplicateRequest, ErrCommitUnknown.
+	SellAtomic(ctx context.Context, order *Order) error
 	// OrderByRequestID reads the order of a request id, if there is one.
 	OrderByRequestID(ctx context.Context, requestID string) (order Order, found bool, err error)
 }
@@ -74,10 +85,18 @@ type Lease interface {
 	Unlock(ctx context.Context) error
 }
 
+// Purchaser is one purchase strategy: it sells one piece of order.GoodsNo
+// to one buyer and fills in the order, or returns why not. Nothing is
+// written unless it returns nil. Strategies are chosen once, at start.
+type Purchaser interface {
+	Purchase(ctx context.Context, order *Order) error
+}
+
 // Config tunes the purchase.
 type Config struct {
 	// MaxSleep: each purchase sleeps a random duration in [0, MaxSleep)
-	// between reading and writing the stock, the seed's race amplifier.
+	// between reading and writing the stock, the seed's race amplifier (the
+	// batch strategy sleeps once per batch).
 	MaxSleep time.Duration
 	// AcquireTimeout bounds the wait for the lock. Default 10s.
 	AcquireTimeout time.Duration
@@ -86,29 +105,61 @@ type Config struct {
 	// OutcomeTimeout bounds how long a purchase whose commit was cut off
 	// keeps asking the database whether its order exists. Default 10s.
 	OutcomeTimeout time.Duration
+	// MaxWaiting bounds the purchases in progress in this instance (for the
+	// locking strategies: the buyers waiting for the lock); a buyer beyond
+	// it is answered ErrBusy at once. 0: no bound.
+	MaxWaiting int
+	// SoldOutFor is how long a goods seen sold out is answered sold out
+	// without asking the lock or the database; a restock shows after at
+	// most this long. Default 1s; negative: never.
+	SoldOutFor time.Duration
+	// BatchMax bounds the buyers one batch sells to (the batch strategy).
+	// Default 100.
+	BatchMax int
 }
 
-// Shop sells goods.
+func (c *Config) setDefaults() {
+	if c.AcquireTimeout <= 0 {
+		c.AcquireTimeout = 10 * time.Second
+	}
+	if c.UnlockTimeout <= 0 {
+		c.UnlockTimeout = 10 * time.Second
+	}
+	if c.OutcomeTimeout <= 0 {
+		c.OutcomeTimeout = 10 * time.Second
+	}
+	if c.SoldOutFor == 0 {
+		c.SoldOutFor = time.Second
+	}
+	if c.BatchMax <= 0 {
+		c.BatchMax = 100
+	}
+}
+
+// Shop sells goods with one purchase strategy, and does for every strategy
+// what is the same: it checks the goods number, answers sold out from what
+// it has seen without queueing, refuses buyers beyond MaxWaiting, and finds
+// out how a purchase whose commit was cut off ended.
 type Shop struct {
-	store  Store
-	locker Locker // nil: no lock, the seed's overselling version
-	cfg    Config
-	log    *slog.Logger
+	store     Store
+	purchaser Purchaser
+	cfg       Config
+	log       *slog.Logger
+	soldOut   *soldOutMarks
+	waiting   chan struct{} // a token per purchase in progress; nil: no bound
 }
 
-// New returns a Shop. A nil locker runs purchases without a lock, which
-// oversells under concurrency: that is the switch the demo flips.
-func New(store Store, locker Locker, cfg Config, log *slog.Logger) *Shop {
-	if cfg.AcquireTimeout <= 0 {
-		cfg.AcquireTimeout = 10 * time.Second
+// New returns a Shop that sells with p.
+func New(store Store, p Purchaser, cfg Config, log *slog.Logger) *Shop {
+	cfg.setDefaults()
+	s := &Shop{store: store, purchaser: p, cfg: cfg, log: log, soldOut: newSoldOutMarks(cfg.SoldOutFor)}
+	if q, ok := p.(interface{ useSoldOut(*soldOutMarks) }); ok {
+		q.useSoldOut(s.soldOut) // queued buyers see the mark too
 	}
-	if cfg.UnlockTimeout <= 0 {
-		cfg.UnlockTimeout = 10 * time.Second
+	if cfg.MaxWaiting > 0 {
+		s.waiting = make(chan struct{}, cfg.MaxWaiting)
 	}
-	if cfg.OutcomeTimeout <= 0 {
-		cfg.OutcomeTimeout = 10 * time.Second
-	}
-	return &Shop{store: store, locker: locker, cfg: cfg, log: log}
+	return s
 }
 
 // Stock returns the current row of goodsNo and its number of orders.
@@ -127,74 +178,35 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 	return StockInfo{Goods: g, Orders: n}, nil
 }
 
-// Purchase buys one piece of goodsNo for the request requestID: it reads
-// the stock, sleeps up to MaxSleep, checks it, and writes back the value read
-// minus one together with an order row. Nothing is written unless it returns
-// the order.
-//
-// Without a lock that is the seed's overselling race. Under the lock the
-// read, the sleep and the write happen in one transaction that first claims
-// the row with the lock's fencing token, so a holder whose lock passed on
-// while it was paused can neither write after a newer holder nor have its
-// late commit overwritten by one.
+// Purchase buys one piece of goodsNo for the request requestID with the
+// shop's strategy. Nothing is written unless it returns the order.
 func (s *Shop) Purchase(ctx context.Context, goodsNo int32, requestID string) (*Order, error) {
 	if goodsNo <= 0 {
 		return nil, ErrInvalidGoodsNo
 	}
-	order := &Order{GoodsNo: goodsNo, RequestID: requestID}
-	var err error
-	if s.locker == nil {
-		err = s.sellUnlocked(ctx, order)
-	} else {
-		err = s.sellLocked(ctx, order)
+	if s.soldOut.seen(goodsNo) {
+		return nil, ErrSoldOut
 	}
+	if s.waiting != nil {
+		select {
+		case s.waiting <- struct{}{}:
+			defer func() { <-s.waiting }()
+		default:
+			return nil, ErrBusy
+		}
+	}
+	order := &Order{GoodsNo: goodsNo, RequestID: requestID}
+	err := s.purchaser.Purchase(ctx, order)
 	if errors.Is(err, ErrCommitUnknown) {
 		return s.outcome(ctx, order, err)
+	}
+	if errors.Is(err, ErrSoldOut) {
+		s.soldOut.mark(goodsNo)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return order, nil
-}
-
-// sellLocked is the purchase under the lock, fenced by its token.
-func (s *Shop) sellLocked(ctx context.Context, order *Order) error {
-	goodsNo := order.GoodsNo
-	lease, err := s.lock(ctx, goodsNo)
-	if err != nil {
-		return err
-	}
-	defer s.unlock(ctx, lease, goodsNo)
-	lost := lease.Lost()
-	token, err := lease.Token(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
-	}
-	decide := func(g Goods) (int32, error) {
-		if err := s.pause(ctx, lost); err != nil {
-			return 0, err
-		}
-		if g.Stock < 1 {
-			return 0, ErrSoldOut
-		}
-		return g.Stock - 1, nil
-	}
-	guard := func() error {
-		select {
-		case <-lost:
-			return ErrLockLost
-		default:
-			return nil
-		}
-	}
-	err = s.store.SellFenced(ctx, goodsNo, token, order, decide, guard)
-	if errors.Is(err, ErrFenced) {
-		s.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
-	}
-	return err
 }
 
 // outcome finds out whether a purchase whose commit was cut off happened,
@@ -224,63 +236,3 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 	}
 }
 
-// sellUnlocked is the seed's purchase without a lock: a plain read, the
-// sleep, and a write of the value read minus one. Concurrent buyers read the
-// same stock and oversell; that is what the lock switch shows.
-func (s *Shop) sellUnlocked(ctx context.Context, order *Order) error {
-	g, err := s.store.Goods(ctx, order.GoodsNo)
-	if err != nil {
-		return err
-	}
-	if err := s.pause(ctx, nil); err != nil {
-		return err
-	}
-	if g.Stock < 1 {
-		return ErrSoldOut
-	}
-	return s.store.Sell(ctx, g, g.Stock-1, order)
-}
-
-func (s *Shop) lock(ctx context.Context, goodsNo int32) (Lease, error) {
-	lctx, cancel := context.WithTimeout(ctx, s.cfg.AcquireTimeout)
-	defer cancel()
-	lease, err := s.locker.Lock(lctx, goodsNo)
-	switch {
-	case err == nil:
-		return lease, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err() // the caller gave up
-	case errors.Is(err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("%w after %v", ErrLockTimeout, s.cfg.AcquireTimeout)
-	default:
-		return nil, fmt.Errorf("%w: lock: %w", ErrUnavailable, err)
-	}
-}
-
-// unlock releases the lease even when the request's context has ended: a
-// held lock must never outlive the purchase.
-func (s *Shop) unlock(ctx context.Context, lease Lease, goodsNo int32) {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UnlockTimeout)
-	defer cancel()
-	if err := lease.Unlock(uctx); err != nil {
-		s.log.Error("unlock failed", "goodsNo", goodsNo, "err", err)
-	}
-}
-
-// pause is the seed's random sleep "so the race shows more often". It ends
-// early when the request ends or the lock is lost.
-func (s *Shop) pause(ctx context.Context, lost <-chan struct{}) error {
-	if s.cfg.MaxSleep <= 0 {
-		return nil
-	}
-	t := time.NewTimer(rand.N(s.cfg.MaxSleep))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-lost:
-		return ErrLockLost
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

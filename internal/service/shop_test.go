@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 )
 
 type fakeStore struct {
+	mu      sync.Mutex // SellBatch's, for the batch tests
+	batches int        // transactions SellBatch committed
 	goods   map[int32]service.Goods
 	fences  map[int32]int64 // the highest token each goods was sold under
 	orders  []service.Order
@@ -88,6 +91,65 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 	return nil
 }
 
+func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders []*service.Order,
+	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error) ([]*service.Order, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sellErr != nil {
+		return nil, f.sellErr
+	}
+	g, err := f.Goods(ctx, no)
+	if err != nil {
+		return nil, err
+	}
+	if fence < f.fences[no] {
+		return nil, service.ErrFenced
+	}
+	var dups, candidates []*service.Order
+	seen := map[string]bool{}
+	for _, o := range f.orders {
+		seen[o.RequestID] = true
+	}
+	for _, o := range orders {
+		if seen[o.RequestID] {
+			dups = append(dups, o)
+			continue
+		}
+		seen[o.RequestID] = true
+		candidates = append(candidates, o)
+	}
+	chosen, err := choose(g, candidates)
+	if err != nil {
+		return nil, err
+	}
+	if err := guard(); err != nil {
+		return nil, err
+	}
+	for _, o := range chosen {
+		o.ID = uint64(len(f.orders) + 1)
+		f.orders = append(f.orders, *o)
+	}
+	g.Stock -= int32(len(chosen))
+	f.goods[no] = g
+	f.batches++
+	if f.fences == nil {
+		f.fences = map[int32]int64{}
+	}
+	f.fences[no] = fence
+	return dups, nil
+}
+
+func (f *fakeStore) SellAtomic(ctx context.Context, o *service.Order) error {
+	g, err := f.Goods(ctx, o.GoodsNo)
+	if err != nil {
+		return err
+	}
+	if g.Stock < 1 {
+		return service.ErrSoldOut
+	}
+	return f.write(g, g.Stock-1, o, func() error { return nil })
+}
+
 func (f *fakeStore) OrderByRequestID(_ context.Context, id string) (service.Order, bool, error) {
 	if f.lookupErr != nil {
 		return service.Order{}, false, f.lookupErr
@@ -151,7 +213,8 @@ func newShop(store *fakeStore, locker service.Locker, cfg service.Config) *servi
 	if store.goods == nil {
 		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
 	}
-	return service.New(store, locker, cfg, slog.New(slog.DiscardHandler))
+	log := slog.New(slog.DiscardHandler)
+	return service.New(store, service.NewSeed(store, locker, cfg, log), cfg, log)
 }
 
 func TestPurchaseOutcomes(t *testing.T) {
@@ -284,13 +347,14 @@ func TestPurchaseWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
 	yes, no := true, false
 	tests := []struct {
 		name      string
-		store     fakeStore // copied for each subtest
-		want      error     // nil: a 200 with the order
+		store     func() *fakeStore // a new one for each subtest
+		want      error             // nil: a 200 with the order
 		wantCount int
 	}{
-		{"it went through: the order is found and returned", fakeStore{cutCommit: &yes}, nil, 1},
-		{"it did not: unavailable, nothing bought", fakeStore{cutCommit: &no}, service.ErrUnavailable, 0},
-		{"the database stays away: outcome unknown", fakeStore{cutCommit: &yes, lookupErr: service.ErrUnavailable}, service.ErrCommitUnknown, 1},
+		{"it went through: the order is found and returned", func() *fakeStore { return &fakeStore{cutCommit: &yes} }, nil, 1},
+		{"it did not: unavailable, nothing bought", func() *fakeStore { return &fakeStore{cutCommit: &no} }, service.ErrUnavailable, 0},
+		{"the database stays away: outcome unknown", func() *fakeStore { return &fakeStore{cutCommit: &yes, lookupErr: service.ErrUnavailable} },
+			service.ErrCommitUnknown, 1},
 	}
 	for _, tt := range tests {
 		for _, locked := range []bool{true, false} {
@@ -299,8 +363,8 @@ func TestPurchaseWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
 				if locked {
 					locker = &fakeLocker{lost: make(chan struct{})}
 				}
-				store := tt.store
-				shop := newShop(&store, locker, service.Config{OutcomeTimeout: 200 * time.Millisecond})
+				store := tt.store()
+				shop := newShop(store, locker, service.Config{OutcomeTimeout: 200 * time.Millisecond})
 				order, err := shop.Purchase(context.Background(), 1, "req-cut")
 				if tt.want == nil {
 					if err != nil || order == nil || order.ID == 0 || order.RequestID != "req-cut" {
@@ -317,5 +381,76 @@ func TestPurchaseWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestSoldOutIsAnsweredWithoutTheLockUntilTheMarkExpires(t *testing.T) {
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 0}}}
+	locker := &fakeLocker{lost: make(chan struct{})}
+	shop := newShop(store, locker, service.Config{SoldOutFor: 50 * time.Millisecond})
+	for range 3 {
+		if _, err := shop.Purchase(context.Background(), 1, "r"); !errors.Is(err, service.ErrSoldOut) {
+			t.Fatalf("Purchase = %v, want ErrSoldOut", err)
+		}
+	}
+	if locker.locks != 1 {
+		t.Fatalf("%d locks for 3 sold-out buyers, want 1: the others are answered from the mark", locker.locks)
+	}
+	store.goods[1] = service.Goods{ID: 10, GoodsNo: 1, Stock: 5} // restock
+	time.Sleep(60 * time.Millisecond)
+	if _, err := shop.Purchase(context.Background(), 1, "r2"); err != nil {
+		t.Fatalf("after the restock and the mark's expiry: %v, want a sale", err)
+	}
+}
+
+// blockingLocker holds every Lock until release is closed, then is a real
+// mutex, so that the fakes behind it are used by one buyer at a time.
+type blockingLocker struct {
+	fakeLocker
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+}
+
+func (b *blockingLocker) Lock(ctx context.Context, n int32) (service.Lease, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	b.mu.Lock()
+	if _, err := b.fakeLocker.Lock(ctx, n); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *blockingLocker) Unlock(ctx context.Context) error {
+	defer b.mu.Unlock()
+	return b.fakeLocker.Unlock(ctx)
+}
+
+func TestBuyersBeyondMaxWaitingAreBusy(t *testing.T) {
+	store := &fakeStore{}
+	locker := &blockingLocker{fakeLocker: fakeLocker{lost: make(chan struct{})}, entered: make(chan struct{}, 3), release: make(chan struct{})}
+	shop := newShop(store, locker, service.Config{MaxWaiting: 2})
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			_, err := shop.Purchase(context.Background(), 1, fmt.Sprint("w-", i))
+			errs <- err
+		}()
+	}
+	<-locker.entered
+	<-locker.entered // both wait for the lock
+	if _, err := shop.Purchase(context.Background(), 1, "third"); !errors.Is(err, service.ErrBusy) {
+		t.Fatalf("a third buyer with two waiting: %v, want ErrBusy", err)
+	}
+	close(locker.release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a waiting buyer: %v", err)
+		}
+	}
+	if _, err := shop.Purchase(context.Background(), 1, "later"); err != nil && !errors.Is(err, service.ErrSoldOut) {
+		t.Fatalf("once the waiters are done: %v, want room again", err)
 	}
 }

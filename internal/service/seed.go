@@ -1,0 +1,104 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// Seed is the seed's purchase, one buyer at a time: read the stock, sleep
+// up to MaxSleep, check it, write back the value read minus one with an
+// order row.
+//
+// Without a locker that is the seed's overselling race. With one, the read,
+// the sleep and the write are one transaction that first claims the row with
+// the lock's fencing token, so a holder whose lock passed on while it was
+// paused can neither write after a newer holder nor have its late commit
+// overwritten by one.
+type Seed struct {
+	store Store
+	locking
+	soldOut *soldOutMarks
+}
+
+// NewSeed returns the seed strategy; a nil locker runs it without a lock,
+// which oversells under concurrency: the switch the demo flips.
+func NewSeed(store Store, locker Locker, cfg Config, log *slog.Logger) *Seed {
+	cfg.setDefaults()
+	return &Seed{store: store, locking: locking{locker: locker, cfg: cfg, log: log}}
+}
+
+func (p *Seed) useSoldOut(m *soldOutMarks) { p.soldOut = m }
+
+// Purchase sells one piece to one buyer.
+func (p *Seed) Purchase(ctx context.Context, order *Order) error {
+	if p.locker == nil {
+		return p.sellUnlocked(ctx, order)
+	}
+	return p.sellLocked(ctx, order)
+}
+
+// sellLocked is the purchase under the lock, fenced by its token.
+func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
+	goodsNo := order.GoodsNo
+	lease, err := p.lock(ctx, goodsNo)
+	if err != nil {
+		return err
+	}
+	defer p.unlock(ctx, lease, goodsNo)
+	if p.soldOut.seen(goodsNo) { // the buyer ahead in the queue found none left
+		return ErrSoldOut
+	}
+	lost := lease.Lost()
+	token, err := lease.Token(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
+	}
+	decide := func(g Goods) (int32, error) {
+		if err := p.pause(ctx, lost); err != nil {
+			return 0, err
+		}
+		if g.Stock < 1 {
+			return 0, ErrSoldOut
+		}
+		return g.Stock - 1, nil
+	}
+	err = p.store.SellFenced(ctx, goodsNo, token, order, decide, guardLost(lost))
+	if errors.Is(err, ErrFenced) {
+		p.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
+	}
+	return err
+}
+
+// guardLost is the check before a commit under the lock.
+func guardLost(lost <-chan struct{}) func() error {
+	return func() error {
+		select {
+		case <-lost:
+			return ErrLockLost
+		default:
+			return nil
+		}
+	}
+}
+
+// sellUnlocked is the seed's purchase without a lock: a plain read, the
+// sleep, and a write of the value read minus one. Concurrent buyers read the
+// same stock and oversell; that is what the lock switch shows.
+func (p *Seed) sellUnlocked(ctx context.Context, order *Order) error {
+	g, err := p.store.Goods(ctx, order.GoodsNo)
+	if err != nil {
+		return err
+	}
+	if err := p.pause(ctx, nil); err != nil {
+		return err
+	}
+	if g.Stock < 1 {
+		return ErrSoldOut
+	}
+	return p.store.Sell(ctx, g, g.Stock-1, order)
+}
