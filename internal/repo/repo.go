@@ -185,17 +185,7 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID}
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&goodsStock{}).Where("goods_no = ? AND fence <= ?", goodsNo, fence).Update("fence", fence)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return notClaimed(tx, goodsNo, fence)
-		}
-		// A plain read suffices: the claim has locked the row and made it this
-		// transaction's own change, built on the latest commit, which is what
-		// a read within the transaction sees. The claim alone is the fence.
-		g, err := goods(tx, goodsNo)
+		g, err := claim(tx, goodsNo, fence)
 		if err != nil {
 			return err
 		}
@@ -297,14 +287,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		dups, chosen, rows = nil, nil, nil
-		res := tx.Model(&goodsStock{}).Where("goods_no = ? AND fence <= ?", goodsNo, fence).Update("fence", fence)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return notClaimed(tx, goodsNo, fence)
-		}
-		g, err := goods(tx, goodsNo)
+		g, err := claim(tx, goodsNo, fence)
 		if err != nil {
 			return err
 		}
@@ -386,6 +369,24 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	}
 	order.ID, order.CreatedAt = row.ID, row.CreatedAt
 	return nil
+}
+
+// claim claims the rows of goodsNo with the fencing token fence and reads
+// the row: the start of every purchase under the lock. The claim waits for
+// an earlier holder's transaction (its row lock) and matches nothing when a
+// newer holder has claimed the row (service.ErrFenced).
+func claim(tx *gorm.DB, goodsNo int32, fence int64) (service.Goods, error) {
+	res := tx.Model(&goodsStock{}).Where("goods_no = ? AND fence <= ?", goodsNo, fence).Update("fence", fence)
+	if res.Error != nil {
+		return service.Goods{}, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return service.Goods{}, notClaimed(tx, goodsNo, fence)
+	}
+	// A plain read suffices: the claim has locked the row and made it this
+	// transaction's own change, built on the latest commit, which is what a
+	// read within the transaction sees. The claim alone is the fence.
+	return goods(tx, goodsNo)
 }
 
 // notClaimed tells why a claim matched no row: no such goods, or a newer

@@ -235,4 +235,3 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 		}
 	}
 }
-
