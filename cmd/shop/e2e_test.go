@@ -254,15 +254,15 @@ const (
 
 // Two instances, one database, one ZooKeeper: the seed's two JVMs.
 // The locked run uses a per-goods lock path template.
-func twoInstances(t *testing.T, lockEnabled bool) (stack, outcome) {
+func twoInstances(t *testing.T, lockEnabled bool, env ...string) (stack, outcome) {
 	t.Helper()
-	s := newStack(t,
-		"SHOP_LOCK_PATH="+itest.Path(t)+"/locks/goods/{goodsNo}",
+	s := newStack(t, append([]string{
+		"SHOP_LOCK_PATH=" + itest.Path(t) + "/locks/goods/{goodsNo}",
 		fmt.Sprintf("SHOP_LOCK_ENABLED=%t", lockEnabled),
 		"SHOP_DEMO_MAXSLEEP=20ms",
 		"SHOP_LOCK_ACQUIRETIMEOUT=2m", // 300 buyers queue through one lock
 		"SHOP_LOG_LEVEL=info",         // the test reads the "listening" line
-	)
+	}, env...)...)
 	s.shop(t, "migrate")
 	s.shop(t, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(e2eStock), "--clear-orders")
 	bases := []string{s.serve(t).url, s.serve(t).url}
@@ -289,20 +289,78 @@ func TestTwoInstancesWithoutLockOversell(t *testing.T) {
 }
 
 func TestTwoInstancesWithLockSellExactlyTheStock(t *testing.T) {
-	s, out := twoInstances(t, true)
-	stock, orders := s.counts(t)
-	t.Logf("lock on: statuses %v, codes %v, stock %d, orders %d", out.status, out.codes, stock, orders)
-	if got := out.status[http.StatusOK]; got != e2eStock {
-		t.Errorf("%d successes, want exactly %d", got, e2eStock)
+	for _, strategy := range []string{"seed", "batch", "atomic"} {
+		t.Run(strategy, func(t *testing.T) {
+			s, out := twoInstances(t, true, "SHOP_PURCHASE_STRATEGY="+strategy)
+			stock, orders := s.counts(t)
+			t.Logf("%s: statuses %v, codes %v, stock %d, orders %d", strategy, out.status, out.codes, stock, orders)
+			if got := out.status[http.StatusOK]; got != e2eStock {
+				t.Errorf("%d successes, want exactly %d", got, e2eStock)
+			}
+			if got := out.codes["sold_out"]; got != e2eRequests-e2eStock {
+				t.Errorf("%d sold-out answers, want %d", got, e2eRequests-e2eStock)
+			}
+			if len(out.status) != 2 || out.status[http.StatusConflict] != e2eRequests-e2eStock {
+				t.Errorf("statuses %v, want only 200 and 409", out.status)
+			}
+			if stock != 0 || orders != e2eStock {
+				t.Errorf("stock %d with %d order rows, want 0 with %d", stock, orders, e2eStock)
+			}
+		})
 	}
-	if got := out.codes["sold_out"]; got != e2eRequests-e2eStock {
-		t.Errorf("%d sold-out answers, want %d", got, e2eRequests-e2eStock)
-	}
-	if len(out.status) != 2 || out.status[http.StatusConflict] != e2eRequests-e2eStock {
-		t.Errorf("statuses %v, want only 200 and 409", out.status)
-	}
-	if stock != 0 || orders != e2eStock {
-		t.Errorf("stock %d with %d order rows, want 0 with %d", stock, orders, e2eStock)
+}
+
+// Once a goods is sold out, buyers are answered from what the instance saw,
+// without queueing for the lock: no lock node is created for them. A restock
+// reaches them within a second.
+func TestSoldOutAnswersTakeNoLockAndARestockSellsAgain(t *testing.T) {
+	for _, strategy := range []string{"seed", "batch"} {
+		t.Run(strategy, func(t *testing.T) {
+			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info")
+			s.shop(t, "migrate")
+			s.shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
+			in := s.serve(t)
+			if a := await(t, "the last piece", purchaseAsync(in.url)); a.status != http.StatusOK {
+				t.Fatalf("the last piece: %d %s", a.status, a.code)
+			}
+			if a := await(t, "the first sold-out buyer", purchaseAsync(in.url)); a.code != "sold_out" {
+				t.Fatalf("after the last piece: %d %s, want sold_out", a.status, a.code)
+			}
+			conn := zkConn(t, s.zkServers)
+			_, before, err := conn.Get(s.lockPath)
+			if err != nil {
+				t.Fatalf("the lock's parent: %v", err)
+			}
+			// All at once, well within the mark's second.
+			var answers []<-chan answer
+			for range 20 {
+				answers = append(answers, purchaseAsync(in.url))
+			}
+			for _, ch := range answers {
+				if a := await(t, "a sold-out buyer", ch); a.code != "sold_out" {
+					t.Fatalf("%d %s, want sold_out", a.status, a.code)
+				}
+			}
+			_, after, err := conn.Get(s.lockPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if created := after.Cversion - before.Cversion; created != 0 {
+				t.Errorf("20 sold-out buyers created or deleted %d lock nodes, want none", created)
+			}
+			s.shop(t, "stock", "set", "--goods", "1", "--stock", "2")
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				a := await(t, "a buyer after the restock", purchaseAsync(in.url))
+				if a.status == http.StatusOK {
+					break
+				}
+				if a.code != "sold_out" || time.Now().After(deadline) {
+					t.Fatalf("after the restock: %d %s", a.status, a.code)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
 	}
 }
 
