@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench chaos serve k6 jmeter stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve k6 jmeter stack-up stack-down stack-status demo demo-stop clean
 
 all: build
 
@@ -52,6 +52,15 @@ bench: stack-up
 			../../bin/zklock.test -test.run '^$$' -test.bench Uncontended -test.benchtime 2s -test.v && \
 			../../bin/zklock.test -test.run '^$$' -test.bench Contended -test.benchtime $${BENCH_HANDOFFS:-4000}x -test.v) || exit 1; \
 	done | scripts/benchtable.sh
+
+## bench-shop: the purchase strategies side by side on two instances each (seed, batch, atomic):
+## every buyer buys, a sell-out, and how time and memory grow with the crowd. Prints the table
+## (also in out/bench-shop.txt). BENCH_SHOP_BUYERS, _CONCURRENCY, _ROUNDS, _SIZES change it.
+bench-shop: stack-up
+	mkdir -p out
+	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt $(GO) test -count=1 -timeout 60m -run '^$$' \
+		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ > out/bench-shop.log 2>&1 || { tail -50 out/bench-shop.log; exit 1; }
+	cat out/bench-shop.txt
 
 ## chaos: the fault scenarios of `make test` with the seed's numbers (1500 buyers, stock 100, 25 a second):
 ## a ZooKeeper leader, then a follower, killed mid-sale; MariaDB crashed and restarted;

@@ -66,13 +66,13 @@ type stack struct {
 	env       []string
 }
 
-func newStack(t *testing.T, extra ...string) stack {
+func newStack(t testing.TB, extra ...string) stack {
 	t.Helper()
 	return newStackOn(t, itest.Database(t), itest.ZooKeeper(t), extra...)
 }
 
 // newStackOn is a stack on the given database and ZooKeeper servers.
-func newStackOn(t *testing.T, dsn string, zkServers []string, extra ...string) stack {
+func newStackOn(t testing.TB, dsn string, zkServers []string, extra ...string) stack {
 	t.Helper()
 	lockPath := itest.Path(t) + "/Locks"
 	env := append(os.Environ(),
@@ -84,7 +84,7 @@ func newStackOn(t *testing.T, dsn string, zkServers []string, extra ...string) s
 	return stack{binary: shopBinary, dsn: dsn, zkServers: zkServers, lockPath: lockPath, env: append(env, extra...)}
 }
 
-func (s stack) shop(t *testing.T, args ...string) {
+func (s stack) shop(t testing.TB, args ...string) {
 	t.Helper()
 	cmd := exec.Command(s.binary, args...)
 	cmd.Env = s.env
@@ -106,7 +106,7 @@ type instance struct {
 }
 
 // stop sends SIGINT and waits for the process; it returns how it exited.
-func (in *instance) stop(t *testing.T) error {
+func (in *instance) stop(t testing.TB) error {
 	t.Helper()
 	in.once.Do(func() {
 		if err := in.cmd.Process.Signal(os.Interrupt); err != nil {
@@ -126,7 +126,7 @@ func (in *instance) stop(t *testing.T) error {
 
 // serve starts an instance on a free port and returns it once it is ready.
 // It is stopped with SIGINT at cleanup, if not before, and must exit 0.
-func (s stack) serve(t *testing.T, env ...string) *instance {
+func (s stack) serve(t testing.TB, env ...string) *instance {
 	t.Helper()
 	cmd := exec.Command(s.binary, "serve", "--server.addr=127.0.0.1:0")
 	cmd.Env = append(append([]string{}, s.env...), env...)
@@ -229,7 +229,7 @@ func buy(t *testing.T, bases []string, n int) outcome {
 	return out
 }
 
-func (s stack) counts(t *testing.T) (stock, orders int) {
+func (s stack) counts(t testing.TB) (stock, orders int) {
 	t.Helper()
 	db, err := sql.Open("mysql", s.dsn)
 	if err != nil {

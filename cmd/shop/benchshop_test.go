@@ -1,0 +1,226 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// BenchmarkShop is `make bench-shop`: the purchase strategies side by side,
+// each on two instances of the shop (built without -race) on one MariaDB
+// and ZooKeeper, with demo.maxSleep=0, in one run:
+//
+//	(a) every buyer buys: BENCH_SHOP_BUYERS buyers (3000), BENCH_SHOP_CONCURRENCY
+//	    at a time (200), a stock larger than the buyers;
+//	(b) a sell-out: stock 100, the same buyers and concurrency;
+//	(c) how cost grows: stock 100 and BENCH_SHOP_SIZES buyers (1500,3000,6000),
+//	    all at once; seconds, and each instance's peak RSS.
+//
+// (a) and (b) run BENCH_SHOP_ROUNDS rounds (2), the strategies in a
+// different order each round, and report the medians. The table goes to the
+// log and to BENCH_SHOP_TABLE. Run it once: -benchtime 1x.
+func BenchmarkShop(b *testing.B) {
+	env := func(key string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
+	buyers, conc, rounds := env("BENCH_SHOP_BUYERS", 3000), env("BENCH_SHOP_CONCURRENCY", 200), env("BENCH_SHOP_ROUNDS", 2)
+	sizes := []int{1500, 3000, 6000}
+	if v := os.Getenv("BENCH_SHOP_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("BENCH_SHOP_SIZES=%q: want positive numbers, comma separated", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	strategies := []string{"atomic", "seed", "batch"}
+	runs := map[string]map[string][]benchRun{"a": {}, "b": {}}
+	for r := range rounds {
+		order := slices.Clone(strategies)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, st := range order {
+			runs["a"][st] = append(runs["a"][st], benchSale(b, st, buyers+1000, buyers, conc))
+			runs["b"][st] = append(runs["b"][st], benchSale(b, st, 100, buyers, conc))
+		}
+	}
+	growth := map[string][]benchRun{}
+	for _, st := range strategies {
+		for _, n := range sizes {
+			growth[st] = append(growth[st], benchSale(b, st, 100, n, n))
+		}
+	}
+	table := benchShopTable(strategies, buyers, conc, rounds, runs, growth)
+	b.Log("\n" + table)
+	if f := os.Getenv("BENCH_SHOP_TABLE"); f != "" {
+		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchRun is what one sale measured.
+type benchRun struct {
+	buyers          int
+	ok, soldOut     int
+	other           map[string]int
+	elapsed         time.Duration // to the last answer
+	firstStock      time.Duration // to the answer that sold the last piece
+	p50, p99        time.Duration
+	oversold        int
+	peakRSS         [2]int64 // bytes, per instance
+	purchasesPerSec float64
+}
+
+// benchSale starts two instances of strategy on a fresh stock and sends
+// buyers purchases, conc at a time.
+func benchSale(b *testing.B, strategy string, stock, buyers, conc int) benchRun {
+	b.Helper()
+	s := newStack(b, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+		"SHOP_LOCK_PATH="+itest.Path(b)+"/locks/goods/{goodsNo}", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+	s.binary = shopBinaryNoRace
+	s.shop(b, "migrate")
+	s.shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
+	a, c := s.serve(b), s.serve(b)
+	answers, start := closedLoad([]string{a.url, c.url}, buyers, conc)
+	run := benchRun{buyers: buyers, other: map[string]int{}}
+	var lat []time.Duration
+	var okEnds []time.Duration
+	for _, x := range answers {
+		lat = append(lat, x.end.Sub(x.start))
+		run.elapsed = max(run.elapsed, x.end.Sub(start))
+		switch {
+		case x.err != nil:
+			run.other["no answer"]++
+		case x.status == http.StatusOK:
+			run.ok++
+			okEnds = append(okEnds, x.end.Sub(start))
+		case x.code == "sold_out":
+			run.soldOut++
+		default:
+			run.other[x.code]++
+		}
+	}
+	slices.Sort(lat)
+	slices.Sort(okEnds)
+	if len(lat) > 0 {
+		run.p50, run.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	}
+	if len(okEnds) > 0 {
+		run.firstStock = okEnds[len(okEnds)-1]
+		run.purchasesPerSec = float64(len(okEnds)) / okEnds[len(okEnds)-1].Seconds()
+	}
+	left, orders := s.counts(b)
+	run.oversold = orders - (stock - left)
+	run.peakRSS = [2]int64{peakRSS(a), peakRSS(c)}
+	return run
+}
+
+// closedLoad sends buyers purchases of goods 1, conc at a time, round-robin
+// over bases.
+func closedLoad(bases []string, buyers, conc int) ([]timedAnswer, time.Time) {
+	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}}
+	defer client.CloseIdleConnections()
+	answers := make([]timedAnswer, buyers)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for i := range next {
+				a := timedAnswer{start: time.Now()}
+				resp, err := client.Get(bases[i%len(bases)] + "/goods-stock/1")
+				if err != nil {
+					a.err = err
+				} else {
+					a.status, a.code = resp.StatusCode, decodeCode(resp)
+				}
+				a.end = time.Now()
+				answers[i] = a
+			}
+		})
+	}
+	for i := range buyers {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return answers, start
+}
+
+// peakRSS is the instance's peak resident set (VmHWM), or -1.
+func peakRSS(in *instance) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return -1
+}
+
+func median(runs []benchRun, f func(benchRun) float64) float64 {
+	v := make([]float64, len(runs))
+	for i, r := range runs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func benchShopTable(strategies []string, buyers, conc, rounds int, runs map[string]map[string][]benchRun, growth map[string][]benchRun) string {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var b strings.Builder
+	fmt.Fprintf(&b, "two instances per strategy, demo.maxSleep=0; (a) and (b): %d buyers, %d at a time, median of %d rounds\n\n", buyers, conc, rounds)
+	fmt.Fprintf(&b, "(a) every buyer buys\n%-8s %12s %9s %9s %10s %9s %s\n", "strategy", "purchases/s", "p50 ms", "p99 ms", "x atomic", "oversold", "other answers")
+	atomicRate := median(runs["a"]["atomic"], func(r benchRun) float64 { return r.purchasesPerSec })
+	for _, st := range strategies {
+		rs := runs["a"][st]
+		rate := median(rs, func(r benchRun) float64 { return r.purchasesPerSec })
+		fmt.Fprintf(&b, "%-8s %12.0f %9.1f %9.1f %10.2f %9.0f %v\n", st, rate,
+			median(rs, func(r benchRun) float64 { return ms(r.p50) }), median(rs, func(r benchRun) float64 { return ms(r.p99) }),
+			rate/atomicRate, median(rs, func(r benchRun) float64 { return float64(r.oversold) }), rs[len(rs)-1].other)
+	}
+	fmt.Fprintf(&b, "\n(b) sell-out: stock 100\n%-8s %14s %16s %14s %9s %9s %s\n", "strategy", "sold out at s", "all answered s", "answered/sold", "p99 ms", "oversold", "other answers")
+	for _, st := range strategies {
+		rs := runs["b"][st]
+		soldAt := median(rs, func(r benchRun) float64 { return r.firstStock.Seconds() })
+		all := median(rs, func(r benchRun) float64 { return r.elapsed.Seconds() })
+		fmt.Fprintf(&b, "%-8s %14.2f %16.2f %14.2f %9.1f %9.0f %v\n", st, soldAt, all, all/soldAt,
+			median(rs, func(r benchRun) float64 { return ms(r.p99) }), median(rs, func(r benchRun) float64 { return float64(r.oversold) }), rs[len(rs)-1].other)
+	}
+	fmt.Fprintf(&b, "\n(c) how cost grows: stock 100, every buyer at once\n%-8s %7s %9s %20s %9s %s\n", "strategy", "buyers", "seconds", "peak RSS MB (A / B)", "oversold", "other answers")
+	for _, st := range strategies {
+		for _, r := range growth[st] {
+			fmt.Fprintf(&b, "%-8s %7d %9.2f %9.0f / %-8.0f %9d %v\n", st, r.buyers, r.elapsed.Seconds(),
+				float64(r.peakRSS[0])/(1<<20), float64(r.peakRSS[1])/(1<<20), r.oversold, r.other)
+		}
+	}
+	return b.String()
+}
