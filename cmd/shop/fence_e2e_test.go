@@ -198,7 +198,7 @@ func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
 // A answers 503 lock_lost and writes nothing.
 func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 	p := newFaultPair(t, true)
-	claim := p.db.HoldPacket(isPrepare("SET `fence`"), p.zk.Stall)
+	claim := p.db.HoldPacket(isStatement("SET `fence`"), p.zk.Stall)
 	fromA := purchaseAsync(p.a.url)
 	p.heldBy(t, claim, "A's claim")
 	ansB := await(t, "B", purchaseAsync(p.b.url)) // gets the lock once A's session has expired
@@ -223,7 +223,7 @@ func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 // of the two commits first.
 func TestStoppedHolderDoesNotOversell(t *testing.T) {
 	p := newFaultPair(t, false)
-	insert := p.db.HoldPacket(isPrepare("INSERT INTO `order_info`"), nil)
+	insert := p.db.HoldPacket(isStatement("INSERT INTO `order_info`"), nil)
 	fromA := purchaseAsync(p.a.url)
 	p.heldBy(t, insert, "A's order insert")
 	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -270,11 +270,12 @@ func TestPurchaseWhoseCommitWasCutOff(t *testing.T) {
 	}
 }
 
-// isPrepare matches a prepared statement (COM_STMT_PREPARE) whose SQL
-// contains sql.
-func isPrepare(sql string) func(payload []byte) bool {
+// isStatement matches a statement whose SQL contains sql, sent as a text
+// query (COM_QUERY, the store's way: it interpolates the values) or
+// prepared (COM_STMT_PREPARE).
+func isStatement(sql string) func(payload []byte) bool {
 	return func(payload []byte) bool {
-		return len(payload) > 0 && payload[0] == 0x16 && bytes.Contains(payload, []byte(sql))
+		return len(payload) > 0 && (payload[0] == 0x03 || payload[0] == 0x16) && bytes.Contains(payload, []byte(sql))
 	}
 }
 

@@ -55,14 +55,19 @@ type Store struct {
 
 // Open connects to MySQL and checks that it answers. The DSN is the
 // go-sql-driver form; the store always asks for found-rows counts (so an
-// UPDATE that writes an unchanged value still counts as matched), parsed
-// times in UTC and, unless given, a 5s dial timeout.
+// UPDATE that writes an unchanged value still counts as matched), values
+// interpolated into the statements, parsed times in UTC and, unless given,
+// a 5s dial timeout.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
 	}
 	cfg.ClientFoundRows = true
+	// One text query per statement instead of prepare, execute and close:
+	// a third of the round trips on the purchase's path. The driver escapes
+	// the values for the connection's character set.
+	cfg.InterpolateParams = true
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	if cfg.Timeout == 0 {

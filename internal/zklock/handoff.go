@@ -68,3 +68,15 @@ func (r rule) remaining(kids []string, gone string, wasFirst bool) []string {
 		return k == gone || wasFirst && sequenceKey(k, r.markers...) < key
 	})
 }
+
+// countAhead counts the nodes of kids that sort ahead of node.
+func (r rule) countAhead(kids []string, node string) int {
+	key := sequenceKey(node, r.markers...)
+	n := 0
+	for _, k := range kids {
+		if sequenceKey(k, r.markers...) < key {
+			n++
+		}
+	}
+	return n
+}

@@ -85,6 +85,14 @@ func playQueue(t *testing.T, trial int, ruleOf func(string) rule, markers []stri
 			r := ruleOf(name)
 			_, holds, isFirst, _ := r.decide(r.remaining(slices.Clone(w.seen), gone, first[gone]), name)
 			_, realHolds, realFirst, _ := r.decide(slices.Clone(present), name)
+			// What a mutex waiter keeps instead of its listing (the number
+			// of nodes ahead of the one it watches) must decide the same.
+			if r.exclusive {
+				if byCount := r.countAhead(w.seen, gone) == 0 || first[gone]; byCount != holds {
+					t.Fatalf("trial %d: %s woken by %s: by the count of nodes ahead the shortcut holds=%v, by the listing %v",
+						trial, name, gone, byCount, holds)
+				}
+			}
 			if holds && !realHolds || isFirst && !realFirst {
 				t.Fatalf("trial %d: %s woken by the deletion of %s (first: %v): shortcut holds=%v first=%v, queue %v says holds=%v first=%v",
 					trial, name, gone, first[gone], holds, isFirst, present, realHolds, realFirst)

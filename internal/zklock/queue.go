@@ -156,6 +156,15 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		}
 		watched := path.Join(q.dir, watch)
 		ahead := s.local(watched) // nil unless this session created it
+		// A mutex waiter keeps of its listing only how many nodes were ahead
+		// of the one it watches: that settles the shortcut below as the whole
+		// listing would, and a thousand waiters each keeping a listing of the
+		// thousand would hold memory quadratic in the queue.
+		beforeWatch := -1
+		if q.rule.exclusive {
+			beforeWatch = q.rule.countAhead(kids, watch)
+			kids = nil
+		}
 		ev, err := q.watch(ctx, s, watched)
 		if err != nil {
 			return err
@@ -166,7 +175,18 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		if ahead == nil {
 			ahead = s.local(watched) // it may have been tracked after our listing
 		}
-		rest := q.rule.remaining(kids, watch, ahead != nil && ahead.first.Load())
+		wasFirst := ahead != nil && ahead.first.Load()
+		if beforeWatch >= 0 {
+			// The watched node was our predecessor: with it gone we are
+			// first if nothing was ahead of it, or if it had been first.
+			if beforeWatch == 0 || wasFirst {
+				q.c.stats.shortcuts.Add(1)
+				own.first.Store(true)
+				return nil
+			}
+			continue
+		}
+		rest := q.rule.remaining(kids, watch, wasFirst)
 		if _, holds, first, _ := q.rule.decide(rest, name); holds {
 			q.c.stats.shortcuts.Add(1)
 			own.first.Store(first)
