@@ -216,6 +216,10 @@ up)
 	# The Java Curator interop tests: a JDK and Debian's Curator 5.
 	command -v javac >/dev/null || apt_install default-jdk-headless
 	[ -f /usr/share/java/curator-recipes.jar ] || apt_install libcurator-recipes-java
+	# The chaos test runs a MariaDB of its own (it kills and restarts it), even where the
+	# shop's MariaDB is another machine's.
+	{ command -v mariadb-install-db >/dev/null && { command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ]; }; } ||
+		apt_install mariadb-server mariadb-client
 	zk_up
 	mysql_up
 	;;
