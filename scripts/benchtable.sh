@@ -18,6 +18,8 @@ tee /dev/stderr | awk '
 		if ($(i+1) == "mutex/raw") { mr += $i; nmr++ }
 		if ($(i+1) == "zklock/raw") { zr += $i; nzr++ }
 		if ($(i+1) == "fenced/mutex") { fr += $i; nfr++ }
+		if ($(i+1) == "mutex-p50/zklock-p50") { p50 += $i; np50++ }
+		if ($(i+1) == "mutex-p99/zklock-p99") { p99 += $i; np99++ }
 	}
 }
 function max0(x) { return x > 0 ? x : 0 }
@@ -46,6 +48,8 @@ END {
 	row("uncontended: zklock.Mutex / raw ops (time)", ratio(mr, nmr), "<= 1.2")
 	row("uncontended: zk.Lock / raw ops (time)", ratio(zr, nzr), "")
 	row("uncontended: with Token (fencing) / without (time)", ratio(fr, nfr), "")
+	row("uncontended: zklock.Mutex / zk.Lock, median of each acquire+release", ratio(p50, np50), "")
+	row("uncontended: zklock.Mutex / zk.Lock, p99 of each acquire+release", ratio(p99, np99), "<= 1.5")
 	contended("BenchmarkContended", 2, 20, ">= 1.0")
 	contended("BenchmarkContended", 2, 200, ">= 1.0")
 	contended("BenchmarkContendedOneSession", 1, 20, "")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,7 @@ func BenchmarkUncontended(b *testing.B) {
 	fm := zklock.NewMutex(c, path+"/fenced")
 	l := zk.NewLock(conn, path+"/zklock", acl)
 	var raw, mutex, zkLock, fenced time.Duration
+	var mutexEach, zkLockEach []time.Duration // for the percentiles
 	for b.Loop() {
 		t0 := time.Now()
 		node, err := conn.Create(path+"/raw/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zk.FlagEphemeralSequential, acl)
@@ -74,6 +76,7 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 		t4 := time.Now()
 		raw, mutex, zkLock, fenced = raw+t1.Sub(t0), mutex+t2.Sub(t1), zkLock+t3.Sub(t2), fenced+t4.Sub(t3)
+		mutexEach, zkLockEach = append(mutexEach, t2.Sub(t1)), append(zkLockEach, t3.Sub(t2))
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(raw.Nanoseconds())/n, "raw-ns/op")
@@ -82,6 +85,12 @@ func BenchmarkUncontended(b *testing.B) {
 	b.ReportMetric(mutex.Seconds()/raw.Seconds(), "mutex/raw")
 	b.ReportMetric(zkLock.Seconds()/raw.Seconds(), "zklock/raw")
 	b.ReportMetric(fenced.Seconds()/mutex.Seconds(), "fenced/mutex")
+	pct := func(d []time.Duration, p int) float64 {
+		slices.Sort(d)
+		return float64(d[(len(d)-1)*p/100])
+	}
+	b.ReportMetric(pct(mutexEach, 50)/pct(zkLockEach, 50), "mutex-p50/zklock-p50")
+	b.ReportMetric(pct(mutexEach, 99)/pct(zkLockEach, 99), "mutex-p99/zklock-p99")
 }
 
 // BenchmarkContended measures hand-offs per second with 20 and 200 waiters

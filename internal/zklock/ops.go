@@ -235,6 +235,9 @@ func (c *Client) background(fn func(ctx context.Context)) bool {
 // goes on alone (and deleteNode itself retries through connection loss).
 // A closed client deletes nothing: its session, and the node, are gone.
 func (c *Client) release(ctx context.Context, node string, owner *Session) error {
+	if ctx.Done() == nil {
+		return c.deleteNode(node, owner) // a context that never ends: no goroutine needed
+	}
 	done := make(chan error, 1)
 	if !c.background(func(context.Context) { done <- c.deleteNode(node, owner) }) {
 		return nil
