@@ -1,10 +1,10 @@
--- Version 2 (after goods_stock.sql): fencing. A purchase under the ZooKeeper lock first claims the goods'
--- row with its lock's fencing token (the lock node's create zxid), in the same
--- transaction as its read and its write:
---   UPDATE goods_stock SET fence = <token> WHERE goods_no = ? AND fence <= <token>
--- The claim waits for an earlier holder's transaction still in flight, and matches
--- nothing once a newer holder has written: a holder whose lock passed on while it
--- was paused then writes nothing. The seed's columns stay as they are.
+-- Version 2 (after goods_stock.sql): fencing. fence is the fencing token (the lock
+-- node's create zxid) of the last sale made under the ZooKeeper lock. A purchase under
+-- the lock first claims the goods' row, in the same transaction as its read and write:
+--   SELECT ... FROM goods_stock WHERE goods_no = ? ... FOR UPDATE
+-- which waits for an earlier holder's transaction still in flight, and refuses the sale
+-- when fence is above its token (a newer holder has written); the sale writes its token
+-- into fence with the stock. The seed's columns stay as they are.
 -- `shop migrate` treats "duplicate column" and "duplicate key" as already applied.
 ALTER TABLE goods_stock ADD COLUMN fence bigint NOT NULL DEFAULT 0;
 

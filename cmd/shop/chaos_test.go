@@ -343,7 +343,7 @@ func TestChaos(t *testing.T) {
 		a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()))
 		instances := []*instance{a, s.serve(t)}
 		record("instance killed holding the lock", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
-			claim := dbProxy.HoldPacket(isStatement("SET `fence`"), nil)
+			claim := dbProxy.HoldPacket(isStatement("FOR UPDATE"), nil)
 			select {
 			case <-claim.Held():
 			case <-time.After(30 * time.Second):

@@ -194,11 +194,11 @@ func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
 
 // A holder whose lock passed on before its claim reached MySQL: its claim is
 // held while its ZooKeeper traffic stalls; B takes the lock, buys and commits
-// under a newer token. When A's claim finally arrives it matches nothing:
+// under a newer token. When A's claim finally arrives it finds a newer token:
 // A answers 503 lock_lost and writes nothing.
 func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 	p := newFaultPair(t, true)
-	claim := p.db.HoldPacket(isStatement("SET `fence`"), p.zk.Stall)
+	claim := p.db.HoldPacket(isStatement("FOR UPDATE"), p.zk.Stall)
 	fromA := purchaseAsync(p.a.url)
 	p.heldBy(t, claim, "A's claim")
 	ansB := await(t, "B", purchaseAsync(p.b.url)) // gets the lock once A's session has expired

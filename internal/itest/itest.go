@@ -160,9 +160,10 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// WaitForBlockedUpdate returns once an UPDATE on the database of dsn has
-// been running for at least 200ms, which in these tests means it waits for
-// a row lock; it fails the test if none does within 30s. (MariaDB lists a
+// WaitForBlockedUpdate returns once an UPDATE or a locking read (SELECT
+// ... FOR UPDATE) on the database of dsn has been running for at least
+// 200ms, which in these tests means it waits for a row lock; it fails the
+// test if none does within 30s. (MariaDB lists a
 // transaction waiting for its first row lock nowhere else, so the process
 // list it is; reading other connections' rows there needs the PROCESS
 // privilege, which the stack script grants.)
@@ -176,7 +177,8 @@ func WaitForBlockedUpdate(t testing.TB, dsn string) {
 	seen := map[int64]time.Time{} // connection id -> first seen running an UPDATE
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		rows, err := db.Query(`SELECT id FROM information_schema.processlist
-			WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command IN ('Query', 'Execute') AND info LIKE 'UPDATE%'`)
+			WHERE db = DATABASE() AND id <> CONNECTION_ID() AND command IN ('Query', 'Execute')
+			AND (info LIKE 'UPDATE%' OR info LIKE 'SELECT%FOR UPDATE%')`)
 		if err != nil {
 			t.Fatalf("read the process list: %v (the test user needs the PROCESS privilege: %s)", err, howToStart)
 		}
@@ -201,5 +203,5 @@ func WaitForBlockedUpdate(t testing.TB, dsn string) {
 		}
 		seen = now
 	}
-	t.Fatal("no UPDATE waited for a row lock within 30s")
+	t.Fatal("no UPDATE or locking read waited for a row lock within 30s")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -146,6 +147,10 @@ func goods(db *gorm.DB, goodsNo int32) (service.Goods, error) {
 	if err != nil {
 		return service.Goods{}, translate(err)
 	}
+	return row.goods(), nil
+}
+
+func (row goodsStock) goods() service.Goods {
 	g := service.Goods{ID: row.ID, GoodsNo: row.GoodsNo}
 	if row.Stock != nil {
 		g.Stock = *row.Stock
@@ -153,7 +158,7 @@ func goods(db *gorm.DB, goodsNo int32) (service.Goods, error) {
 	if row.IsActive != nil {
 		g.IsActive = *row.IsActive
 	}
-	return g, nil
+	return g
 }
 
 // Sell sets the stock of row g.ID and inserts the order in one transaction:
@@ -162,7 +167,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID, CreatedAt: time.Now().UTC()}
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := writeSale(tx, g.ID, stock, &row); err != nil {
+		if err := writeSale(tx, g.ID, stock, 0, &row); err != nil {
 			return err
 		}
 		return passed(func() error { return nil }, &committing)
@@ -175,16 +180,11 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 }
 
 // SellFenced is a purchase under a lock whose fencing token is fence, in one
-// transaction: it claims the rows of goodsNo with the token, reads the row,
-// asks decide for the new stock, writes it and the order, calls guard and
-// commits.
-//
-// The claim is the fence: it waits for the transaction of an earlier holder
-// that is still in flight (its row lock), and it matches no row when a newer
-// holder has claimed the row already, in which case nothing is written and
-// the error is service.ErrFenced. A goods without a row is
-// service.ErrNotFound; an error from decide or guard rolls back and is
-// returned.
+// transaction: it claims the goods' row (see claim), asks decide for the new
+// stock, writes it with the token and the order, calls guard and commits.
+// A newer holder's token on the row is service.ErrFenced and a goods without
+// a row service.ErrNotFound, with nothing written; an error from decide or
+// guard rolls back and is returned.
 func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
 	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID}
@@ -199,7 +199,7 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 			return err
 		}
 		row.CreatedAt = time.Now().UTC()
-		if err := writeSale(tx, g.ID, stock, &row); err != nil {
+		if err := writeSale(tx, g.ID, stock, fence, &row); err != nil {
 			return err
 		}
 		return passed(guard, &committing)
@@ -251,12 +251,23 @@ func (s *Store) OrderByRequestID(ctx context.Context, requestID string) (order s
 
 // writeSale sets the stock of row id and inserts the order row: the order
 // first, so that the row lock, if this statement takes it, is held from the
-// stock's update to the commit only. ErrPurchaseFailed when the row is gone.
-func writeSale(tx *gorm.DB, id uint32, stock int32, order *orderInfo) error {
+// stock's update to the commit only. A fence above 0 is written with the
+// stock: the token of the lock the sale was made under. ErrPurchaseFailed
+// when the row is gone.
+func writeSale(tx *gorm.DB, id uint32, stock int32, fence int64, order *orderInfo) error {
 	if err := tx.Create(order).Error; err != nil {
 		return err
 	}
-	res := tx.Model(&goodsStock{}).Where("id = ?", id).Update("stock", stock)
+	return writeStock(tx, id, stock, fence)
+}
+
+// writeStock sets the stock of row id, and its fence when fence > 0.
+func writeStock(tx *gorm.DB, id uint32, stock int32, fence int64) error {
+	set := map[string]any{"stock": stock}
+	if fence > 0 {
+		set["fence"] = fence
+	}
+	res := tx.Model(&goodsStock{}).Where("id = ?", id).Updates(set)
 	if res.Error != nil {
 		return res.Error
 	}
@@ -267,11 +278,12 @@ func writeSale(tx *gorm.DB, id uint32, stock int32, order *orderInfo) error {
 }
 
 // SellBatch sells to a batch of buyers under a lock whose fencing token is
-// fence, in one transaction: it claims the goods' rows with the token (as
-// SellFenced does), reads the row, sets aside the orders whose request id
+// fence, in one transaction: it claims the goods' row (as SellFenced does),
+// sets aside the orders whose request id
 // was used before or earlier in the batch (the dups it returns), asks choose
 // which of the others to sell to, then writes the stock minus their number
-// with one UPDATE and their order rows with one multi-row INSERT, calls
+// (and the token) with one UPDATE and their order rows with one multi-row
+// INSERT, calls
 // guard and commits. The chosen orders get their ids. A request id inserted
 // by a concurrent transaction meanwhile makes it start once more.
 func (s *Store) SellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*service.Order,
@@ -330,7 +342,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 			if err := tx.Create(&rows).Error; err != nil {
 				return err
 			}
-			if err := tx.Model(&goodsStock{}).Where("id = ?", g.ID).Update("stock", g.Stock-int32(len(chosen))).Error; err != nil {
+			if err := writeStock(tx, g.ID, g.Stock-int32(len(chosen)), fence); err != nil {
 				return err
 			}
 		}
@@ -376,34 +388,24 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	return nil
 }
 
-// claim claims the rows of goodsNo with the fencing token fence and reads
-// the row: the start of every purchase under the lock. The claim waits for
-// an earlier holder's transaction (its row lock) and matches nothing when a
-// newer holder has claimed the row (service.ErrFenced).
+// claim is the start of every purchase under the lock: a locking read of the
+// goods' row and a check of its fence against the lock's token. The read
+// waits for an earlier holder's transaction still in flight (its row lock)
+// and then sees its commit; a row whose fence is above the token was written
+// under a newer lock (service.ErrFenced). The row stays locked until the
+// transaction ends, and the sale writes the token into the fence with the
+// stock, so no older holder can write after it.
 func claim(tx *gorm.DB, goodsNo int32, fence int64) (service.Goods, error) {
-	res := tx.Model(&goodsStock{}).Where("goods_no = ? AND fence <= ?", goodsNo, fence).Update("fence", fence)
-	if res.Error != nil {
-		return service.Goods{}, res.Error
-	}
-	if res.RowsAffected == 0 {
-		return service.Goods{}, notClaimed(tx, goodsNo, fence)
-	}
-	// A plain read suffices: the claim has locked the row and made it this
-	// transaction's own change, built on the latest commit, which is what a
-	// read within the transaction sees. The claim alone is the fence.
-	return goods(tx, goodsNo)
-}
-
-// notClaimed tells why a claim matched no row: no such goods, or a newer
-// token on the row.
-func notClaimed(tx *gorm.DB, goodsNo int32, fence int64) error {
 	var row goodsStock
-	err := tx.Select("fence").Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
 	if err != nil {
-		return err // gorm.ErrRecordNotFound: translated to ErrNotFound
+		return service.Goods{}, err // gorm.ErrRecordNotFound: translated to ErrNotFound
 	}
-	return fmt.Errorf("%w: token %d, row fenced at %d (if ZooKeeper's data was wiped, its zxids started again: "+
-		"`shop stock set --reset-fence`)", service.ErrFenced, fence, row.Fence)
+	if row.Fence > fence {
+		return service.Goods{}, fmt.Errorf("%w: token %d, row fenced at %d (if ZooKeeper's data was wiped, its zxids started again: "+
+			"`shop stock set --reset-fence`)", service.ErrFenced, fence, row.Fence)
+	}
+	return row.goods(), nil
 }
 
 // StockReset says what else `shop stock set` resets besides the stock.

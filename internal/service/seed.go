@@ -12,8 +12,8 @@ import (
 // order row.
 //
 // Without a locker that is the seed's overselling race. With one, the read,
-// the sleep and the write are one transaction that first claims the row with
-// the lock's fencing token, so a holder whose lock passed on while it was
+// the sleep and the write are one transaction that first claims the row
+// against the lock's fencing token (and writes the token with the stock), so a holder whose lock passed on while it was
 // paused can neither write after a newer holder nor have its late commit
 // overwritten by one.
 type Seed struct {

@@ -45,16 +45,16 @@ type Store interface {
 	// used before, ErrCommitUnknown when the commit was cut off.
 	Sell(ctx context.Context, g Goods, stock int32, order *Order) error
 	// SellFenced is the purchase under a lock with fencing token fence, in
-	// one transaction: claim the goods' row with the token (waiting for an
+	// one transaction: claim the goods' row (a locking read that waits for an
 	// earlier holder's transaction; ErrFenced when a newer holder has
-	// written), read it, call decide for the new stock, write the stock and
-	// order, call guard, commit. ErrNotFound when there is no row; an error
-	// from decide or guard rolls back and is returned.
+	// written), call decide for the new stock, write the stock with the token
+	// and the order, call guard, commit. ErrNotFound when there is no row; an
+	// error from decide or guard rolls back and is returned.
 	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 	// CountOrders counts the order rows of goodsNo.
 	CountOrders(ctx context.Context, goodsNo int32) (int64, error)
 	// SellBatch sells to a batch of buyers under a lock with fencing token
-	// fence, in one transaction: claim the row (as SellFenced), read it, set
+	// fence, in one transaction: claim the row (as SellFenced), set
 	// aside the orders whose request id was used before or earlier in the
 	// batch (returned as dups), ask choose which of the others to sell to,
 	// write the stock minus their number and their order rows, call guard,
