@@ -47,7 +47,7 @@ END {
 	row("measure", "value", "target")
 	row("uncontended: zklock.Mutex / raw ops (time)", ratio(mr, nmr), "<= 1.2")
 	row("uncontended: zk.Lock / raw ops (time)", ratio(zr, nzr), "")
-	row("uncontended: with Token (fencing) / without (time)", ratio(fr, nfr), "")
+	row("uncontended: with Token (read early) / without (time)", ratio(fr, nfr), "")
 	row("uncontended: zklock.Mutex / zk.Lock, median of each acquire+release", ratio(p50, np50), "")
 	row("uncontended: zklock.Mutex / zk.Lock, p99 of each acquire+release", ratio(p99, np99), "<= 1.5")
 	contended("BenchmarkContended", 2, 20, ">= 1.0")

@@ -27,6 +27,7 @@ func (l *zkLocker) lockPath(goodsNo int32) string {
 // Lock acquires a new mutex handle: each purchase is its own participant.
 func (l *zkLocker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error) {
 	m := zklock.NewMutex(l.client, l.lockPath(goodsNo))
+	m.FetchTokenEarly() // every purchase fences its transaction with the token
 	if err := m.Acquire(ctx); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,14 @@ import (
 // the nodes' sequence numbers start at 0 again: that is why the token is
 // the node's create zxid and not its sequence.
 func TestMutexTokensIncreaseFromHolderToHolder(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		t.Run(map[bool]string{false: "read when asked", true: "read early"}[early], func(t *testing.T) {
+			tokensIncrease(t, early)
+		})
+	}
+}
+
+func tokensIncrease(t *testing.T, early bool) {
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
 	lockPath := itest.Path(t) + "/lock"
@@ -24,6 +32,9 @@ func TestMutexTokensIncreaseFromHolderToHolder(t *testing.T) {
 	for round := range 6 {
 		c := clients[round%2]
 		m := zklock.NewMutex(c, lockPath)
+		if early {
+			m.FetchTokenEarly()
+		}
 		if err := m.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}

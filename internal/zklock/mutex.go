@@ -50,6 +50,7 @@ type Mutex struct {
 	data      []byte        // node data; nil: the client's NodeData
 	onRevoke  func()        // set by MakeRevocable
 	forbidden func() error  // checked before acquiring (the read/write lock's no-upgrade rule)
+	early     bool          // FetchTokenEarly: read the token as soon as the node exists
 }
 
 // NewMutex returns a handle on the lock at lockPath. It does no I/O; the path
@@ -100,7 +101,14 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		data = m.c.opts.NodeData
 	}
 
-	node, s, err := m.q.enter(ctx, data, wait)
+	pre := &tokenPrefetch{}
+	var created func(string)
+	m.mu.Lock()
+	if m.early {
+		created = func(node string) { m.c.background(func(context.Context) { pre.fetch(m.c, node) }) }
+	}
+	m.mu.Unlock()
+	node, s, err := m.q.enter(ctx, data, wait, created)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
 			return err
@@ -109,6 +117,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 	}
 	h := held{node: node, sess: s, interrupted: s.interruption(), lost: make(chan struct{}), stop: make(chan struct{}),
 		token: newFenceToken(), onRevoke: onRevoke}
+	pre.attach(node, h.token)
 	// The hold is watched only once somebody asks (Lost) or must be told
 	// (revocation): a goroutine and a read per hold are not free.
 	arm := sync.OnceFunc(func() { m.c.background(func(bg context.Context) { m.c.watchHeld(bg, h) }) })
@@ -194,6 +203,18 @@ func (m *Mutex) Token(ctx context.Context) (int64, error) {
 	return tok.wait(ctx, lost)
 }
 
+// FetchTokenEarly makes this handle read the fencing token of each of its
+// acquisitions as soon as its node exists: alongside the first listing of the
+// queue, and while it waits. Token then answers at once when the lock is
+// held, which takes a round trip off every hand-off for holders that fence
+// their work. It costs that read for every acquisition; call it before
+// Acquire.
+func (m *Mutex) FetchTokenEarly() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.early = true
+}
+
 // IsHeld reports whether this handle holds the lock.
 func (m *Mutex) IsHeld() bool {
 	m.mu.Lock()
@@ -255,7 +276,48 @@ type held struct {
 	onRevoke    func()
 }
 
-// fenceToken is a hold's fencing token, set once by the hold's watcher.
+// tokenPrefetch carries a token read early (FetchTokenEarly) to the hold
+// whose node it belongs to: an acquisition may create several nodes (a
+// session lost while waiting), and only the final one's token counts.
+type tokenPrefetch struct {
+	mu         sync.Mutex
+	node       string // the node read, once read
+	v          int64
+	target     *fenceToken // the hold's token, once acquired
+	targetNode string
+}
+
+// fetch reads node's create zxid and hands it on; a failure leaves the token
+// to the hold's watcher.
+func (p *tokenPrefetch) fetch(c *Client, node string) {
+	ok, st, err := c.conn.Exists(node)
+	if err != nil || !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.target != nil {
+		if p.targetNode == node {
+			p.target.set(st.Czxid)
+		}
+		return
+	}
+	p.node, p.v = node, st.Czxid
+}
+
+// attach gives the hold of node its token, now or when the read answers.
+func (p *tokenPrefetch) attach(node string, tok *fenceToken) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.node == node {
+		tok.set(p.v)
+		return
+	}
+	p.target, p.targetNode = tok, node
+}
+
+// fenceToken is a hold's fencing token, set once: by the hold's watcher, or
+// by an early read.
 type fenceToken struct {
 	once  sync.Once
 	ready chan struct{}

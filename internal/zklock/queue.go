@@ -85,11 +85,12 @@ func (r rule) decide(kids []string, name string) (found, holds, first bool, watc
 
 func (r rule) sort(kids []string) { sortNodes(kids, r.markers...) }
 
-// enter creates our node and, if wait, waits until it holds. Without wait it
+// enter creates our node and, if wait, waits until it holds; created, if
+// not nil, is told of every node it creates, before it waits. Without wait it
 // returns ErrLocked when it does not hold at once. On any failure our node is
 // deleted. It retries with a new node when the session was lost meanwhile,
 // as long as ctx and the retry policy allow.
-func (q *queue) enter(ctx context.Context, data []byte, wait bool) (string, *Session, error) {
+func (q *queue) enter(ctx context.Context, data []byte, wait bool, created func(node string)) (string, *Session, error) {
 	for n := 0; ; n++ {
 		s, err := q.c.Session(ctx)
 		if err != nil {
@@ -97,6 +98,9 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool) (string, *Ses
 		}
 		node, err := q.c.createProtected(ctx, s, q.dir, q.marker, data)
 		if err == nil {
+			if created != nil {
+				created(node)
+			}
 			err = q.await(ctx, s, node, s.track(node), wait)
 			if err == nil {
 				return node, s, nil // the holder untracks it when it deletes it
