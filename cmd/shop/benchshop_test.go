@@ -142,15 +142,7 @@ func closedLoad(bases []string, buyers, conc int) ([]timedAnswer, time.Time) {
 	for range conc {
 		wg.Go(func() {
 			for i := range next {
-				a := timedAnswer{start: time.Now()}
-				resp, err := client.Get(bases[i%len(bases)] + "/goods-stock/1")
-				if err != nil {
-					a.err = err
-				} else {
-					a.status, a.code = resp.StatusCode, decodeCode(resp)
-				}
-				a.end = time.Now()
-				answers[i] = a
+				answers[i] = askPurchase(client, bases[i%len(bases)])
 			}
 		})
 	}

@@ -111,18 +111,23 @@ func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
 }
 
 func (l *buyerLoad) buy(base string) {
-	a := timedAnswer{start: time.Now()}
-	resp, err := l.client.Get(base + "/goods-stock/1")
-	if err != nil {
-		a.err = err
-	} else {
-		a.status = resp.StatusCode
-		a.code = decodeCode(resp)
-	}
-	a.end = time.Now()
+	a := askPurchase(l.client, base)
 	l.mu.Lock()
 	l.answers = append(l.answers, a)
 	l.mu.Unlock()
+}
+
+// askPurchase buys goods 1 at base and times the answer.
+func askPurchase(client *http.Client, base string) timedAnswer {
+	a := timedAnswer{start: time.Now()}
+	resp, err := client.Get(base + "/goods-stock/1")
+	if err != nil {
+		a.err = err
+	} else {
+		a.status, a.code = resp.StatusCode, decodeCode(resp)
+	}
+	a.end = time.Now()
+	return a
 }
 
 // drop stops sending to base, as a load balancer does with a dead instance.

@@ -101,10 +101,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		data = m.c.opts.NodeData
 	}
 
-	pre := &tokenPrefetch{}
+	var pre *tokenPrefetch // nil unless FetchTokenEarly
 	var created func(string)
 	m.mu.Lock()
 	if m.early {
+		pre = &tokenPrefetch{}
 		created = func(node string) { m.c.background(func(context.Context) { pre.fetch(m.c, node) }) }
 	}
 	m.mu.Unlock()
@@ -187,8 +188,9 @@ func (m *Mutex) Lost() <-chan struct{} {
 // (paused, partitioned, expired): see the README.
 //
 // The token comes from the hold's watcher (the read that Lost also starts),
-// so a holder that watches Lost pays no extra request for it; Token waits for
-// that first read. It returns ErrNotHeld when nothing is held and ErrLost when
+// so a holder that watches Lost pays no extra request for it, or, after
+// FetchTokenEarly, from a read sent as soon as the node exists; Token waits
+// for whichever answers first. It returns ErrNotHeld when nothing is held and ErrLost when
 // the hold ended before the read answered. For a read lock the tokens of
 // readers holding at once are not ordered among themselves: fence writers.
 func (m *Mutex) Token(ctx context.Context) (int64, error) {
@@ -305,8 +307,12 @@ func (p *tokenPrefetch) fetch(c *Client, node string) {
 	p.node, p.v = node, st.Czxid
 }
 
-// attach gives the hold of node its token, now or when the read answers.
+// attach gives the hold of node its token, now or when the read answers;
+// a nil prefetch (no early read) leaves it to the hold's watcher.
 func (p *tokenPrefetch) attach(node string, tok *fenceToken) {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.node == node {
