@@ -128,7 +128,8 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 		answerAll(err)
 		return
 	}
-	defer b.unlock(ctx, lease, goodsNo)
+	h := b.handOff(ctx, lease, goodsNo)
+	defer h.done()
 	lost := lease.Lost()
 	token, err := lease.Token(ctx)
 	if err != nil {
@@ -142,6 +143,7 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 		buyerOf[x.order] = x
 	}
 	sold := map[*Order]bool{}
+	var left int32
 	choose := func(g Goods, candidates []*Order) ([]*Order, error) {
 		clear(sold)
 		if err := b.pause(ctx, lost); err != nil {
@@ -158,15 +160,19 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 			chosen = append(chosen, o)
 			sold[o] = true
 		}
+		left = g.Stock - int32(len(chosen))
 		return chosen, nil
 	}
-	dups, err := b.store.SellBatch(ctx, goodsNo, token, orders, choose, guardLost(lost))
+	dups, err := b.store.SellBatch(ctx, goodsNo, token, orders, choose, h.guard)
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
 		}
 		answerAll(err)
 		return
+	}
+	if left <= 0 {
+		b.soldOut.mark(goodsNo) // none left: the next buyers need not queue
 	}
 	dup := make(map[*Order]bool, len(dups))
 	for _, o := range dups {

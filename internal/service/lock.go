@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -60,4 +61,66 @@ func (l locking) pause(ctx context.Context, lost <-chan struct{}) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// handOff ends a purchase under a lease. Its guard, the transaction's last
+// step before the commit, checks that the lock is still held and then starts
+// releasing it, so that the hand-off to the next holder (a delete, a watch
+// firing, perhaps a listing) overlaps the commit instead of following it.
+//
+// That is safe because of the claim: the next holder's first statement is a
+// locking read of the same row, which waits for this transaction's row lock
+// and then reads its commit (or, had it rolled back, the row as it was). The
+// fence still orders the two: the next holder's token is the larger. The
+// ZooKeeper lock decides who is next; the row lock keeps the two
+// transactions apart for the one round trip they may overlap.
+type handOff struct {
+	l       locking
+	ctx     context.Context
+	lease   Lease
+	goodsNo int32
+	lost    <-chan struct{}
+
+	mu       sync.Mutex
+	started  bool
+	released chan struct{}
+}
+
+func (l locking) handOff(ctx context.Context, lease Lease, goodsNo int32) *handOff {
+	return &handOff{l: l, ctx: ctx, lease: lease, goodsNo: goodsNo, lost: lease.Lost(), released: make(chan struct{})}
+}
+
+// start begins the release, once; it reports whether this call began it.
+func (h *handOff) start() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.started {
+		return false
+	}
+	h.started = true
+	go func() {
+		defer close(h.released)
+		h.l.unlock(h.ctx, h.lease, h.goodsNo)
+	}()
+	return true
+}
+
+// guard is the check before the commit: ErrLockLost when the lock is lost
+// (or was already let go), else the release begins and the commit may go.
+func (h *handOff) guard() error {
+	select {
+	case <-h.lost:
+		return ErrLockLost
+	default:
+	}
+	if !h.start() {
+		return ErrLockLost // a second commit under one hold: never
+	}
+	return nil
+}
+
+// done releases the lock if the guard did not, and waits for the release.
+func (h *handOff) done() {
+	h.start()
+	<-h.released
 }

@@ -46,7 +46,8 @@ func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
 	if err != nil {
 		return err
 	}
-	defer p.unlock(ctx, lease, goodsNo)
+	h := p.handOff(ctx, lease, goodsNo)
+	defer h.done()
 	if p.soldOut.seen(goodsNo) { // the buyer ahead in the queue found none left
 		return ErrSoldOut
 	}
@@ -58,6 +59,7 @@ func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
 		}
 		return fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
 	}
+	var left int32
 	decide := func(g Goods) (int32, error) {
 		if err := p.pause(ctx, lost); err != nil {
 			return 0, err
@@ -65,25 +67,17 @@ func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
 		if g.Stock < 1 {
 			return 0, ErrSoldOut
 		}
-		return g.Stock - 1, nil
+		left = g.Stock - 1
+		return left, nil
 	}
-	err = p.store.SellFenced(ctx, goodsNo, token, order, decide, guardLost(lost))
+	err = p.store.SellFenced(ctx, goodsNo, token, order, decide, h.guard)
+	if err == nil && left == 0 {
+		p.soldOut.mark(goodsNo) // this buyer got the last piece
+	}
 	if errors.Is(err, ErrFenced) {
 		p.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
 	}
 	return err
-}
-
-// guardLost is the check before a commit under the lock.
-func guardLost(lost <-chan struct{}) func() error {
-	return func() error {
-		select {
-		case <-lost:
-			return ErrLockLost
-		default:
-			return nil
-		}
-	}
 }
 
 // sellUnlocked is the seed's purchase without a lock: a plain read, the

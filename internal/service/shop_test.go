@@ -13,7 +13,7 @@ import (
 )
 
 type fakeStore struct {
-	mu      sync.Mutex // SellBatch's, for the batch tests
+	mu      sync.Mutex // the row lock: held by SellFenced and SellBatch from claim to commit
 	batches int        // transactions SellBatch committed
 	goods   map[int32]service.Goods
 	fences  map[int32]int64 // the highest token each goods was sold under
@@ -21,6 +21,8 @@ type fakeStore struct {
 	readErr error
 	sellErr error
 	onSell  func() // runs inside the sale's transaction, before the guard
+	// committing runs after the guard passed, before the commit
+	committing func()
 	// cutCommit makes Sell report ErrCommitUnknown after deciding whether
 	// the commit went through (true: written).
 	cutCommit *bool
@@ -53,6 +55,9 @@ func (f *fakeStore) write(g service.Goods, stock int32, o *service.Order, guard 
 	if err := guard(); err != nil {
 		return err // rolled back: nothing changes
 	}
+	if f.committing != nil {
+		f.committing()
+	}
 	if f.cutCommit != nil && !*f.cutCommit {
 		return service.ErrCommitUnknown // cut off, and rolled back
 	}
@@ -70,6 +75,8 @@ func (f *fakeStore) write(g service.Goods, stock int32, o *service.Order, guard 
 // fence sells nothing; the claim is undone when anything fails.
 func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	g, err := f.Goods(ctx, no)
 	if err != nil {
 		return err
@@ -179,7 +186,8 @@ type fakeLocker struct {
 	tokenErr error
 	locks    int
 	unlocks  int
-	deadline bool // Lock waits for ctx to end
+	deadline bool          // Lock waits for ctx to end
+	released chan struct{} // if not nil, closed by the first Unlock
 }
 
 func (f *fakeLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
@@ -206,6 +214,9 @@ func (f *fakeLocker) Token(context.Context) (int64, error) {
 
 func (f *fakeLocker) Unlock(context.Context) error {
 	f.unlocks++
+	if f.released != nil {
+		close(f.released)
+	}
 	return nil
 }
 
@@ -452,5 +463,58 @@ func TestBuyersBeyondMaxWaitingAreBusy(t *testing.T) {
 	}
 	if _, err := shop.Purchase(context.Background(), 1, "later"); err != nil && !errors.Is(err, service.ErrSoldOut) {
 		t.Fatalf("once the waiters are done: %v, want room again", err)
+	}
+}
+
+// The lock is let go while the sale commits, not after: the next holder's
+// claim waits for the row lock instead (see handOff). A sale that would only
+// release after its commit waits here in vain.
+func TestTheLockIsHandedOnWhileTheSaleCommits(t *testing.T) {
+	locker := &fakeLocker{lost: make(chan struct{}), released: make(chan struct{})}
+	var releasedFirst bool
+	store := &fakeStore{committing: func() {
+		select {
+		case <-locker.released:
+			releasedFirst = true
+		case <-time.After(5 * time.Second):
+		}
+	}}
+	shop := newShop(store, locker, service.Config{})
+	if _, err := shop.Purchase(context.Background(), 1, "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	if !releasedFirst {
+		t.Fatal("the commit went ahead without the lock being released: the hand-off follows the commit")
+	}
+	if locker.unlocks != 1 {
+		t.Fatalf("unlocks = %d, want 1", locker.unlocks)
+	}
+
+	// A sale that fails before its guard still releases, once.
+	locker = &fakeLocker{lost: make(chan struct{})}
+	store = &fakeStore{sellErr: service.ErrUnavailable}
+	shop = newShop(store, locker, service.Config{})
+	if _, err := shop.Purchase(context.Background(), 1, "r-2"); !errors.Is(err, service.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if locker.unlocks != 1 {
+		t.Fatalf("unlocks after a failed sale = %d, want 1", locker.unlocks)
+	}
+}
+
+// The buyer who gets the last piece marks the goods sold out: the next one
+// is answered without the lock.
+func TestTheLastPieceMarksSoldOut(t *testing.T) {
+	locker := &fakeLocker{lost: make(chan struct{})}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1, IsActive: 1}}}
+	shop := newShop(store, locker, service.Config{})
+	if _, err := shop.Purchase(context.Background(), 1, "last"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Purchase(context.Background(), 1, "after"); !errors.Is(err, service.ErrSoldOut) {
+		t.Fatalf("after the last piece: %v, want ErrSoldOut", err)
+	}
+	if locker.locks != 1 {
+		t.Fatalf("locks = %d, want 1: the buyer after the last piece queued for the lock", locker.locks)
 	}
 }
