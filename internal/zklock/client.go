@@ -122,6 +122,11 @@ type Client struct {
 
 	noContainers bool // the server does not know CONTAINER nodes (before 3.5)
 	stats        stats
+
+	listMu sync.Mutex
+	lists  map[string]*queueListings // the queues with a listing in flight (listing.go)
+	// beforeListing, if set (by tests), runs before each shared listing is sent.
+	beforeListing func(dir string)
 }
 
 // Connect dials the ensemble and waits, at most ctx's deadline or

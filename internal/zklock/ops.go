@@ -20,6 +20,7 @@ type stats struct {
 	wakeups   atomic.Int64 // watch notifications that woke a waiter
 	listings  atomic.Int64 // children listings of a lock queue
 	shortcuts atomic.Int64 // hand-offs taken without listing again
+	watches   atomic.Int64 // watches lock waiters set
 }
 
 // Stats are counters of a Client's recipes.

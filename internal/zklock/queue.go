@@ -138,11 +138,13 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool, created func(
 func (q *queue) await(ctx context.Context, s *Session, node string, own *localNode, wait bool) error {
 	name := path.Base(node)
 	for {
-		kids, err := q.c.children(ctx, q.dir)
+		kids, err := q.c.sharedChildren(ctx, q.dir)
 		if err != nil {
 			return err
 		}
-		q.c.stats.listings.Add(1)
+		if !q.rule.exclusive {
+			kids = slices.Clone(kids) // the rule sorts it; the listing is shared
+		}
 		found, holds, first, watch := q.rule.decide(kids, name)
 		switch {
 		case !found:
@@ -217,6 +219,7 @@ func (q *queue) watch(ctx context.Context, s *Session, p string) (zk.Event, erro
 	if err != nil {
 		return zk.Event{}, err
 	}
+	q.c.stats.watches.Add(1)
 	select {
 	case ev := <-ch:
 		q.c.stats.wakeups.Add(1)
