@@ -8,13 +8,21 @@ import (
 )
 
 func TestStatements(t *testing.T) {
-	stmts := migrations.Statements()
+	var stmts []string
+	for _, v := range migrations.Versions() {
+		stmts = append(stmts, migrations.Statements(v.SQL)...)
+	}
 	wantPrefixes := []string{
 		"CREATE TABLE IF NOT EXISTS goods_stock",
 		"CREATE TABLE IF NOT EXISTS order_info",
 		"INSERT INTO goods_stock",
 		"ALTER TABLE goods_stock ADD COLUMN fence",
 		"CREATE INDEX idx_goods_stock_goods_no",
+		"ALTER TABLE order_info ADD COLUMN status varchar(16) NOT NULL DEFAULT 'paid'",
+		"ALTER TABLE order_info ALTER COLUMN status SET DEFAULT 'unpaid'",
+		"ALTER TABLE order_info ADD COLUMN paid_at",
+		"ALTER TABLE order_info ADD COLUMN expired_at",
+		"CREATE INDEX idx_order_info_status_created",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

@@ -58,13 +58,19 @@ func BenchmarkShop(b *testing.B) {
 			runs["b"][st] = append(runs["b"][st], benchSale(b, st, 100, buyers, conc))
 		}
 	}
+	// The floor of (b): the same buyers with nothing to sell, answered
+	// from the first buyer's sold-out mark: HTTP and nothing else.
+	var floor []benchRun
+	for range rounds {
+		floor = append(floor, benchSale(b, "batch", 0, buyers, conc))
+	}
 	growth := map[string][]benchRun{}
 	for _, st := range strategies {
 		for _, n := range sizes {
 			growth[st] = append(growth[st], benchSale(b, st, 100, n, n))
 		}
 	}
-	table := benchShopTable(strategies, buyers, conc, rounds, runs, growth)
+	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth)
 	b.Log("\n" + table)
 	if f := os.Getenv("BENCH_SHOP_TABLE"); f != "" {
 		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
@@ -186,7 +192,7 @@ func median(runs []benchRun, f func(benchRun) float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-func benchShopTable(strategies []string, buyers, conc, rounds int, runs map[string]map[string][]benchRun, growth map[string][]benchRun) string {
+func benchShopTable(strategies []string, buyers, conc, rounds int, runs map[string]map[string][]benchRun, floor []benchRun, growth map[string][]benchRun) string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	var b strings.Builder
 	fmt.Fprintf(&b, "two instances per strategy, demo.maxSleep=0; (a) and (b): %d buyers, %d at a time, median of %d rounds\n\n", buyers, conc, rounds)
@@ -207,6 +213,8 @@ func benchShopTable(strategies []string, buyers, conc, rounds int, runs map[stri
 		fmt.Fprintf(&b, "%-8s %14.2f %16.2f %14.2f %9.1f %9.0f %v\n", st, soldAt, all, all/soldAt,
 			median(rs, func(r benchRun) float64 { return ms(r.p99) }), median(rs, func(r benchRun) float64 { return float64(r.oversold) }), rs[len(rs)-1].other)
 	}
+	fmt.Fprintf(&b, "%-8s %14s %16.2f %14s %9.1f %9s   (stock 0: the same buyers, nothing to sell)\n", "floor", "-",
+		median(floor, func(r benchRun) float64 { return r.elapsed.Seconds() }), "-", median(floor, func(r benchRun) float64 { return ms(r.p99) }), "-")
 	fmt.Fprintf(&b, "\n(c) how cost grows: stock 100, every buyer at once\n%-8s %7s %9s %20s %9s %s\n", "strategy", "buyers", "seconds", "peak RSS MB (A / B)", "oversold", "other answers")
 	for _, st := range strategies {
 		for _, r := range growth[st] {

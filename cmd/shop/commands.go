@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,10 +28,33 @@ func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	applied, err := store.Migrate(ctx)
+	if err != nil {
 		return err
 	}
-	log.Info("schema up to date")
+	log.Info("schema up to date", "applied", applied)
+	return nil
+}
+
+// migrateStatus prints the schema's versions and which the database has.
+func migrateStatus(ctx context.Context, cfg Config, stdout io.Writer) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	states, err := store.MigrationStatus(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-8s %-8s %-25s %s\n", "version", "state", "applied at", "file")
+	for _, st := range states {
+		state, at := "pending", "-"
+		if st.Applied {
+			state, at = "applied", st.AppliedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(stdout, "%-8d %-8s %-25s %s\n", st.Version, state, at, st.File)
+	}
 	return nil
 }
 
@@ -59,8 +83,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	checks := []handler.Check{{Name: "mysql", Check: store.Ping}}
 
 	var locker service.Locker
-	if cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic" {
-		zc, err := zklock.Connect(ctx, cfg.ZooKeeper.Servers, zklock.Options{
+	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic"
+	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
+	var zc *zklock.Client
+	if useLock || elect {
+		zc, err = zklock.Connect(ctx, cfg.ZooKeeper.Servers, zklock.Options{
 			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
 			Retry:             cfg.ZooKeeper.Retry,
@@ -70,8 +97,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 		}
 		defer zc.Close()
-		locker = newZKLocker(zc, cfg.Lock.Path)
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(zc)})
+	}
+	if useLock {
+		locker = newZKLocker(zc, cfg.Lock.Path)
 	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}
@@ -94,18 +123,37 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		purchaser = service.NewSeed(store, locker, scfg, log)
 	}
 	shop := service.New(store, purchaser, scfg, log)
+	orders := service.NewOrders(store, service.OrdersConfig{PayTimeout: cfg.Orders.PayTimeout, SweepInterval: cfg.Orders.SweepInterval}, log)
 
-	gin.SetMode(gin.ReleaseMode)
-	srv := &http.Server{
-		Handler:           handler.New(shop, log, checks...),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	id := participantID(cfg.Leader.ID, ln.Addr())
+	var elected handler.Election = noElection{id}
+	if elect {
+		e, err := startElection(zc, cfg.Leader.Path, id, orders, log)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("leader election: %w", err)
+		}
+		defer e.close() // before the ZooKeeper client closes: leave the election
+		elected = e
+	} else if cfg.Orders.PayTimeout > 0 {
+		sctx, stopSweeping := context.WithCancel(ctx)
+		swept := make(chan struct{})
+		go func() { defer close(swept); _ = orders.Sweep(sctx, id) }()
+		defer func() { stopSweeping(); <-swept }()
+		log.Warn("leader election off (leader.enabled=false): this instance sweeps expired orders along with any other")
+	}
+
+	gin.SetMode(gin.ReleaseMode)
+	srv := &http.Server{
+		Handler:           handler.New(handler.Services{Shop: shop, Orders: orders, Election: elected}, log, checks...),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", cfg.Purchase.Strategy, "lock", locker != nil, "lockPath", cfg.Lock.Path,
-		"maxSleep", cfg.Demo.MaxSleep.String())
+		"maxSleep", cfg.Demo.MaxSleep.String(), "participantId", id, "payTimeout", cfg.Orders.PayTimeout.String())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

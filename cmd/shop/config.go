@@ -42,6 +42,15 @@ type Config struct {
 		MaxWaiting int
 		BatchMax   int
 	}
+	Orders struct {
+		PayTimeout    time.Duration // 0: orders never expire
+		SweepInterval time.Duration
+	}
+	Leader struct {
+		Enabled bool
+		Path    string
+		ID      string // "" : host:port
+	}
 	Demo struct {
 		MaxSleep time.Duration
 	}
@@ -74,6 +83,11 @@ var settings = []setting{
 	{"purchase.strategy", "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)"},
 	{"purchase.maxWaiting", "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy"},
 	{"purchase.batchMax", "100", "batch strategy: the most buyers one batch sells to"},
+	{"orders.payTimeout", "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)"},
+	{"orders.sweepInterval", "1s", "how often the elected instance expires unpaid orders"},
+	{"leader.enabled", "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)"},
+	{"leader.path", "/seckill/leader", "ZooKeeper path of the sweeper's election (Curator LeaderSelector)"},
+	{"leader.id", "", "this instance's participant id in the election (default: hostname:port)"},
 	{"demo.maxSleep", "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier"},
 	{"log.level", "info", "log level: debug, info, warn, error"},
 }
@@ -148,6 +162,11 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	c.Purchase.Strategy = p.oneOf("purchase.strategy", "seed", "batch", "atomic")
 	c.Purchase.MaxWaiting = p.positive("purchase.maxWaiting")
 	c.Purchase.BatchMax = p.positive("purchase.batchMax")
+	c.Orders.PayTimeout = p.duration("orders.payTimeout", true)
+	c.Orders.SweepInterval = p.duration("orders.sweepInterval", false)
+	c.Leader.Enabled = p.boolean("leader.enabled")
+	c.Leader.Path = p.lockPath("leader.path")
+	c.Leader.ID = strings.TrimSpace(p.v.GetString("leader.id"))
 	c.Demo.MaxSleep = p.duration("demo.maxSleep", true)
 	if p.err == nil && !c.Lock.Enabled && c.Purchase.Strategy != "seed" {
 		p.err = fmt.Errorf("config: lock.enabled=false (SHOP_LOCK_ENABLED) reproduces the seed's overselling and goes only with purchase.strategy=seed (SHOP_PURCHASE_STRATEGY), not %q", c.Purchase.Strategy)

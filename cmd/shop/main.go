@@ -2,7 +2,8 @@
 // guarded by a ZooKeeper lock (Curator's InterProcessMutex, in Go).
 //
 //	shop serve                                  serve the HTTP API
-//	shop migrate                                create the tables (idempotent)
+//	shop migrate                                apply the schema versions the database lacks
+//	shop migrate status                         list the schema versions and which are applied
 //	shop stock set --goods N --stock M          set a goods' stock (e.g. between load tests)
 //
 // Every command takes the configuration flags; see `shop serve --help`.
@@ -44,7 +45,8 @@ func main() {
 
 const usage = `usage:
   shop serve [flags]                          serve the HTTP API
-  shop migrate [flags]                        create the tables (idempotent)
+  shop migrate [flags]                        apply the schema versions the database lacks
+  shop migrate status [flags]                 list the schema versions and which are applied
   shop stock set --goods N --stock M [flags]  set a goods' stock (--clear-orders deletes its orders,
                                               --reset-fence after ZooKeeper's data was wiped)
   shop probe URL                              exit 0 if URL answers 200 (container health checks)
@@ -60,6 +62,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "probe" {
 		return probe(ctx, args, stdout)
 	}
+	if cmd == "migrate" && len(args) > 0 && args[0] == "status" {
+		cmd, args = "migrate status", args[1:]
+	}
 	if cmd == "stock" {
 		if len(args) == 0 || args[0] != "set" {
 			return fmt.Errorf("%w: stock takes the subcommand set\n%s", errUsage, usage)
@@ -72,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var goods, stock int32
 	var reset repo.StockReset
 	switch cmd {
-	case "serve", "migrate":
+	case "serve", "migrate", "migrate status":
 	case "stock set":
 		fs.Int32Var(&goods, "goods", 1, "goods number")
 		fs.Int32Var(&stock, "stock", -1, "new stock (required, ≥ 0)")
@@ -104,6 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, cfg, log)
 	case "migrate":
 		return migrate(ctx, cfg, log)
+	case "migrate status":
+		return migrateStatus(ctx, cfg, stdout)
 	default:
 		if stock < 0 || goods <= 0 {
 			return fmt.Errorf("%w: stock set needs --goods N (> 0) and --stock M (≥ 0)", errUsage)

@@ -25,6 +25,27 @@ type Shop interface {
 	Stock(ctx context.Context, goodsNo int32) (service.StockInfo, error)
 }
 
+// Orders is what the handler needs of the order life cycle.
+type Orders interface {
+	Get(ctx context.Context, id uint64) (service.Order, error)
+	Pay(ctx context.Context, id uint64) (service.Order, error)
+}
+
+// Election tells who leads the instances (and sweeps expired orders).
+type Election interface {
+	// Status reports whether this instance leads, the leader's participant
+	// id ("" when nobody leads) and this instance's.
+	Status(ctx context.Context) (leader bool, leaderID, participantID string, err error)
+}
+
+// Services are what the handler serves; Orders and Election may be nil, and
+// their endpoints then do not exist.
+type Services struct {
+	Shop     Shop
+	Orders   Orders
+	Election Election
+}
+
 // Check is a readiness check of a dependency.
 type Check struct {
 	Name  string
@@ -41,6 +62,16 @@ type Response struct {
 	Stock     *int32 `json:"stock,omitempty"`
 	IsActive  *int16 `json:"isActive,omitempty"`
 	Orders    *int64 `json:"orders,omitempty"`
+	// The order endpoints' and the goods query's.
+	Status         string           `json:"status,omitempty"`
+	CreatedAt      *time.Time       `json:"createdAt,omitempty"`
+	PaidAt         *time.Time       `json:"paidAt,omitempty"`
+	ExpiredAt      *time.Time       `json:"expiredAt,omitempty"`
+	OrdersByStatus map[string]int64 `json:"ordersByStatus,omitempty"`
+	// GET /leader's.
+	Leader        *bool  `json:"leader,omitempty"`
+	LeaderID      string `json:"leaderId,omitempty"`
+	ParticipantID string `json:"participantId,omitempty"`
 }
 
 // Codes of successful answers; error codes are in errorTable.
@@ -59,6 +90,9 @@ var errorTable = []struct {
 }{
 	{service.ErrInvalidGoodsNo, http.StatusBadRequest, "invalid_goods_no", "goodsNo must be a positive 32-bit integer"},
 	{service.ErrNotFound, http.StatusNotFound, "goods_not_found", "指定商品不存在"},
+	{service.ErrInvalidOrderID, http.StatusBadRequest, "invalid_order_id", "orderId must be a positive 64-bit integer"},
+	{service.ErrOrderNotFound, http.StatusNotFound, "order_not_found", "no such order"},
+	{service.ErrOrderExpired, http.StatusConflict, "order_expired", "the order was not paid in time and has expired"},
 	{service.ErrSoldOut, http.StatusConflict, "sold_out", "库存不够"},
 	{service.ErrPurchaseFailed, http.StatusConflict, "purchase_failed", "抢购失败"},
 	{service.ErrDuplicateRequest, http.StatusConflict, "duplicate_request", "a purchase with this X-Request-ID was made already"},
@@ -88,14 +122,16 @@ func StatusOf(err error) (status int, code, message string) {
 }
 
 type handler struct {
-	shop   Shop
-	checks []Check
-	log    *slog.Logger
+	shop     Shop
+	orders   Orders
+	election Election
+	checks   []Check
+	log      *slog.Logger
 }
 
 // New returns the HTTP handler of the shop.
-func New(shop Shop, log *slog.Logger, checks ...Check) http.Handler {
-	h := &handler{shop: shop, checks: checks, log: log}
+func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
+	h := &handler{shop: s.Shop, orders: s.Orders, election: s.Election, checks: checks, log: log}
 	r := gin.New()
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
@@ -104,6 +140,13 @@ func New(shop Shop, log *slog.Logger, checks ...Check) http.Handler {
 	r.GET("/goods-stock/", h.purchase) // an empty goods number is a bad request, not an unknown route
 	r.GET("/goods/:goodsNo", h.goods)
 	r.GET("/goods/", h.goods)
+	if h.orders != nil {
+		r.GET("/orders/:orderId", h.order)
+		r.POST("/orders/:orderId/pay", h.pay)
+	}
+	if h.election != nil {
+		r.GET("/leader", h.leader)
+	}
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
 	r.NoRoute(func(c *gin.Context) {
@@ -165,7 +208,56 @@ func (h *handler) goods(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
-	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders})
+	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders,
+		OrdersByStatus: g.OrdersByStatus})
+}
+
+// ParseOrderID accepts a positive 64-bit decimal integer and nothing else.
+func ParseOrderID(s string) (uint64, error) {
+	if s == "" || len(s) > 20 || s[0] == '+' || s[0] == '-' {
+		return 0, service.ErrInvalidOrderID
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		return 0, service.ErrInvalidOrderID
+	}
+	return n, nil
+}
+
+func (h *handler) order(c *gin.Context) {
+	h.orderAction(c, h.orders.Get)
+}
+
+func (h *handler) pay(c *gin.Context) {
+	h.orderAction(c, h.orders.Pay)
+}
+
+func (h *handler) orderAction(c *gin.Context, action func(context.Context, uint64) (service.Order, error)) {
+	id, err := ParseOrderID(c.Param("orderId"))
+	if err != nil {
+		h.fail(c, 0, err)
+		return
+	}
+	o, err := action(c.Request.Context(), id)
+	if err != nil {
+		h.fail(c, o.GoodsNo, err)
+		return
+	}
+	c.JSON(http.StatusOK, orderResponse(o))
+}
+
+func orderResponse(o service.Order) Response {
+	return Response{Code: CodeOK, Message: o.Status, GoodsNo: o.GoodsNo, RequestID: o.RequestID, OrderID: o.ID,
+		Status: o.Status, CreatedAt: &o.CreatedAt, PaidAt: o.PaidAt, ExpiredAt: o.ExpiredAt}
+}
+
+func (h *handler) leader(c *gin.Context) {
+	leader, leaderID, self, err := h.election.Status(c.Request.Context())
+	if err != nil {
+		h.fail(c, 0, err)
+		return
+	}
+	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", Leader: &leader, LeaderID: leaderID, ParticipantID: self})
 }
 
 func (h *handler) healthz(c *gin.Context) {

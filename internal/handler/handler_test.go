@@ -118,7 +118,7 @@ func do(t *testing.T, h http.Handler, path string, hdr ...string) (int, handler.
 }
 
 func newHandler(shop handler.Shop, checks ...handler.Check) http.Handler {
-	return handler.New(shop, slog.New(slog.DiscardHandler), checks...)
+	return handler.New(handler.Services{Shop: shop}, slog.New(slog.DiscardHandler), checks...)
 }
 
 func TestPurchaseAnswers(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/pressly/goose/v3"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -35,10 +36,23 @@ func (goodsStock) TableName() string { return "goods_stock" }
 
 // orderInfo maps order_info.
 type orderInfo struct {
-	ID        uint64    `gorm:"column:id;primaryKey"`
-	GoodsNo   int32     `gorm:"column:goods_no"`
-	RequestID string    `gorm:"column:request_id"`
-	CreatedAt time.Time `gorm:"column:created_at"`
+	ID        uint64     `gorm:"column:id;primaryKey"`
+	GoodsNo   int32      `gorm:"column:goods_no"`
+	RequestID string     `gorm:"column:request_id"`
+	Status    string     `gorm:"column:status"`
+	CreatedAt time.Time  `gorm:"column:created_at"`
+	PaidAt    *time.Time `gorm:"column:paid_at"`
+	ExpiredAt *time.Time `gorm:"column:expired_at"`
+}
+
+// newOrderRow is the row of a new order: unpaid.
+func newOrderRow(o *service.Order, now time.Time) orderInfo {
+	return orderInfo{GoodsNo: o.GoodsNo, RequestID: o.RequestID, Status: service.OrderUnpaid, CreatedAt: now}
+}
+
+func (r orderInfo) order() service.Order {
+	return service.Order{ID: r.ID, GoodsNo: r.GoodsNo, RequestID: r.RequestID, Status: r.Status,
+		CreatedAt: r.CreatedAt, PaidAt: r.PaidAt, ExpiredAt: r.ExpiredAt}
 }
 
 func (orderInfo) TableName() string { return "order_info" }
@@ -120,20 +134,64 @@ func (s *Store) Ping(ctx context.Context) error {
 	return translate(sqlDB.PingContext(ctx))
 }
 
-// Migrate applies the schema; it is idempotent: the tables are created if
-// missing, and a column or index that exists already counts as added.
-func (s *Store) Migrate(ctx context.Context) error {
-	for _, stmt := range migrations.Statements() {
-		err := s.db.WithContext(ctx).Exec(stmt).Error
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && (me.Number == erDupFieldName || me.Number == erDupKeyName) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("repo: migrate: %w", translate(err))
-		}
+// Migrate applies the schema's versions the database lacks (see
+// migrations.NewProvider) and returns the versions it applied.
+func (s *Store) Migrate(ctx context.Context) ([]int64, error) {
+	p, err := s.migrations()
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	results, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("repo: migrate: %w", translate(err))
+	}
+	var applied []int64
+	for _, r := range results {
+		applied = append(applied, r.Source.Version)
+	}
+	return applied, nil
+}
+
+// MigrationState is one version of the schema in a database.
+type MigrationState struct {
+	Version   int64
+	File      string
+	Applied   bool
+	AppliedAt time.Time
+}
+
+// MigrationStatus lists the schema's versions and which the database has.
+func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationState, error) {
+	p, err := s.migrations()
+	if err != nil {
+		return nil, err
+	}
+	status, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("repo: migration status: %w", translate(err))
+	}
+	files := map[int64]string{}
+	for _, v := range migrations.Versions() {
+		files[v.Version] = v.File
+	}
+	out := make([]MigrationState, len(status))
+	for i, st := range status {
+		out[i] = MigrationState{Version: st.Source.Version, File: files[st.Source.Version],
+			Applied: st.State == goose.StateApplied, AppliedAt: st.AppliedAt}
+	}
+	return out, nil
+}
+
+func (s *Store) migrations() (*goose.Provider, error) {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("repo: %w", err)
+	}
+	p, err := migrations.NewProvider(sqlDB, nil)
+	if err != nil {
+		return nil, fmt.Errorf("repo: migrations: %w", err)
+	}
+	return p, nil
 }
 
 // Goods reads the row of goodsNo (the first by id, should there be several).
@@ -164,7 +222,7 @@ func (row goodsStock) goods() service.Goods {
 // Sell sets the stock of row g.ID and inserts the order in one transaction:
 // the purchase without a lock.
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order) error {
-	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID, CreatedAt: time.Now().UTC()}
+	row := newOrderRow(order, time.Now().UTC())
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := writeSale(tx, g.ID, stock, 0, &row); err != nil {
@@ -176,7 +234,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	if err != nil {
 		return commitError(err, committing)
 	}
-	order.ID, order.CreatedAt = row.ID, row.CreatedAt
+	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
 }
 
@@ -188,7 +246,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 // guard rolls back and is returned.
 func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
-	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID}
+	row := newOrderRow(order, time.Time{})
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		g, err := claim(tx, goodsNo, fence)
@@ -208,7 +266,7 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 	if err != nil {
 		return commitError(err, committing)
 	}
-	order.ID, order.CreatedAt = row.ID, row.CreatedAt
+	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
 }
 
@@ -238,7 +296,7 @@ func commitError(err error, committing bool) error {
 // than missing it.
 func (s *Store) OrderByRequestID(ctx context.Context, requestID string) (order service.Order, found bool, err error) {
 	var rows []orderInfo
-	err = s.db.WithContext(ctx).Raw("SELECT id, goods_no, request_id, created_at FROM order_info WHERE request_id = ? LOCK IN SHARE MODE",
+	err = s.db.WithContext(ctx).Raw("SELECT * FROM order_info WHERE request_id = ? LOCK IN SHARE MODE",
 		requestID).Scan(&rows).Error
 	if err != nil {
 		return service.Order{}, false, translate(err)
@@ -246,8 +304,7 @@ func (s *Store) OrderByRequestID(ctx context.Context, requestID string) (order s
 	if len(rows) == 0 {
 		return service.Order{}, false, nil
 	}
-	r := rows[0]
-	return service.Order{ID: r.ID, GoodsNo: r.GoodsNo, RequestID: r.RequestID, CreatedAt: r.CreatedAt}, true, nil
+	return rows[0].order(), true, nil
 }
 
 // writeSale sets the stock of row id and inserts the order row: the order
@@ -338,7 +395,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 			now := time.Now().UTC()
 			rows = make([]orderInfo, len(chosen))
 			for i, o := range chosen {
-				rows[i] = orderInfo{GoodsNo: o.GoodsNo, RequestID: o.RequestID, CreatedAt: now}
+				rows[i] = newOrderRow(o, now)
 			}
 			if err := tx.Create(&rows).Error; err != nil {
 				return err
@@ -353,7 +410,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 		return nil, commitError(err, committing)
 	}
 	for i, o := range chosen {
-		o.ID, o.CreatedAt = rows[i].ID, rows[i].CreatedAt
+		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
 	}
 	return dups, nil
 }
@@ -363,7 +420,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 // (the first such row by id), in one transaction. The order comes first so
 // that the hot row is locked only from its update to the commit.
 func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
-	row := orderInfo{GoodsNo: order.GoodsNo, RequestID: order.RequestID, CreatedAt: time.Now().UTC()}
+	row := newOrderRow(order, time.Now().UTC())
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
@@ -385,7 +442,7 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	if err != nil {
 		return commitError(err, committing)
 	}
-	order.ID, order.CreatedAt = row.ID, row.CreatedAt
+	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
 }
 
@@ -456,8 +513,6 @@ func (s *Store) CountOrders(ctx context.Context, goodsNo int32) (int64, error) {
 // MySQL error numbers the store translates.
 const (
 	erDupEntry           = 1062
-	erDupFieldName       = 1060
-	erDupKeyName         = 1061
 	erLockWaitTimeout    = 1205
 	erLockDeadlock       = 1213
 	erTooManyConnections = 1040

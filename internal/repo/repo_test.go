@@ -21,7 +21,7 @@ func newStore(t *testing.T) *repo.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	for range 2 { // idempotent
-		if err := s.Migrate(ctx); err != nil {
+		if _, err := s.Migrate(ctx); err != nil {
 			t.Fatalf("migrate: %v", err)
 		}
 	}

@@ -32,6 +32,12 @@ var (
 	ErrCommitUnknown = errors.New("service: purchase outcome unknown (commit interrupted)")
 	// ErrBusy: too many buyers are waiting in this instance; try again soon.
 	ErrBusy = errors.New("service: too many buyers waiting")
+	// ErrInvalidOrderID: the order id is not a positive 64-bit integer.
+	ErrInvalidOrderID = errors.New("service: order id must be a positive integer")
+	// ErrOrderNotFound: no order has that id.
+	ErrOrderNotFound = errors.New("service: order not found")
+	// ErrOrderExpired: the order was not paid in time; its piece went back to the stock.
+	ErrOrderExpired = errors.New("service: order expired")
 	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
 	ErrUnavailable = errors.New("service: dependency unavailable")
 )

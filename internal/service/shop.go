@@ -24,7 +24,8 @@ type Goods struct {
 // load tester's measure of overselling (orders - stock sold).
 type StockInfo struct {
 	Goods
-	Orders int64
+	Orders         int64            // all order rows
+	OrdersByStatus map[string]int64 // by OrderUnpaid, OrderPaid, OrderExpired
 }
 
 // Order is an order_info row: one per successful purchase.
@@ -32,8 +33,19 @@ type Order struct {
 	ID        uint64
 	GoodsNo   int32
 	RequestID string
+	Status    string // OrderUnpaid, OrderPaid or OrderExpired
 	CreatedAt time.Time
+	PaidAt    *time.Time
+	ExpiredAt *time.Time
 }
+
+// An order's states: placed unpaid, holding its piece of stock; then paid,
+// or expired by the sweeper, which returns the piece.
+const (
+	OrderUnpaid  = "unpaid"
+	OrderPaid    = "paid"
+	OrderExpired = "expired"
+)
 
 // Store is the persistence the shop needs.
 type Store interface {
@@ -51,8 +63,8 @@ type Store interface {
 	// and the order, call guard, commit. ErrNotFound when there is no row; an
 	// error from decide or guard rolls back and is returned.
 	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
-	// CountOrders counts the order rows of goodsNo.
-	CountOrders(ctx context.Context, goodsNo int32) (int64, error)
+	// OrderCounts counts the order rows of goodsNo by status.
+	OrderCounts(ctx context.Context, goodsNo int32) (map[string]int64, error)
 	// SellBatch sells to a batch of buyers under a lock with fencing token
 	// fence, in one transaction: claim the row (as SellFenced), set
 	// aside the orders whose request id was used before or earlier in the
@@ -171,11 +183,15 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 	if err != nil {
 		return StockInfo{}, err
 	}
-	n, err := s.store.CountOrders(ctx, goodsNo)
+	counts, err := s.store.OrderCounts(ctx, goodsNo)
 	if err != nil {
 		return StockInfo{}, err
 	}
-	return StockInfo{Goods: g, Orders: n}, nil
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return StockInfo{Goods: g, Orders: n, OrdersByStatus: counts}, nil
 }
 
 // Purchase buys one piece of goodsNo for the request requestID with the

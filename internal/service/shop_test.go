@@ -169,11 +169,11 @@ func (f *fakeStore) OrderByRequestID(_ context.Context, id string) (service.Orde
 	return service.Order{}, false, nil
 }
 
-func (f *fakeStore) CountOrders(_ context.Context, no int32) (int64, error) {
-	var n int64
+func (f *fakeStore) OrderCounts(_ context.Context, no int32) (map[string]int64, error) {
+	n := map[string]int64{}
 	for _, o := range f.orders {
 		if o.GoodsNo == no {
-			n++
+			n[service.OrderUnpaid]++
 		}
 	}
 	return n, nil

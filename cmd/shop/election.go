@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// election runs the order sweeper in the one instance that leads: a
+// LeaderSelector (Curator's, on a Mutex at leader.path) whose term is the
+// sweep loop. A term ends, and the sweeping with it, the moment the
+// connection is suspended or the session lost; the selector queues again and
+// another instance's term starts once ZooKeeper has dropped the old
+// leader's node (at the latest when its session expires).
+type election struct {
+	sel *zklock.LeaderSelector
+	id  string
+	log *slog.Logger
+}
+
+func startElection(c *zklock.Client, path, id string, orders *service.Orders, log *slog.Logger) (*election, error) {
+	e := &election{id: id, log: log}
+	e.sel = zklock.NewLeaderSelector(c, path, id, func(ctx context.Context) error {
+		log.Info("leading: this instance sweeps expired orders", "participantId", id, "path", path)
+		err := orders.Sweep(ctx, id)
+		log.Info("leadership ended", "participantId", id)
+		return err
+	})
+	e.sel.AutoRequeue()
+	if err := e.sel.Start(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Status is GET /leader's answer.
+func (e *election) Status(ctx context.Context) (bool, string, string, error) {
+	ids, err := e.sel.Participants(ctx)
+	if err != nil {
+		return false, "", e.id, err
+	}
+	leaderID := ""
+	if len(ids) > 0 {
+		leaderID = ids[0]
+	}
+	return e.sel.HasLeadership(), leaderID, e.id, nil
+}
+
+func (e *election) close() { e.sel.Close() }
+
+// noElection is leader.enabled=false: every instance sweeps. That is safe
+// (an order expires, and its piece returns, once however many sweep), only
+// redundant.
+type noElection struct{ id string }
+
+func (n noElection) Status(context.Context) (bool, string, string, error) {
+	return true, n.id, n.id, nil
+}
+
+// participantID is the instance's id in the election: leader.id, or the
+// host name and the port it listens on.
+func participantID(configured string, addr net.Addr) string {
+	if configured != "" {
+		return configured
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	_, port, _ := net.SplitHostPort(addr.String())
+	return net.JoinHostPort(host, port)
+}

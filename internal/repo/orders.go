@@ -1,0 +1,150 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// Order reads order id: service.ErrOrderNotFound when there is none.
+func (s *Store) Order(ctx context.Context, id uint64) (service.Order, error) {
+	return order(s.db.WithContext(ctx), id)
+}
+
+func order(db *gorm.DB, id uint64) (service.Order, error) {
+	var row orderInfo
+	err := db.Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return service.Order{}, service.ErrOrderNotFound
+	}
+	if err != nil {
+		return service.Order{}, translate(err)
+	}
+	return row.order(), nil
+}
+
+// PayOrder marks order id paid at now if it is unpaid and was placed at or
+// after placedSince (the zero time: any), in one conditional statement, so
+// that of a payment and an expiry of the same order exactly one happens: the
+// row lock orders them, and the second finds the status changed. Paying a
+// paid order returns it unchanged; an expired order, or an unpaid one placed
+// before placedSince, is service.ErrOrderExpired.
+func (s *Store) PayOrder(ctx context.Context, id uint64, now, placedSince time.Time) (service.Order, error) {
+	db := s.db.WithContext(ctx)
+	var res *gorm.DB
+	for attempt := 0; ; attempt++ {
+		res = db.Model(&orderInfo{}).Where("id = ? AND status = ? AND created_at >= ?", id, service.OrderUnpaid, placedSince).
+			Updates(map[string]any{"status": service.OrderPaid, "paid_at": now})
+		var me *mysql.MySQLError
+		if attempt < 3 && errors.As(res.Error, &me) && me.Number == erLockDeadlock {
+			continue // chosen as a deadlock's victim: rolled back, so try again
+		}
+		break
+	}
+	if res.Error != nil {
+		return service.Order{}, translate(res.Error)
+	}
+	o, err := order(db, id)
+	if err != nil {
+		return service.Order{}, err
+	}
+	switch {
+	case o.Status == service.OrderPaid:
+		return o, nil // paid now, or before: the same answer
+	case o.Status == service.OrderExpired, res.RowsAffected == 0:
+		return o, service.ErrOrderExpired // expired, or unpaid past the timeout: the sweeper's
+	default:
+		return o, nil
+	}
+}
+
+// ExpireOrders expires up to limit unpaid orders placed before placedBefore
+// and returns their pieces to the stock, in one transaction, and returns the
+// orders it expired.
+//
+// The orders are read with a locking read and changed only if still unpaid,
+// so an order is expired, and its piece returned, at most once: a payment of
+// it waits for the row lock and then finds it expired, and a second sweeper
+// (one whose leadership ended without its knowing) finds nothing to do. The
+// transaction reads committed rows only: no gap locks to hold back the
+// purchases inserting new orders meanwhile.
+//
+// The stock goes back with `stock = stock + n`, one statement on the row
+// lock: a purchase under the ZooKeeper lock holds that row lock from its claim
+// to its commit, so the two never interleave, whichever comes first, and
+// the increment needs neither the ZooKeeper lock nor a fencing token (it
+// neither reads a stale value nor writes one back).
+func (s *Store) ExpireOrders(ctx context.Context, placedBefore, now time.Time, limit int) ([]service.Order, error) {
+	var expired []service.Order
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		expired = nil
+		// Find the candidates without locking, then lock their rows by
+		// primary key, as a payment does: taking locks through the status
+		// index first would take them in the opposite order to a payment's
+		// and deadlock with it.
+		var candidates []uint64
+		err := tx.Model(&orderInfo{}).Where("status = ? AND created_at < ?", service.OrderUnpaid, placedBefore).
+			Order("status, created_at").Limit(limit).Pluck("id", &candidates).Error
+		if err != nil || len(candidates) == 0 {
+			return err
+		}
+		var rows []orderInfo
+		err = tx.Clauses(clause.Locking{Strength: "UPDATE"}).
+			Where("id IN ? AND status = ?", candidates, service.OrderUnpaid).Order("id").Find(&rows).Error
+		if err != nil || len(rows) == 0 {
+			return err // paid (or expired by another sweeper) meanwhile
+		}
+		ids := make([]uint64, len(rows))
+		perGoods := map[int32]int{}
+		for i, r := range rows {
+			ids[i] = r.ID
+			perGoods[r.GoodsNo]++
+		}
+		err = tx.Model(&orderInfo{}).Where("id IN ?", ids).
+			Updates(map[string]any{"status": service.OrderExpired, "expired_at": now}).Error
+		if err != nil {
+			return err
+		}
+		for goodsNo, n := range perGoods {
+			// The row a purchase sells from: the first by id.
+			err := tx.Exec("UPDATE goods_stock SET stock = stock + ? WHERE goods_no = ? ORDER BY id LIMIT 1", n, goodsNo).Error
+			if err != nil {
+				return err
+			}
+		}
+		for _, r := range rows {
+			r.Status, r.ExpiredAt = service.OrderExpired, &now
+			expired = append(expired, r.order())
+		}
+		return nil
+	}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return expired, nil
+}
+
+// OrderCounts counts the order rows of goodsNo by status.
+func (s *Store) OrderCounts(ctx context.Context, goodsNo int32) (map[string]int64, error) {
+	var rows []struct {
+		Status string
+		N      int64
+	}
+	err := s.db.WithContext(ctx).Model(&orderInfo{}).Select("status, COUNT(*) AS n").
+		Where("goods_no = ?", goodsNo).Group("status").Scan(&rows).Error
+	if err != nil {
+		return nil, translate(err)
+	}
+	counts := map[string]int64{service.OrderUnpaid: 0, service.OrderPaid: 0, service.OrderExpired: 0}
+	for _, r := range rows {
+		counts[r.Status] = r.N
+	}
+	return counts, nil
+}

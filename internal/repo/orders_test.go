@@ -1,0 +1,160 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// buy sells one piece of goods 1 with the atomic purchase and returns the order.
+func buy(t *testing.T, s *repo.Store, rid string) service.Order {
+	t.Helper()
+	o := &service.Order{GoodsNo: 1, RequestID: rid}
+	if err := s.SellAtomic(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != service.OrderUnpaid {
+		t.Fatalf("a new order is %q, want unpaid", o.Status)
+	}
+	return *o
+}
+
+func TestOrderLifeCycle(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	paid, unpaid := buy(t, s, "pay-me"), buy(t, s, "leave-me")
+	assertState(t, s, 98, 2)
+	now := time.Now().UTC()
+
+	o, err := s.PayOrder(ctx, paid.ID, now, now.Add(-time.Hour))
+	if err != nil || o.Status != service.OrderPaid || o.PaidAt == nil {
+		t.Fatalf("pay: %+v, %v", o, err)
+	}
+	if o, err = s.PayOrder(ctx, paid.ID, now, now.Add(-time.Hour)); err != nil || o.Status != service.OrderPaid {
+		t.Fatalf("paying a paid order again: %+v, %v, want it paid, no error", o, err)
+	}
+	if _, err := s.PayOrder(ctx, 1<<40, now, time.Time{}); !errors.Is(err, service.ErrOrderNotFound) {
+		t.Fatalf("paying no order: %v, want ErrOrderNotFound", err)
+	}
+	// Past its timeout an unpaid order cannot be paid, swept or not.
+	if _, err := s.PayOrder(ctx, unpaid.ID, now, now.Add(time.Hour)); !errors.Is(err, service.ErrOrderExpired) {
+		t.Fatalf("paying an order past its timeout: %v, want ErrOrderExpired", err)
+	}
+
+	expired, err := s.ExpireOrders(ctx, now.Add(time.Hour), now, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expired) != 1 || expired[0].ID != unpaid.ID || expired[0].Status != service.OrderExpired {
+		t.Fatalf("expired %+v, want only the unpaid order", expired)
+	}
+	g, _ := s.Goods(ctx, 1)
+	if g.Stock != 99 {
+		t.Fatalf("stock %d after one expiry, want 99 (its piece back)", g.Stock)
+	}
+	if again, err := s.ExpireOrders(ctx, now.Add(time.Hour), now, 100); err != nil || len(again) != 0 {
+		t.Fatalf("a second sweep expired %v (%v), want nothing", again, err)
+	}
+	if _, err := s.PayOrder(ctx, unpaid.ID, now, time.Time{}); !errors.Is(err, service.ErrOrderExpired) {
+		t.Fatalf("paying an expired order: %v, want ErrOrderExpired", err)
+	}
+	counts, err := s.OrderCounts(ctx, 1)
+	if err != nil || counts[service.OrderPaid] != 1 || counts[service.OrderExpired] != 1 || counts[service.OrderUnpaid] != 0 {
+		t.Fatalf("counts %v (%v), want 1 paid, 1 expired", counts, err)
+	}
+}
+
+// A payment and an expiry of one order, raced many times: exactly one
+// wins, and the stock comes back only when the expiry did.
+func TestPaymentAndExpiryRace(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const rounds = 60
+	paidWins, expiryWins := 0, 0
+	for i := range rounds {
+		o := buy(t, s, fmt.Sprint("race-", i))
+		before, _ := s.Goods(ctx, 1)
+		now := time.Now().UTC()
+		var wg sync.WaitGroup
+		var payErr, sweepErr error
+		var expired []service.Order
+		start := make(chan struct{})
+		wg.Go(func() { <-start; _, payErr = s.PayOrder(ctx, o.ID, now, time.Time{}) })
+		wg.Go(func() { <-start; expired, sweepErr = s.ExpireOrders(ctx, now.Add(time.Hour), now, 10) })
+		close(start)
+		wg.Wait()
+		if sweepErr != nil {
+			t.Fatal(sweepErr)
+		}
+		after, _ := s.Goods(ctx, 1)
+		got, err := s.Order(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case payErr == nil && len(expired) == 0:
+			paidWins++
+			if got.Status != service.OrderPaid || after.Stock != before.Stock {
+				t.Fatalf("round %d: payment won, yet the order is %s and the stock went %d → %d", i, got.Status, before.Stock, after.Stock)
+			}
+		case errors.Is(payErr, service.ErrOrderExpired) && len(expired) == 1:
+			expiryWins++
+			if got.Status != service.OrderExpired || after.Stock != before.Stock+1 {
+				t.Fatalf("round %d: expiry won, yet the order is %s and the stock went %d → %d", i, got.Status, before.Stock, after.Stock)
+			}
+		default:
+			t.Fatalf("round %d: pay %v and %d expired: both or neither won", i, payErr, len(expired))
+		}
+	}
+	t.Logf("payment won %d, expiry won %d of %d", paidWins, expiryWins, rounds)
+}
+
+// Two sweepers at once (a leader that does not know yet that it lost, and
+// the next): every order expires, and its piece returns, once.
+func TestConcurrentSweepersExpireEachOrderOnce(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const orders = 40
+	for i := range orders {
+		buy(t, s, fmt.Sprint("o-", i))
+	}
+	now := time.Now().UTC()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	for range 4 {
+		wg.Go(func() {
+			for {
+				expired, err := s.ExpireOrders(ctx, now.Add(time.Hour), now, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, o := range expired {
+					seen[o.ID]++
+				}
+				mu.Unlock()
+				if len(expired) == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != orders {
+		t.Fatalf("%d orders expired, want %d", len(seen), orders)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("order %d expired %d times", id, n)
+		}
+	}
+	assertState(t, s, 100, orders)
+}
