@@ -18,16 +18,19 @@ import (
 
 func TestOversold(t *testing.T) {
 	tests := []struct {
-		succeeded, before, after, want int
+		succeeded, before, after, expired, want int
 	}{
-		{100, 100, 0, 0},      // exact
-		{1500, 100, 95, 1495}, // the seed's overselling
-		{40, 100, 60, 0},      // fewer buyers than stock
-		{0, 100, 100, 0},
+		{100, 100, 0, 0, 0},      // exact
+		{1500, 100, 95, 0, 1495}, // the seed's overselling
+		{40, 100, 60, 0, 0},      // fewer buyers than stock
+		{0, 100, 100, 0, 0},
+		{100, 100, 30, 30, 0}, // 30 orders expired during the run: their pieces came back, sold again
+		{130, 100, 0, 30, 0},  // and were sold again
+		{131, 100, 0, 30, 1},
 	}
 	for _, tt := range tests {
-		if got := oversold(tt.succeeded, tt.before, tt.after); got != tt.want {
-			t.Errorf("oversold(%d, %d, %d) = %d, want %d", tt.succeeded, tt.before, tt.after, got, tt.want)
+		if got := oversold(tt.succeeded, tt.before, tt.after, tt.expired); got != tt.want {
+			t.Errorf("oversold(%d, %d, %d, expired %d) = %d, want %d", tt.succeeded, tt.before, tt.after, tt.expired, got, tt.want)
 		}
 	}
 }

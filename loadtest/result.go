@@ -35,8 +35,14 @@ type Result struct {
 	OrdersBefore  int `json:"ordersBefore"`
 	OrdersAfter   int `json:"ordersAfter"`
 	OrdersCreated int `json:"ordersCreated"`
-	// Oversold = succeeded - (stock before - stock after): sales the stock
-	// column does not account for.
+	// Expired is how many orders expired during the run (the shop's sweeper
+	// returned their pieces to the stock).
+	ExpiredBefore int `json:"expiredBefore"`
+	ExpiredAfter  int `json:"expiredAfter"`
+	Expired       int `json:"expired"`
+	// Oversold = succeeded - (stock before - stock after + expired): sales
+	// the stock column does not account for, counting the pieces expired
+	// orders gave back.
 	Oversold int `json:"oversold"`
 
 	Samples []Sample `json:"samples"`
@@ -68,12 +74,15 @@ func (r *Result) finish(latencies []time.Duration, elapsed time.Duration) {
 	}
 	r.Latency = percentiles(latencies)
 	r.OrdersCreated = r.OrdersAfter - r.OrdersBefore
-	r.Oversold = oversold(r.Succeeded, r.StockBefore, r.StockAfter)
+	r.Expired = r.ExpiredAfter - r.ExpiredBefore
+	r.Oversold = oversold(r.Succeeded, r.StockBefore, r.StockAfter, r.Expired)
 }
 
-// oversold is how many successful answers the stock did not pay for.
-func oversold(succeeded, stockBefore, stockAfter int) int {
-	return succeeded - (stockBefore - stockAfter)
+// oversold is how many successful answers the stock did not pay for: the
+// stock went down by the sales and up by the pieces of the orders that
+// expired meanwhile.
+func oversold(succeeded, stockBefore, stockAfter, expired int) int {
+	return succeeded - (stockBefore - stockAfter + expired)
 }
 
 // percentiles uses the nearest-rank method; it sorts its argument.
@@ -136,6 +145,7 @@ func rows(rs ...*Result) [][]string {
 		line("latency max (ms)", func(r *Result) string { return fmt.Sprintf("%.0f", r.Latency.Max) }),
 		line("stock before -> after", func(r *Result) string { return fmt.Sprintf("%d -> %d", r.StockBefore, r.StockAfter) }),
 		line("order rows created", func(r *Result) string { return itoa(r.OrdersCreated) }),
+		line("orders expired meanwhile", func(r *Result) string { return itoa(r.Expired) }),
 		line("OVERSOLD", func(r *Result) string { return itoa(r.Oversold) }),
 	}
 	return out

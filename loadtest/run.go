@@ -31,9 +31,10 @@ type Options struct {
 
 // goods is the shop's answer to GET /goods/{goodsNo}.
 type goods struct {
-	Code   string `json:"code"`
-	Stock  *int   `json:"stock"`
-	Orders *int   `json:"orders"`
+	Code           string         `json:"code"`
+	Stock          *int           `json:"stock"`
+	Orders         *int           `json:"orders"`
+	OrdersByStatus map[string]int `json:"ordersByStatus"` // absent before order states: nothing expired
 }
 
 type counters struct {
@@ -62,7 +63,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r := &Result{
 		Label: o.Label, Targets: o.Targets, GoodsNo: o.GoodsNo, Requests: o.Requests, Concurrency: o.Concurrency,
 		ByStatus: map[string]int{}, ByCode: map[string]int{},
-		StockBefore: *before.Stock, OrdersBefore: *before.Orders,
+		StockBefore: *before.Stock, OrdersBefore: *before.Orders, ExpiredBefore: before.OrdersByStatus["expired"],
 	}
 
 	var c counters
@@ -130,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("stock after the run: %w", err)
 	}
 	r.Sent, r.Succeeded, r.SoldOut, r.TransportErrors = int(c.sent.Load()), int(c.succeeded.Load()), int(c.soldOut.Load()), int(c.transport.Load())
-	r.StockAfter, r.OrdersAfter = *after.Stock, *after.Orders
+	r.StockAfter, r.OrdersAfter, r.ExpiredAfter = *after.Stock, *after.Orders, after.OrdersByStatus["expired"]
 	sent := min(r.Sent, len(latencies))
 	r.finish(latencies[:sent], elapsed)
 	r.Samples = append(r.Samples, Sample{T: elapsed.Seconds(), Stock: r.StockAfter, Orders: r.OrdersAfter - r.OrdersBefore, Succeeded: r.Succeeded})

@@ -79,6 +79,7 @@ func newStackOn(t testing.TB, dsn string, zkServers []string, extra ...string) s
 		"SHOP_MYSQL_DSN="+dsn,
 		"SHOP_ZOOKEEPER_SERVERS="+strings.Join(zkServers, ","),
 		"SHOP_LOCK_PATH="+lockPath,
+		"SHOP_LEADER_PATH="+itest.Path(t)+"/leader",
 		"SHOP_CONFIG=../../config.yaml",
 	)
 	return stack{binary: shopBinary, dsn: dsn, zkServers: zkServers, lockPath: lockPath, env: append(env, extra...)}

@@ -95,11 +95,19 @@ func (s *Store) ExpireOrders(ctx context.Context, placedBefore, now time.Time, l
 		if err != nil || len(candidates) == 0 {
 			return err
 		}
+		var locked []orderInfo
+		err = tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id IN ?", candidates).Order("id").Find(&locked).Error
+		if err != nil {
+			return err
+		}
 		var rows []orderInfo
-		err = tx.Clauses(clause.Locking{Strength: "UPDATE"}).
-			Where("id IN ? AND status = ?", candidates, service.OrderUnpaid).Order("id").Find(&rows).Error
-		if err != nil || len(rows) == 0 {
-			return err // paid (or expired by another sweeper) meanwhile
+		for _, r := range locked {
+			if r.Status == service.OrderUnpaid {
+				rows = append(rows, r) // not paid (or expired by another sweeper) meanwhile
+			}
+		}
+		if len(rows) == 0 {
+			return nil
 		}
 		ids := make([]uint64, len(rows))
 		perGoods := map[int32]int{}
