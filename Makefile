@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve k6 jmeter stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve failover k6 jmeter stack-up stack-down stack-status demo demo-stop clean
 
 all: build
 
@@ -88,6 +88,11 @@ jmeter: stack-up build
 ## serve: stack up, stock 100, two shop instances left serving on :8081 and :8082
 serve: stack-up build
 	scripts/demo.sh up
+
+## failover: on the instances `make serve` started, SIGKILL the one that sweeps expired orders and
+## watch the other take over the election and expire the unpaid orders
+failover:
+	scripts/demo.sh failover
 
 ## demo-stop: stop the instances `make serve` started
 demo-stop:

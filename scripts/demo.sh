@@ -9,9 +9,13 @@
 #                            report with a chart per run (out/demo-report.html)
 #   scripts/demo.sh up       migrate, stock 100, start the instances and leave them serving
 #   scripts/demo.sh down     stop the instances
+#   scripts/demo.sh failover on the instances "up" started: three orders (one paid), then the
+#                            instance that leads the sweeper's election is SIGKILLed; shows the
+#                            other one take over and expire the two unpaid orders
 #
 # Environment: DEMO_PORTS ("8081 8082"), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500),
-# DEMO_MAXSLEEP (50ms), and any SHOP_* setting for "up".
+# DEMO_MAXSLEEP (50ms), and any SHOP_* setting for "up" (which defaults orders.payTimeout to 20s
+# and zookeeper.sessionTimeout to 10s, so that a failover and an expiry show within a minute).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +47,7 @@ up() {
 	cd "$root"
 	"$shop" migrate
 	"$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
+	export SHOP_ORDERS_PAYTIMEOUT=${SHOP_ORDERS_PAYTIMEOUT:-20s} SHOP_ZOOKEEPER_SESSIONTIMEOUT=${SHOP_ZOOKEEPER_SESSIONTIMEOUT:-10s}
 	for port in $ports; do
 		nohup "$shop" serve --server.addr="127.0.0.1:$port" >"$state/shop-$port.log" 2>&1 </dev/null &
 		echo $! >"$state/shop-$port.pid"
@@ -92,6 +97,38 @@ compare() {
 	echo "report: $out/demo-report.html (chart: $out/demo-chart.svg)"
 }
 
+# field JSON KEY: a scalar field of a flat JSON object (enough for the shop's answers).
+field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p" <<<"$1"; }
+
+failover() {
+	local leader="" other=""
+	for port in $ports; do
+		if [ "$(field "$(curl -fsS "http://127.0.0.1:$port/leader")" leader)" = true ]; then leader=$port; else other=$port; fi
+	done
+	[ -n "$leader" ] && [ -n "$other" ] || { log "no leader among :${ports// /, :}: run make serve first"; exit 1; }
+	log "the sweeper's leader is :$leader ($(field "$(curl -fsS "http://127.0.0.1:$leader/leader")" leaderId))"
+	local ids=()
+	for _ in 1 2 3; do ids+=("$(field "$(curl -fsS "http://127.0.0.1:$other/goods-stock/1")" orderId)"); done
+	curl -fsS -X POST "http://127.0.0.1:$other/orders/${ids[0]}/pay" >/dev/null
+	log "orders ${ids[*]} placed, ${ids[0]} paid; the other two expire after ${SHOP_ORDERS_PAYTIMEOUT:-20s} unpaid"
+	log "SIGKILL the leader (pid $(cat "$state/shop-$leader.pid")): no goodbye, its ZooKeeper session lives on until it times out"
+	kill -KILL "$(cat "$state/shop-$leader.pid")"
+	rm -f "$state/shop-$leader.pid"
+	local start=$SECONDS
+	until [ "$(field "$(curl -fsS "http://127.0.0.1:$other/leader")" leader)" = true ]; do
+		[ $((SECONDS - start)) -lt 120 ] || { log ":$other did not take over within 120s"; exit 1; }
+		sleep 0.5
+	done
+	log ":$other leads $((SECONDS - start))s after the kill (the session timeout, plus ZooKeeper's tick)"
+	until [ "$(field "$(curl -fsS "http://127.0.0.1:$other/orders/${ids[2]}")" status)" = expired ]; do
+		[ $((SECONDS - start)) -lt 180 ] || { log "the unpaid orders did not expire within 180s"; exit 1; }
+		sleep 0.5
+	done
+	for id in "${ids[@]}"; do log "order $id: $(field "$(curl -fsS "http://127.0.0.1:$other/orders/$id")" status)"; done
+	log "goods 1: $(curl -fsS "http://127.0.0.1:$other/goods/1")"
+	log "the survivor's log: $state/shop-$other.log (grep leading)"
+}
+
 case "${1:-compare}" in
 compare) compare ;;
 up)
@@ -100,9 +137,11 @@ up)
 demo: stock of goods 1 is 100. Try:
   curl http://127.0.0.1:${ports%% *}/goods-stock/1     # buy one
   curl http://127.0.0.1:${ports%% *}/goods/1           # stock and order rows
+  make failover                           # kill the sweeper's leader, watch the other take over
   make demo-stop                          # stop the instances
 MSG
 	;;
 down) down ;;
-*) echo "usage: $0 compare|up|down" >&2; exit 2 ;;
+failover) failover ;;
+*) echo "usage: $0 compare|up|down|failover" >&2; exit 2 ;;
 esac

@@ -192,3 +192,89 @@ func TestGoodsAndProbes(t *testing.T) {
 		t.Fatalf("unknown route = %d %+v", status, body)
 	}
 }
+
+type fakeOrders struct {
+	orders map[uint64]service.Order
+	payErr error
+}
+
+func (f *fakeOrders) Get(_ context.Context, id uint64) (service.Order, error) {
+	o, ok := f.orders[id]
+	if !ok {
+		return service.Order{}, service.ErrOrderNotFound
+	}
+	return o, nil
+}
+
+func (f *fakeOrders) Pay(ctx context.Context, id uint64) (service.Order, error) {
+	o, err := f.Get(ctx, id)
+	if err != nil {
+		return o, err
+	}
+	if f.payErr != nil {
+		return o, f.payErr
+	}
+	o.Status = service.OrderPaid
+	return o, nil
+}
+
+type fakeElection struct{ leader bool }
+
+func (f fakeElection) Status(context.Context) (bool, string, string, error) {
+	if f.leader {
+		return true, "me:1", "me:1", nil
+	}
+	return false, "other:2", "me:1", nil
+}
+
+func doMethod(t *testing.T, h http.Handler, method, path string) (int, handler.Response) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var body handler.Response
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("%s %s: body %q is not JSON: %v", method, path, rec.Body.String(), err)
+	}
+	return rec.Code, body
+}
+
+func TestOrderEndpoints(t *testing.T) {
+	orders := &fakeOrders{orders: map[uint64]service.Order{7: {ID: 7, GoodsNo: 1, RequestID: "r", Status: service.OrderUnpaid}}}
+	h := handler.New(handler.Services{Shop: &fakeShop{}, Orders: orders, Election: fakeElection{leader: true}}, slog.New(slog.DiscardHandler))
+	tests := []struct {
+		method, path string
+		status       int
+		code, state  string
+	}{
+		{http.MethodGet, "/orders/7", 200, "ok", "unpaid"},
+		{http.MethodPost, "/orders/7/pay", 200, "ok", "paid"},
+		{http.MethodGet, "/orders/8", 404, "order_not_found", ""},
+		{http.MethodPost, "/orders/8/pay", 404, "order_not_found", ""},
+		{http.MethodGet, "/orders/0", 400, "invalid_order_id", ""},
+		{http.MethodGet, "/orders/-7", 400, "invalid_order_id", ""},
+		{http.MethodGet, "/orders/7x", 400, "invalid_order_id", ""},
+		{http.MethodGet, "/orders/18446744073709551616", 400, "invalid_order_id", ""}, // overflows uint64
+		{http.MethodPost, "/orders/abc/pay", 400, "invalid_order_id", ""},
+		{http.MethodGet, "/orders/7/pay", 405, "method_not_allowed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			status, body := doMethod(t, h, tt.method, tt.path)
+			if status != tt.status || body.Code != tt.code || body.Status != tt.state {
+				t.Fatalf("got %d %s %q, want %d %s %q", status, body.Code, body.Status, tt.status, tt.code, tt.state)
+			}
+		})
+	}
+	orders.payErr = service.ErrOrderExpired
+	if status, body := doMethod(t, h, http.MethodPost, "/orders/7/pay"); status != 409 || body.Code != "order_expired" {
+		t.Fatalf("paying an expired order: %d %s, want 409 order_expired", status, body.Code)
+	}
+	for _, leads := range []bool{true, false} {
+		h := handler.New(handler.Services{Shop: &fakeShop{}, Election: fakeElection{leader: leads}}, slog.New(slog.DiscardHandler))
+		status, body := doMethod(t, h, http.MethodGet, "/leader")
+		if status != 200 || body.Leader == nil || *body.Leader != leads || body.ParticipantID != "me:1" || body.LeaderID == "" {
+			t.Fatalf("GET /leader (leading %v): %d %+v", leads, status, body)
+		}
+	}
+}
