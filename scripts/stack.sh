@@ -220,6 +220,8 @@ up)
 	# shop's MariaDB is another machine's.
 	{ command -v mariadb-install-db >/dev/null && { command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ]; }; } ||
 		apt_install mariadb-server mariadb-client
+	# The dashboard's browser test drives Debian's headless Chromium.
+	command -v chromium >/dev/null || apt_install chromium
 	zk_up
 	mysql_up
 	;;

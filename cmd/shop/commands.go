@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/go-zookeeper/zk"
 
+	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/handler"
+	"github.com/seckill-zk/seckill-zk/internal/metrics"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
@@ -81,10 +84,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer store.Close()
 	checks := []handler.Check{{Name: "mysql", Check: store.Ping}}
+	pool, err := store.SQLDB()
+	if err != nil {
+		return err
+	}
+	m := metrics.New(cfg.Purchase.Strategy, pool)
+	m.Track(cfg.Dashboard.Goods)
 
 	var locker service.Locker
 	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic"
 	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
+	zkl := newZKLocker(nil, cfg.Lock.Path) // its client comes with the connection
 	var zc *zklock.Client
 	if useLock || elect {
 		zc, err = zklock.Connect(ctx, cfg.ZooKeeper.Servers, zklock.Options{
@@ -92,15 +102,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
 			Retry:             cfg.ZooKeeper.Retry,
 			Logger:            log,
+			Observer:          m.LockObserver(func(dir string) string { return zkl.metricLabel(dir, m.Tracked) }),
 		})
 		if err != nil {
 			return fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 		}
 		defer zc.Close()
+		m.ZooKeeperState(zklock.StateConnected)
+		defer zc.Listen(m.ZooKeeperState)()
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(zc)})
 	}
 	if useLock {
-		locker = newZKLocker(zc, cfg.Lock.Path)
+		zkl.client = zc
+		locker = zkl
 	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}
@@ -132,7 +146,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	id := participantID(cfg.Leader.ID, ln.Addr())
 	var elected handler.Election = noElection{id}
 	if elect {
-		e, err := startElection(zc, cfg.Leader.Path, id, orders, log)
+		e, err := startElection(zc, cfg.Leader.Path, id, orders, m.Leading, log)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("leader election: %w", err)
@@ -145,11 +159,22 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		go func() { defer close(swept); _ = orders.Sweep(sctx, id) }()
 		defer func() { stopSweeping(); <-swept }()
 		log.Warn("leader election off (leader.enabled=false): this instance sweeps expired orders along with any other")
+		m.Leading(true)
 	}
+	dash, err := dashboard.New(m, elected, cfg.Dashboard.Peers, cfg.Dashboard.Goods)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); sample(sampleCtx, store, zc, locker != nil, zkl, m, log) }()
+	defer func() { stopSampling(); <-sampled }()
 
 	gin.SetMode(gin.ReleaseMode)
 	srv := &http.Server{
-		Handler:           handler.New(handler.Services{Shop: shop, Orders: orders, Election: elected}, log, checks...),
+		Handler: handler.New(handler.Services{Shop: shop, Orders: orders, Election: elected,
+			Observer: m, Metrics: m.Handler(), Dashboard: dash}, log, checks...),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", cfg.Purchase.Strategy, "lock", locker != nil, "lockPath", cfg.Lock.Path,
@@ -182,5 +207,46 @@ func zkReady(c *zklock.Client) func(ctx context.Context) error {
 		}
 		_, _, err := c.Conn().Exists("/")
 		return err
+	}
+}
+
+// sample reads, every second until ctx ends, the stock and orders of the
+// goods the metrics track and, with the lock on, how many nodes queue on
+// each one's lock: the gauges and the dashboard's numbers, so that neither
+// a scrape nor the page ever queries on a buyer's path.
+func sample(ctx context.Context, store *repo.Store, zc *zklock.Client, queues bool, l *zkLocker, m *metrics.Metrics, log *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		for _, goods := range m.Goods() {
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			g, err := store.Goods(qctx, goods)
+			var counts map[string]int64
+			if err == nil {
+				counts, err = store.OrderCounts(qctx, goods)
+			}
+			cancel()
+			if err == nil {
+				var total int64
+				for _, n := range counts {
+					total += n
+				}
+				m.SampledGoods(goods, metrics.GoodsSample{Stock: g.Stock, Orders: total, OrdersByStatus: counts})
+			} else if ctx.Err() == nil && !errors.Is(err, service.ErrNotFound) {
+				log.Debug("sampling the stock failed", "goodsNo", goods, "err", err)
+			}
+			if queues {
+				p := l.lockPath(goods)
+				kids, _, err := zc.Conn().Children(p)
+				if err == nil || errors.Is(err, zk.ErrNoNode) {
+					m.SampledQueue(goods, p, len(kids))
+				}
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
 	}
 }

@@ -51,6 +51,10 @@ type Config struct {
 		Path    string
 		ID      string // "" : host:port
 	}
+	Dashboard struct {
+		Peers []string // base URLs of the instances the page shows; empty: this one
+		Goods int32
+	}
 	Demo struct {
 		MaxSleep time.Duration
 	}
@@ -88,6 +92,8 @@ var settings = []setting{
 	{"leader.enabled", "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)"},
 	{"leader.path", "/seckill/leader", "ZooKeeper path of the sweeper's election (Curator LeaderSelector)"},
 	{"leader.id", "", "this instance's participant id in the election (default: hostname:port)"},
+	{"dashboard.peers", "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only)"},
+	{"dashboard.goods", "1", "the goods /dashboard charts"},
 	{"demo.maxSleep", "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier"},
 	{"log.level", "info", "log level: debug, info, warn, error"},
 }
@@ -167,6 +173,16 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	c.Leader.Enabled = p.boolean("leader.enabled")
 	c.Leader.Path = p.lockPath("leader.path")
 	c.Leader.ID = strings.TrimSpace(p.v.GetString("leader.id"))
+	for _, peer := range strings.Split(strings.TrimSpace(p.v.GetString("dashboard.peers")), ",") {
+		switch peer = strings.TrimRight(strings.TrimSpace(peer), "/"); peer {
+		case "":
+		case "self":
+			c.Dashboard.Peers = append(c.Dashboard.Peers, "") // the page's own origin
+		default:
+			c.Dashboard.Peers = append(c.Dashboard.Peers, peer)
+		}
+	}
+	c.Dashboard.Goods = int32(p.positive("dashboard.goods"))
 	c.Demo.MaxSleep = p.duration("demo.maxSleep", true)
 	if p.err == nil && !c.Lock.Enabled && c.Purchase.Strategy != "seed" {
 		p.err = fmt.Errorf("config: lock.enabled=false (SHOP_LOCK_ENABLED) reproduces the seed's overselling and goes only with purchase.strategy=seed (SHOP_PURCHASE_STRATEGY), not %q", c.Purchase.Strategy)

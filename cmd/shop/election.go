@@ -22,11 +22,13 @@ type election struct {
 	log *slog.Logger
 }
 
-func startElection(c *zklock.Client, path, id string, orders *service.Orders, log *slog.Logger) (*election, error) {
+func startElection(c *zklock.Client, path, id string, orders *service.Orders, leading func(bool), log *slog.Logger) (*election, error) {
 	e := &election{id: id, log: log}
 	e.sel = zklock.NewLeaderSelector(c, path, id, func(ctx context.Context) error {
 		log.Info("leading: this instance sweeps expired orders", "participantId", id, "path", path)
+		leading(true)
 		err := orders.Sweep(ctx, id)
+		leading(false)
 		log.Info("leadership ended", "participantId", id)
 		return err
 	})

@@ -38,12 +38,27 @@ type Election interface {
 	Status(ctx context.Context) (leader bool, leaderID, participantID string, err error)
 }
 
-// Services are what the handler serves; Orders and Election may be nil, and
-// their endpoints then do not exist.
+// Observer hears every answered purchase: its goods number (0 when the
+// request had none), the answer's code and how long it took.
+type Observer interface {
+	Purchased(goodsNo int32, outcome string, d time.Duration)
+}
+
+// Dashboard serves the live page and its data.
+type Dashboard interface {
+	Page(w http.ResponseWriter, r *http.Request)
+	Data(w http.ResponseWriter, r *http.Request)
+}
+
+// Services are what the handler serves. Everything but Shop may be nil, and
+// its endpoints then do not exist.
 type Services struct {
-	Shop     Shop
-	Orders   Orders
-	Election Election
+	Shop      Shop
+	Orders    Orders
+	Election  Election
+	Observer  Observer
+	Metrics   http.Handler // GET /metrics
+	Dashboard Dashboard    // GET /dashboard, /dashboard/data
 }
 
 // Check is a readiness check of a dependency.
@@ -125,13 +140,14 @@ type handler struct {
 	shop     Shop
 	orders   Orders
 	election Election
+	observer Observer
 	checks   []Check
 	log      *slog.Logger
 }
 
 // New returns the HTTP handler of the shop.
 func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
-	h := &handler{shop: s.Shop, orders: s.Orders, election: s.Election, checks: checks, log: log}
+	h := &handler{shop: s.Shop, orders: s.Orders, election: s.Election, observer: s.Observer, checks: checks, log: log}
 	r := gin.New()
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
@@ -146,6 +162,13 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 	}
 	if h.election != nil {
 		r.GET("/leader", h.leader)
+	}
+	if s.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(s.Metrics))
+	}
+	if s.Dashboard != nil {
+		r.GET("/dashboard", gin.WrapF(s.Dashboard.Page))
+		r.GET("/dashboard/data", gin.WrapF(s.Dashboard.Data))
 	}
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
@@ -177,13 +200,16 @@ func ParseGoodsNo(s string) (int32, error) {
 }
 
 func (h *handler) purchase(c *gin.Context) {
+	start := time.Now()
 	goodsNo, err := ParseGoodsNo(c.Param("goodsNo"))
 	if err != nil {
+		h.observe(0, err, start)
 		h.fail(c, 0, err)
 		return
 	}
 	rid := c.GetString(requestIDKey)
 	order, err := h.shop.Purchase(c.Request.Context(), goodsNo, rid)
+	h.observe(goodsNo, err, start)
 	if err != nil {
 		h.fail(c, goodsNo, err)
 		return
@@ -195,6 +221,18 @@ func (h *handler) purchase(c *gin.Context) {
 		RequestID: rid,
 		OrderID:   order.ID,
 	})
+}
+
+// observe tells the observer, if any, of an answered purchase.
+func (h *handler) observe(goodsNo int32, err error, start time.Time) {
+	if h.observer == nil {
+		return
+	}
+	outcome := CodeOK
+	if err != nil {
+		_, outcome, _ = StatusOf(err)
+	}
+	h.observer.Purchased(goodsNo, outcome, time.Since(start))
 }
 
 func (h *handler) goods(c *gin.Context) {

@@ -4,6 +4,7 @@ package repo
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -115,6 +116,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// SQLDB is the store's connection pool, for its statistics.
+func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 
 // Close closes the connection pool.
 func (s *Store) Close() error {

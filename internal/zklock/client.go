@@ -70,6 +70,21 @@ type Options struct {
 	// Dial opens each connection to a server, within timeout. Default
 	// net.DialTimeout; set it to go through a proxy or to wrap connections.
 	Dial func(network, address string, timeout time.Duration) (net.Conn, error)
+	// Observer, if set, hears what the client's locks do: for metrics,
+	// without this package depending on a metrics library.
+	Observer Observer
+}
+
+// Observer hears the lock events of a Client's Mutexes (and so of the
+// recipes built on them). Its methods run on the acquiring and releasing
+// goroutines: they must be quick and must not call back into the Client.
+// Connection states are heard through Client.Listen.
+type Observer interface {
+	// LockAcquired: a Mutex on path was acquired after waiting (from the
+	// call of Acquire to the hold; reentrant acquisitions are not reported).
+	LockAcquired(path string, waited time.Duration)
+	// LockReleased: a Mutex on path was let go after being held that long.
+	LockReleased(path string, held time.Duration)
 }
 
 func (o *Options) setDefaults() {

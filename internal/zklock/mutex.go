@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -51,6 +52,7 @@ type Mutex struct {
 	onRevoke  func()        // set by MakeRevocable
 	forbidden func() error  // checked before acquiring (the read/write lock's no-upgrade rule)
 	early     bool          // FetchTokenEarly: read the token as soon as the node exists
+	heldSince time.Time     // when the hold began (for Options.Observer)
 }
 
 // NewMutex returns a handle on the lock at lockPath. It does no I/O; the path
@@ -89,6 +91,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 	}
 	data, onRevoke, forbidden := m.data, m.onRevoke, m.forbidden
 	m.mu.Unlock()
+	start := time.Now()
 	if forbidden != nil {
 		if err := forbidden(); err != nil {
 			return err
@@ -125,9 +128,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 	if onRevoke != nil {
 		arm()
 	}
+	now := time.Now()
 	m.mu.Lock()
-	m.count, m.node, m.sess, m.lost, m.token, m.stop, m.arm = 1, node, s, h.lost, h.token, h.stop, arm
+	m.count, m.node, m.sess, m.lost, m.token, m.stop, m.arm, m.heldSince = 1, node, s, h.lost, h.token, h.stop, arm, now
 	m.mu.Unlock()
+	if o := m.c.opts.Observer; o != nil {
+		o.LockAcquired(m.q.dir, now.Sub(start))
+	}
 	return nil
 }
 
@@ -146,10 +153,13 @@ func (m *Mutex) Release(ctx context.Context) error {
 		m.mu.Unlock()
 		return nil
 	}
-	node, s, stop := m.node, m.sess, m.stop
+	node, s, stop, since := m.node, m.sess, m.stop, m.heldSince
 	m.node, m.sess, m.lost, m.token, m.stop, m.arm = "", nil, nil, nil, nil, nil
 	m.mu.Unlock()
 	close(stop)
+	if o := m.c.opts.Observer; o != nil {
+		o.LockReleased(m.q.dir, time.Since(since))
+	}
 	err := m.c.release(ctx, node, s)
 	s.untrack(node)
 	if err != nil {

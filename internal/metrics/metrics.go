@@ -1,0 +1,293 @@
+// Package metrics is the shop's Prometheus instrumentation and the live
+// numbers its dashboard shows. The other packages do not import Prometheus:
+// the handler and zklock declare small observer interfaces, and Metrics
+// implements them.
+package metrics
+
+import (
+	"database/sql"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// maxGoods bounds the goods numbers that get a label of their own: a goods
+// that exists and was asked for. Further goods share the label "other", and
+// goods numbers from bad input never become labels.
+const maxGoods = 32
+
+// Metrics holds the shop's metrics. Its methods are safe for concurrent use.
+type Metrics struct {
+	reg      *prometheus.Registry
+	strategy string
+
+	purchases   *prometheus.CounterVec   // goods, outcome, strategy
+	purchaseDur *prometheus.HistogramVec // outcome
+	lockWait    *prometheus.HistogramVec // path
+	lockHold    *prometheus.HistogramVec // path
+	queueLen    *prometheus.GaugeVec     // path
+	zkState     prometheus.Gauge
+	zkChanges   *prometheus.CounterVec // state
+	leader      prometheus.Gauge
+	stock       *prometheus.GaugeVec // goods
+	orders      *prometheus.GaugeVec // goods, status
+
+	mu       sync.Mutex
+	goods    []int32          // the goods with labels of their own, at most maxGoods
+	outcomes map[string]int64 // purchases by outcome, for the dashboard
+	waits    []timedWait      // recent lock waits, a ring
+	next     int
+	state    string
+	leading  bool
+	samples  map[int32]GoodsSample
+	queues   map[int32]int
+}
+
+type timedWait struct {
+	at time.Time
+	d  time.Duration
+}
+
+// GoodsSample is a goods' row as last sampled.
+type GoodsSample struct {
+	Stock          int32            `json:"stock"`
+	Orders         int64            `json:"orders"`
+	OrdersByStatus map[string]int64 `json:"ordersByStatus"`
+}
+
+// New returns the shop's metrics for an instance selling with strategy.
+// db, if not nil, is the pool whose statistics are exported.
+func New(strategy string, db *sql.DB) *Metrics {
+	m := &Metrics{
+		reg:      prometheus.NewRegistry(),
+		strategy: strategy,
+		purchases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_purchases_total", Help: "Purchases answered, by goods, outcome (the answer's code) and strategy.",
+		}, []string{"goods", "outcome", "strategy"}),
+		purchaseDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seckill_purchase_duration_seconds", Help: "Time to answer a purchase, by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. 16 s
+		}, []string{"outcome"}),
+		lockWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seckill_lock_wait_seconds", Help: "Time from asking for a purchase lock to holding it, by lock path.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"path"}),
+		lockHold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seckill_lock_hold_seconds", Help: "Time a purchase lock was held, by lock path.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"path"}),
+		queueLen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_lock_queue_length", Help: "Nodes queued on a purchase lock (holder included), sampled.",
+		}, []string{"path"}),
+		zkState: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_zookeeper_state", Help: "ZooKeeper connection: 1 connected, 0.5 suspended, 0 lost (or no connection yet).",
+		}),
+		zkChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_zookeeper_state_changes_total", Help: "ZooKeeper connection state changes, by new state.",
+		}, []string{"state"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_leader", Help: "1 while this instance leads the election (and sweeps expired orders).",
+		}),
+		stock: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_stock", Help: "A goods' stock, sampled.",
+		}, []string{"goods"}),
+		orders: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_orders_total", Help: "A goods' order rows by status, sampled.",
+		}, []string{"goods", "status"}),
+		outcomes: map[string]int64{},
+		waits:    make([]timedWait, 0, 4096),
+		state:    "none",
+		samples:  map[int32]GoodsSample{},
+		queues:   map[int32]int{},
+	}
+	m.reg.MustRegister(m.purchases, m.purchaseDur, m.lockWait, m.lockHold, m.queueLen, m.zkState, m.zkChanges,
+		m.leader, m.stock, m.orders,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if db != nil {
+		m.reg.MustRegister(collectors.NewDBStatsCollector(db, "seckill"))
+	}
+	return m
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Track gives goodsNo a label of its own, if there is room; the sampler
+// samples the tracked goods. It reports whether goodsNo is tracked.
+func (m *Metrics) Track(goodsNo int32) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.trackLocked(goodsNo)
+}
+
+func (m *Metrics) trackLocked(goodsNo int32) bool {
+	if slices.Contains(m.goods, goodsNo) {
+		return true
+	}
+	if len(m.goods) >= maxGoods {
+		return false
+	}
+	m.goods = append(m.goods, goodsNo)
+	return true
+}
+
+// Goods returns the tracked goods.
+func (m *Metrics) Goods() []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.goods)
+}
+
+// Purchased records an answered purchase (the handler's observer). Answers
+// about goods that do not exist, or were not a goods number, get the goods
+// label "-".
+func (m *Metrics) Purchased(goodsNo int32, outcome string, d time.Duration) {
+	label := "-"
+	m.mu.Lock()
+	if goodsNo > 0 && outcome != "goods_not_found" && outcome != "invalid_goods_no" {
+		if m.trackLocked(goodsNo) {
+			label = strconv.Itoa(int(goodsNo))
+		} else {
+			label = "other"
+		}
+	}
+	m.outcomes[outcome]++
+	m.mu.Unlock()
+	m.purchases.WithLabelValues(label, outcome, m.strategy).Inc()
+	m.purchaseDur.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// LockObserver returns zklock's observer for the purchase locks: lockPath
+// maps a lock node's directory to its label (the configured path, with
+// {goodsNo} in it), or "" for locks that are not purchase locks (the
+// election's), which are not recorded.
+func (m *Metrics) LockObserver(label func(dir string) string) zklock.Observer {
+	return lockObserver{m: m, label: label}
+}
+
+type lockObserver struct {
+	m     *Metrics
+	label func(string) string
+}
+
+func (o lockObserver) LockAcquired(dir string, waited time.Duration) {
+	l := o.label(dir)
+	if l == "" {
+		return
+	}
+	o.m.lockWait.WithLabelValues(l).Observe(waited.Seconds())
+	o.m.mu.Lock()
+	w := timedWait{time.Now(), waited}
+	if len(o.m.waits) < cap(o.m.waits) {
+		o.m.waits = append(o.m.waits, w)
+	} else {
+		o.m.waits[o.m.next] = w
+		o.m.next = (o.m.next + 1) % len(o.m.waits)
+	}
+	o.m.mu.Unlock()
+}
+
+func (o lockObserver) LockReleased(dir string, held time.Duration) {
+	if l := o.label(dir); l != "" {
+		o.m.lockHold.WithLabelValues(l).Observe(held.Seconds())
+	}
+}
+
+// ZooKeeperState records a connection state change (zklock.Client.Listen).
+func (m *Metrics) ZooKeeperState(s zklock.State) {
+	m.zkChanges.WithLabelValues(s.String()).Inc()
+	v := map[zklock.State]float64{zklock.StateConnected: 1, zklock.StateReconnected: 1, zklock.StateSuspended: 0.5, zklock.StateLost: 0}[s]
+	m.zkState.Set(v)
+	m.mu.Lock()
+	m.state = map[zklock.State]string{zklock.StateConnected: "connected", zklock.StateReconnected: "connected",
+		zklock.StateSuspended: "suspended", zklock.StateLost: "lost"}[s]
+	m.mu.Unlock()
+}
+
+// Leading records whether this instance leads the election.
+func (m *Metrics) Leading(leads bool) {
+	m.leader.Set(map[bool]float64{true: 1}[leads])
+	m.mu.Lock()
+	m.leading = leads
+	m.mu.Unlock()
+}
+
+// SampledGoods records a goods' row and its orders by status.
+func (m *Metrics) SampledGoods(goodsNo int32, s GoodsSample) {
+	g := strconv.Itoa(int(goodsNo))
+	m.stock.WithLabelValues(g).Set(float64(s.Stock))
+	for status, n := range s.OrdersByStatus {
+		m.orders.WithLabelValues(g, status).Set(float64(n))
+	}
+	m.mu.Lock()
+	m.samples[goodsNo] = s
+	m.mu.Unlock()
+}
+
+// SampledQueue records the nodes queued on the lock of goodsNo at path.
+func (m *Metrics) SampledQueue(goodsNo int32, path string, n int) {
+	m.queueLen.WithLabelValues(path).Set(float64(n))
+	m.mu.Lock()
+	m.queues[goodsNo] = n
+	m.mu.Unlock()
+}
+
+// Tracked reports whether goodsNo has a label of its own.
+func (m *Metrics) Tracked(goodsNo int32) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Contains(m.goods, goodsNo)
+}
+
+// Snapshot is what the dashboard shows of one instance, for one goods.
+type Snapshot struct {
+	Time        int64            `json:"time"` // Unix milliseconds
+	Strategy    string           `json:"strategy"`
+	ZooKeeper   string           `json:"zookeeper"` // connected, suspended, lost, none
+	Leader      bool             `json:"leader"`
+	GoodsNo     int32            `json:"goodsNo"`
+	Sampled     bool             `json:"sampled"` // the goods' row has been sampled
+	Goods       GoodsSample      `json:"goods"`
+	Outcomes    map[string]int64 `json:"outcomes"` // purchases answered, by outcome, since the start
+	LockWaitP50 float64          `json:"lockWaitP50Ms"`
+	LockWaitP99 float64          `json:"lockWaitP99Ms"`
+	LockWaits   int              `json:"lockWaits"` // waits the percentiles are of: the last 10 s
+	QueueLength int              `json:"queueLength"`
+}
+
+// Snapshot returns the live numbers of goodsNo from memory: no query, no lock.
+func (m *Metrics) Snapshot(goodsNo int32) Snapshot {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Snapshot{Time: now.UnixMilli(), Strategy: m.strategy, ZooKeeper: m.state, Leader: m.leading, GoodsNo: goodsNo,
+		Outcomes: make(map[string]int64, len(m.outcomes)), QueueLength: m.queues[goodsNo]}
+	s.Goods, s.Sampled = m.samples[goodsNo]
+	for k, v := range m.outcomes {
+		s.Outcomes[k] = v
+	}
+	var recent []time.Duration
+	for _, w := range m.waits {
+		if now.Sub(w.at) <= 10*time.Second {
+			recent = append(recent, w.d)
+		}
+	}
+	if len(recent) > 0 {
+		slices.Sort(recent)
+		at := func(p float64) float64 {
+			return float64(recent[min(len(recent)-1, int(p*float64(len(recent))))].Microseconds()) / 1000
+		}
+		s.LockWaitP50, s.LockWaitP99, s.LockWaits = at(0.50), at(0.99), len(recent)
+	}
+	return s
+}
