@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -197,5 +199,43 @@ func TestCompareReportAndExpectations(t *testing.T) {
 	var fail *failure
 	if !errors.As(err, &fail) || fail.code != 3 {
 		t.Fatalf("a failed expectation = %v, want exit code 3", err)
+	}
+}
+
+func TestServerMetricsFromAScrape(t *testing.T) {
+	scrape := func(text string) serverMetrics {
+		m := serverMetrics{waitBuckets: map[float64]float64{}, outcomes: map[string]float64{}}
+		if err := m.add(bufio.NewScanner(strings.NewReader(text))); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := scrape(`# HELP x
+seckill_lock_wait_seconds_bucket{path="/Locks",le="0.001"} 0
+seckill_lock_wait_seconds_bucket{path="/Locks",le="0.002"} 0
+seckill_lock_wait_seconds_bucket{path="/Locks",le="0.004"} 0
+seckill_lock_wait_seconds_bucket{path="/Locks",le="+Inf"} 0
+seckill_purchases_total{goods="1",outcome="lock_lost",strategy="seed"} 1
+`)
+	after := scrape(`seckill_lock_wait_seconds_bucket{path="/Locks",le="0.001"} 50
+seckill_lock_wait_seconds_bucket{path="/Locks",le="0.002"} 90
+seckill_lock_wait_seconds_bucket{path="/Locks",le="0.004"} 100
+seckill_lock_wait_seconds_bucket{path="/Locks",le="+Inf"} 100
+seckill_purchases_total{goods="1",outcome="lock_lost",strategy="seed"} 3
+seckill_purchases_total{goods="1",outcome="unavailable",strategy="seed"} 4
+seckill_purchases_total{goods="-",outcome="unavailable",strategy="seed"} 1
+`)
+	d := after.minus(before)
+	if got := d.waitQuantile(0.5); got != 0.001 {
+		t.Errorf("p50 = %v, want 0.001 (the 50th of 100 waits is the last of the first bucket)", got)
+	}
+	if got := d.waitQuantile(0.99); math.Abs(got-0.0038) > 1e-9 {
+		t.Errorf("p99 = %v, want 0.0038 (interpolated in the 2–4 ms bucket)", got)
+	}
+	if d.outcomes["lock_lost"] != 2 || d.outcomes["unavailable"] != 5 {
+		t.Errorf("outcomes %v, want 2 lock_lost and 5 unavailable", d.outcomes)
+	}
+	if !math.IsNaN(before.minus(before).waitQuantile(0.5)) {
+		t.Error("no waits should give NaN")
 	}
 }

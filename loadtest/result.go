@@ -45,6 +45,15 @@ type Result struct {
 	// orders gave back.
 	Oversold int `json:"oversold"`
 
+	// What the shops' /metrics say of the run (when they have it): the
+	// lock wait's p50 and p99 in milliseconds, and the purchases answered
+	// lock_lost and unavailable, summed over the targets.
+	ServerMetrics bool    `json:"serverMetrics"`
+	LockWaitP50   float64 `json:"lockWaitP50Ms,omitempty"`
+	LockWaitP99   float64 `json:"lockWaitP99Ms,omitempty"`
+	LockLost      int     `json:"lockLost"`
+	Unavailable   int     `json:"unavailable"`
+
 	Samples []Sample `json:"samples"`
 }
 
@@ -146,6 +155,18 @@ func rows(rs ...*Result) [][]string {
 		line("stock before -> after", func(r *Result) string { return fmt.Sprintf("%d -> %d", r.StockBefore, r.StockAfter) }),
 		line("order rows created", func(r *Result) string { return itoa(r.OrdersCreated) }),
 		line("orders expired meanwhile", func(r *Result) string { return itoa(r.Expired) }),
+		line("lock wait p50/p99 (ms, shops' metrics)", func(r *Result) string {
+			if !r.ServerMetrics || r.LockWaitP50 == 0 && r.LockWaitP99 == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f / %.1f", r.LockWaitP50, r.LockWaitP99)
+		}),
+		line("lock_lost / unavailable (shops' metrics)", func(r *Result) string {
+			if !r.ServerMetrics {
+				return "-"
+			}
+			return fmt.Sprintf("%d / %d", r.LockLost, r.Unavailable)
+		}),
 		line("OVERSOLD", func(r *Result) string { return itoa(r.Oversold) }),
 	}
 	return out

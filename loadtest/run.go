@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -65,6 +66,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ByStatus: map[string]int{}, ByCode: map[string]int{},
 		StockBefore: *before.Stock, OrdersBefore: *before.Orders, ExpiredBefore: before.OrdersByStatus["expired"],
 	}
+
+	metricsBefore, haveMetrics := scrapeMetrics(ctx, client, o.Targets)
 
 	var c counters
 	var mu sync.Mutex // guards r.ByStatus, r.ByCode
@@ -132,6 +135,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r.Sent, r.Succeeded, r.SoldOut, r.TransportErrors = int(c.sent.Load()), int(c.succeeded.Load()), int(c.soldOut.Load()), int(c.transport.Load())
 	r.StockAfter, r.OrdersAfter, r.ExpiredAfter = *after.Stock, *after.Orders, after.OrdersByStatus["expired"]
+	if haveMetrics {
+		if after, ok := scrapeMetrics(context.WithoutCancel(ctx), client, o.Targets); ok {
+			d := after.minus(metricsBefore)
+			r.ServerMetrics = true
+			if p50, p99 := d.waitQuantile(0.5), d.waitQuantile(0.99); !math.IsNaN(p50) {
+				r.LockWaitP50, r.LockWaitP99 = p50*1000, p99*1000
+			}
+			r.LockLost, r.Unavailable = int(d.outcomes["lock_lost"]), int(d.outcomes["unavailable"])
+		}
+	}
 	sent := min(r.Sent, len(latencies))
 	r.finish(latencies[:sent], elapsed)
 	r.Samples = append(r.Samples, Sample{T: elapsed.Seconds(), Stock: r.StockAfter, Orders: r.OrdersAfter - r.OrdersBefore, Succeeded: r.Succeeded})

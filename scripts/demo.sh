@@ -49,7 +49,8 @@ up() {
 	"$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
 	export SHOP_ORDERS_PAYTIMEOUT=${SHOP_ORDERS_PAYTIMEOUT:-20s} SHOP_ZOOKEEPER_SESSIONTIMEOUT=${SHOP_ZOOKEEPER_SESSIONTIMEOUT:-10s}
 	for port in $ports; do
-		nohup "$shop" serve --server.addr="127.0.0.1:$port" >"$state/shop-$port.log" 2>&1 </dev/null &
+		SHOP_DASHBOARD_PEERS=${SHOP_DASHBOARD_PEERS:-$(urls)} \
+			nohup "$shop" serve --server.addr="127.0.0.1:$port" >"$state/shop-$port.log" 2>&1 </dev/null &
 		echo $! >"$state/shop-$port.pid"
 	done
 	for port in $ports; do
@@ -137,6 +138,8 @@ up)
 demo: stock of goods 1 is 100. Try:
   curl http://127.0.0.1:${ports%% *}/goods-stock/1     # buy one
   curl http://127.0.0.1:${ports%% *}/goods/1           # stock and order rows
+  http://127.0.0.1:${ports%% *}/dashboard              # the live dashboard (both instances), in a browser
+  curl http://127.0.0.1:${ports%% *}/metrics           # Prometheus metrics
   make failover                           # kill the sweeper's leader, watch the other take over
   make demo-stop                          # stop the instances
 MSG

@@ -2,14 +2,20 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/seckill-zk/seckill-zk/internal/metrics"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
 // No Docker engine runs on the project's machines, so the compose stack and
@@ -157,6 +163,142 @@ func TestComposeStack(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Prometheus scrapes every shop, and Grafana comes provisioned with a
+// datasource on it and a dashboard whose queries name only metrics the shop
+// exports, with the panels of the shop's own page.
+func TestComposeMonitoring(t *testing.T) {
+	c := readCompose(t)
+	shops := shopServices(c)
+	prom, ok := c.Services["prometheus"]
+	if !ok || !strings.HasPrefix(prom.Image, "prom/prometheus") {
+		t.Fatalf("no prometheus service: %+v", prom)
+	}
+	mounts := func(s composeService, dst string) string {
+		for _, v := range s.Volumes {
+			if parts := strings.Split(v, ":"); len(parts) >= 2 && parts[1] == dst {
+				return "../../" + strings.TrimPrefix(parts[0], "./")
+			}
+		}
+		t.Fatalf("no volume mounted at %s in %v", dst, s.Volumes)
+		return ""
+	}
+	var promCfg struct {
+		ScrapeConfigs []struct {
+			MetricsPath   string `yaml:"metrics_path"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	readYAML(t, mounts(prom, "/etc/prometheus/prometheus.yml"), &promCfg)
+	targets := map[string]bool{}
+	for _, sc := range promCfg.ScrapeConfigs {
+		if sc.MetricsPath != "" && sc.MetricsPath != "/metrics" {
+			t.Errorf("metrics_path %q, want /metrics", sc.MetricsPath)
+		}
+		for _, st := range sc.StaticConfigs {
+			for _, tg := range st.Targets {
+				targets[tg] = true
+			}
+		}
+	}
+	for _, name := range shops {
+		_, port, _ := net.SplitHostPort(c.Services[name].Environment["SHOP_SERVER_ADDR"])
+		if !targets[name+":"+port] {
+			t.Errorf("prometheus does not scrape %s:%s (targets %v)", name, port, targets)
+		}
+	}
+
+	graf, ok := c.Services["grafana"]
+	if !ok || !strings.HasPrefix(graf.Image, "grafana/grafana") {
+		t.Fatalf("no grafana service: %+v", graf)
+	}
+	prov := mounts(graf, "/etc/grafana/provisioning")
+	var ds struct {
+		Datasources []struct {
+			Type, URL, UID string
+		} `yaml:"datasources"`
+	}
+	readYAML(t, prov+"/datasources/prometheus.yml", &ds)
+	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || ds.Datasources[0].URL != "http://prometheus:9090" {
+		t.Fatalf("grafana datasources %+v, want the prometheus service", ds.Datasources)
+	}
+	var provider struct {
+		Providers []struct {
+			Options struct{ Path string } `yaml:"options"`
+		} `yaml:"providers"`
+	}
+	readYAML(t, prov+"/dashboards/seckill.yml", &provider)
+	dashDir := mounts(graf, "/var/lib/grafana/dashboards")
+	if len(provider.Providers) != 1 || provider.Providers[0].Options.Path != "/var/lib/grafana/dashboards" {
+		t.Fatalf("dashboard provider %+v does not load the mounted folder", provider.Providers)
+	}
+	raw, err := os.ReadFile(dashDir + "/seckill.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title      string
+			Datasource struct{ UID string }
+			Targets    []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("seckill.json: %v", err)
+	}
+	exported := map[string]bool{}
+	m := metrics.New("seed", nil) // one sample of each metric, so that every family shows
+	m.Purchased(1, "ok", time.Millisecond)
+	obs := m.LockObserver(func(string) string { return "/Locks" })
+	obs.LockAcquired("/Locks", time.Millisecond)
+	obs.LockReleased("/Locks", time.Millisecond)
+	m.SampledQueue(1, "/Locks", 0)
+	m.SampledGoods(1, metrics.GoodsSample{OrdersByStatus: map[string]int64{"unpaid": 0}})
+	m.ZooKeeperState(zklock.StateConnected)
+	families, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		exported[f.GetName()] = true
+	}
+	used := map[string]bool{}
+	for _, p := range dash.Panels {
+		if p.Datasource.UID != ds.Datasources[0].UID {
+			t.Errorf("panel %q uses datasource %q, not the provisioned %q", p.Title, p.Datasource.UID, ds.Datasources[0].UID)
+		}
+		for _, tg := range p.Targets {
+			for _, name := range metricNameRE.FindAllString(tg.Expr, -1) {
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count"), "_sum")
+				if !exported[base] {
+					t.Errorf("panel %q queries %s, which the shop does not export", p.Title, name)
+				}
+				used[base] = true
+			}
+		}
+	}
+	for _, want := range []string{"seckill_stock", "seckill_orders_total", "seckill_purchases_total", "seckill_lock_wait_seconds",
+		"seckill_lock_queue_length", "seckill_zookeeper_state", "seckill_leader"} {
+		if !used[want] {
+			t.Errorf("no panel shows %s", want)
+		}
+	}
+}
+
+var metricNameRE = regexp.MustCompile(`seckill_[a-z_]+`)
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 }
 
 func TestDockerfile(t *testing.T) {

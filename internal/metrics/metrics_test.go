@@ -1,0 +1,81 @@
+package metrics_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/metrics"
+)
+
+// Label values stay bounded whatever the buyers send: goods numbers from
+// bad input are "-", and beyond the tracked goods they share "other".
+func TestGoodsLabelsAreBounded(t *testing.T) {
+	m := metrics.New("seed", nil)
+	for g := int32(1); g <= 100; g++ {
+		m.Purchased(g, "sold_out", time.Millisecond)
+	}
+	m.Purchased(0, "invalid_goods_no", time.Millisecond)
+	m.Purchased(7777, "goods_not_found", time.Millisecond)
+	families, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "seckill_purchases_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "goods" {
+					labels[l.GetValue()] += s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if len(labels) != 32+2 {
+		t.Errorf("%d goods label values, want 32 tracked + other + -: %v", len(labels), labels)
+	}
+	if labels["other"] != 68 || labels["-"] != 2 || labels["1"] != 1 {
+		t.Errorf("other %v, - %v, 1 %v; want 68, 2, 1", labels["other"], labels["-"], labels["1"])
+	}
+	if m.Tracked(7777) || !m.Tracked(32) || m.Tracked(33) {
+		t.Error("tracked goods: want 1..32 only")
+	}
+}
+
+// The dashboard's snapshot: purchases by outcome, the lock waits of the last
+// ten seconds and the sampled rows, from memory.
+func TestSnapshot(t *testing.T) {
+	m := metrics.New("batch", nil)
+	obs := m.LockObserver(func(dir string) string {
+		if strings.HasPrefix(dir, "/locks/") {
+			return dir
+		}
+		return "" // the election's lock: not a purchase lock
+	})
+	for i := range 100 {
+		obs.LockAcquired("/locks/goods/1", time.Duration(i+1)*time.Millisecond)
+	}
+	obs.LockAcquired("/seckill/leader", time.Hour)
+	m.Purchased(1, "ok", time.Millisecond)
+	m.Purchased(1, "ok", time.Millisecond)
+	m.Purchased(1, "sold_out", time.Millisecond)
+	m.SampledGoods(1, metrics.GoodsSample{Stock: 3, Orders: 2, OrdersByStatus: map[string]int64{"unpaid": 2}})
+	m.SampledQueue(1, "/locks/goods/1", 5)
+	s := m.Snapshot(1)
+	if s.Outcomes["ok"] != 2 || s.Outcomes["sold_out"] != 1 || s.Strategy != "batch" {
+		t.Errorf("snapshot %+v", s)
+	}
+	if s.LockWaits != 100 || s.LockWaitP50 != 51 || s.LockWaitP99 != 100 {
+		t.Errorf("lock waits %d, p50 %v, p99 %v; want 100, 51, 100 (the election's wait left out)", s.LockWaits, s.LockWaitP50, s.LockWaitP99)
+	}
+	if !s.Sampled || s.Goods.Stock != 3 || s.QueueLength != 5 {
+		t.Errorf("sampled %v stock %d queue %d", s.Sampled, s.Goods.Stock, s.QueueLength)
+	}
+	if s := m.Snapshot(2); s.Sampled {
+		t.Error(fmt.Sprintf("goods 2 was never sampled: %+v", s))
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// serverMetrics is what the load tester reads of the shops' /metrics,
+// summed over every target: the lock-wait histogram and the purchases by
+// outcome.
+type serverMetrics struct {
+	waitBuckets map[float64]float64 // upper bound → cumulative count
+	outcomes    map[string]float64
+}
+
+// scrapeMetrics reads /metrics of every target; ok is false when a target
+// has none (an older shop, or another service).
+func scrapeMetrics(ctx context.Context, client *http.Client, targets []string) (m serverMetrics, ok bool) {
+	m = serverMetrics{waitBuckets: map[float64]float64{}, outcomes: map[string]float64{}}
+	for _, base := range targets {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
+		if err != nil {
+			return m, false
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return m, false
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return m, false
+		}
+		err = m.add(bufio.NewScanner(resp.Body))
+		resp.Body.Close()
+		if err != nil {
+			return m, false
+		}
+	}
+	return m, true
+}
+
+// add adds one scrape, in Prometheus' text format.
+func (m *serverMetrics) add(sc *bufio.Scanner) error {
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return fmt.Errorf("%q: %w", line, err)
+		}
+		switch name {
+		case "seckill_lock_wait_seconds_bucket":
+			le := label(labels, "le")
+			bound := math.Inf(1)
+			if le != "+Inf" {
+				if bound, err = strconv.ParseFloat(le, 64); err != nil {
+					return fmt.Errorf("%q: %w", line, err)
+				}
+			}
+			m.waitBuckets[bound] += v
+		case "seckill_purchases_total":
+			m.outcomes[label(labels, "outcome")] += v
+		}
+	}
+	return sc.Err()
+}
+
+// label returns the value of key in a label set `a="x",b="y"`.
+func label(labels, key string) string {
+	for _, kv := range strings.Split(labels, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return ""
+}
+
+// minus is what happened between two scrapes: m − before.
+func (m serverMetrics) minus(before serverMetrics) serverMetrics {
+	d := serverMetrics{waitBuckets: map[float64]float64{}, outcomes: map[string]float64{}}
+	for b, v := range m.waitBuckets {
+		d.waitBuckets[b] = v - before.waitBuckets[b]
+	}
+	for k, v := range m.outcomes {
+		d.outcomes[k] = v - before.outcomes[k]
+	}
+	return d
+}
+
+// waitQuantile is the q-quantile of the lock waits in seconds, interpolated
+// within its bucket as Prometheus' histogram_quantile does; NaN without
+// waits.
+func (m serverMetrics) waitQuantile(q float64) float64 {
+	bounds := make([]float64, 0, len(m.waitBuckets))
+	for b := range m.waitBuckets {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	if len(bounds) == 0 || m.waitBuckets[bounds[len(bounds)-1]] <= 0 {
+		return math.NaN()
+	}
+	total := m.waitBuckets[bounds[len(bounds)-1]]
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range bounds {
+		count := m.waitBuckets[b]
+		if count >= rank {
+			if math.IsInf(b, 1) {
+				return lower // beyond the last finite bucket: its bound
+			}
+			if count == below {
+				return b
+			}
+			return lower + (b-lower)*(rank-below)/(count-below)
+		}
+		lower, below = b, count
+	}
+	return lower
+}
