@@ -31,6 +31,7 @@ var versions = []struct {
 	{1, "goods_stock.sql"},
 	{2, "goods_stock_v2_fence.sql"},
 	{3, "goods_stock_v3_order_status.sql"},
+	{4, "goods_stock_v4_request_id_bin.sql"},
 }
 
 // Version is one version of the schema.

@@ -23,6 +23,7 @@ func TestStatements(t *testing.T) {
 		"ALTER TABLE order_info ADD COLUMN paid_at",
 		"ALTER TABLE order_info ADD COLUMN expired_at",
 		"CREATE INDEX idx_order_info_status_created",
+		"ALTER TABLE order_info MODIFY request_id varchar(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

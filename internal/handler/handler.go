@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -103,7 +104,8 @@ var errorTable = []struct {
 	code    string
 	message string
 }{
-	{service.ErrInvalidGoodsNo, http.StatusBadRequest, "invalid_goods_no", "goodsNo must be a positive 32-bit integer"},
+	{service.ErrInvalidGoodsNo, http.StatusBadRequest, "invalid_goods_no", "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
+	{ErrInvalidRequestID, http.StatusBadRequest, "invalid_request_id", "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
 	{service.ErrNotFound, http.StatusNotFound, "goods_not_found", "指定商品不存在"},
 	{service.ErrInvalidOrderID, http.StatusBadRequest, "invalid_order_id", "orderId must be a positive 64-bit integer"},
 	{service.ErrOrderNotFound, http.StatusNotFound, "order_not_found", "no such order"},
@@ -119,6 +121,11 @@ var errorTable = []struct {
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout", "the request took too long, try again"},
 	{context.Canceled, http.StatusServiceUnavailable, "canceled", "the request was canceled"},
 }
+
+// ErrInvalidRequestID: the X-Request-ID header is malformed (or repeated).
+// A client that sends one counts on its duplicate protection, so it is told
+// rather than given a fresh id.
+var ErrInvalidRequestID = errors.New("handler: malformed X-Request-ID")
 
 // Internal errors are answered with this and logged, never shown.
 const (
@@ -137,6 +144,7 @@ func StatusOf(err error) (status int, code, message string) {
 }
 
 type handler struct {
+	logs     *logLimiter
 	shop     Shop
 	orders   Orders
 	election Election
@@ -147,7 +155,7 @@ type handler struct {
 
 // New returns the HTTP handler of the shop.
 func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
-	h := &handler{shop: s.Shop, orders: s.Orders, election: s.Election, observer: s.Observer, checks: checks, log: log}
+	h := &handler{logs: newLogLimiter(time.Second, 5), shop: s.Shop, orders: s.Orders, election: s.Election, observer: s.Observer, checks: checks, log: log}
 	r := gin.New()
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
@@ -172,19 +180,27 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 	}
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
+	// HEAD answers what GET would, without the body (HTTP's rule), on every
+	// route that only reads; a purchase is never made by HEAD.
+	for _, rt := range r.Routes() {
+		if rt.Method == http.MethodGet && !strings.HasPrefix(rt.Path, "/goods-stock/") {
+			r.HEAD(rt.Path, rt.HandlerFunc)
+		}
+	}
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint"})
+		c.JSON(http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint", RequestID: c.GetString(requestIDKey)})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		c.JSON(http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed"})
+		c.JSON(http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed", RequestID: c.GetString(requestIDKey)})
 	})
 	return r
 }
 
-// ParseGoodsNo accepts a positive 32-bit decimal integer and nothing else:
-// no sign, no spaces, no empty string, no overflow.
+// ParseGoodsNo accepts a positive 32-bit decimal integer in its canonical
+// form and nothing else: no sign, no spaces, no leading zeros, no empty
+// string, no overflow. /goods-stock/01 is not another name of goods 1.
 func ParseGoodsNo(s string) (int32, error) {
-	if s == "" || len(s) > 10 {
+	if s == "" || len(s) > 10 || s[0] == '0' { // one spelling per number: no leading zeros
 		return 0, service.ErrInvalidGoodsNo
 	}
 	for _, r := range s {
@@ -250,9 +266,10 @@ func (h *handler) goods(c *gin.Context) {
 		OrdersByStatus: g.OrdersByStatus})
 }
 
-// ParseOrderID accepts a positive 64-bit decimal integer and nothing else.
+// ParseOrderID accepts a positive 64-bit decimal integer in its canonical
+// form (no sign, no leading zeros) and nothing else.
 func ParseOrderID(s string) (uint64, error) {
-	if s == "" || len(s) > 20 || s[0] == '+' || s[0] == '-' {
+	if s == "" || len(s) > 20 || s[0] < '1' || s[0] > '9' {
 		return 0, service.ErrInvalidOrderID
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
@@ -323,9 +340,14 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 		// Load shedding is the point of the bound: no log line per buyer.
 		c.Header("Retry-After", "1")
 	case status == http.StatusServiceUnavailable:
-		h.log.Warn("request not served", "path", c.Request.URL.Path, "code", code, "err", err)
+		// An outage makes every buyer fail alike: warn, a few lines a second.
+		if ok, held := h.logs.allow("503 "+code, time.Now()); ok {
+			h.log.Warn("request not served", "path", c.Request.URL.Path, "code", code, "err", err, "similarSuppressed", held)
+		}
 	case status >= 500:
-		h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", c.GetString(requestIDKey), "err", err)
+		if ok, held := h.logs.allow("500 "+code, time.Now()); ok {
+			h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", c.GetString(requestIDKey), "err", err, "similarSuppressed", held)
+		}
 	}
 	c.JSON(status, Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: c.GetString(requestIDKey)})
 }
@@ -339,15 +361,26 @@ const requestIDKey = "requestId"
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
-// requestID takes the client's X-Request-ID when it is sane, else makes one,
-// and echoes it. It is the order row's idempotency key.
+// requestID takes the client's X-Request-ID, or makes one when there is
+// none, and echoes it. It is the order row's idempotency key, compared
+// exactly (case counts). A malformed or repeated header is refused with 400
+// invalid_request_id, nothing done: a client that sends an id relies on it.
 func (h *handler) requestID(c *gin.Context) {
-	rid := c.GetHeader("X-Request-ID")
-	if !validRequestID.MatchString(rid) {
+	vals := c.Request.Header.Values("X-Request-ID")
+	rid := ""
+	if len(vals) == 1 && validRequestID.MatchString(vals[0]) {
+		rid = vals[0]
+	}
+	if rid == "" {
 		rid = uuid.NewString()
 	}
 	c.Set(requestIDKey, rid)
 	c.Header("X-Request-ID", rid)
+	if len(vals) > 0 && rid != vals[0] || len(vals) > 1 {
+		h.fail(c, 0, ErrInvalidRequestID)
+		c.Abort()
+		return
+	}
 	c.Next()
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/seckill-zk/seckill-zk/internal/handler"
@@ -22,7 +23,9 @@ func TestParseGoodsNo(t *testing.T) {
 		ok   bool
 	}{
 		{"1", 1, true},
-		{"007", 7, true},
+		{"007", 0, false}, // one spelling per number
+		{"01", 0, false},
+		{"10", 10, true},
 		{"2147483647", 2147483647, true},
 		{"2147483648", 0, false}, // overflows int32
 		{"99999999999", 0, false},
@@ -131,13 +134,37 @@ func TestPurchaseAnswers(t *testing.T) {
 			t.Fatalf("request id not echoed: %+v %v", body, hdr)
 		}
 	})
-	t.Run("an unusable request id is replaced", func(t *testing.T) {
-		_, body, _ := do(t, newHandler(&fakeShop{}), "/goods-stock/1", "X-Request-ID", strings.Repeat("x", 65))
-		if len(body.RequestID) != 36 {
-			t.Fatalf("request id %q, want a generated UUID", body.RequestID)
+	t.Run("without a request id one is made", func(t *testing.T) {
+		_, body, hdr := do(t, newHandler(&fakeShop{}), "/goods-stock/1")
+		if len(body.RequestID) != 36 || hdr.Get("X-Request-ID") != body.RequestID {
+			t.Fatalf("request id %q (header %q), want a generated UUID", body.RequestID, hdr.Get("X-Request-ID"))
 		}
 	})
-	for _, path := range []string{"/goods-stock/abc", "/goods-stock/-1", "/goods-stock/%201", "/goods-stock/2147483648", "/goods-stock/", "/goods/x", "/goods/"} {
+	for name, ids := range map[string][]string{
+		"empty": {""}, "65 characters": {strings.Repeat("x", 65)}, "non-ASCII": {"ordre-é"}, "a space": {"a b"},
+		"a slash": {"a/b"}, "repeated": {"a-1", "a-2"},
+	} {
+		t.Run("400 for a request id that is "+name, func(t *testing.T) {
+			shop := &fakeShop{}
+			req := httptest.NewRequest(http.MethodGet, "/goods-stock/1", nil)
+			for _, id := range ids {
+				req.Header.Add("X-Request-ID", id)
+			}
+			rec := httptest.NewRecorder()
+			newHandler(shop).ServeHTTP(rec, req)
+			var body handler.Response
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Code != 400 || body.Code != "invalid_request_id" || len(body.RequestID) != 36 {
+				t.Fatalf("got %d %+v, want 400 invalid_request_id with a fresh id", rec.Code, body)
+			}
+			if shop.calls != 0 {
+				t.Fatal("the purchase was made with a malformed request id")
+			}
+		})
+	}
+	for _, path := range []string{"/goods-stock/abc", "/goods-stock/-1", "/goods-stock/%201", "/goods-stock/2147483648", "/goods-stock/", "/goods-stock/01", "/goods/x", "/goods/", "/goods/01"} {
 		t.Run("400 for "+path, func(t *testing.T) {
 			shop := &fakeShop{}
 			status, body, _ := do(t, newHandler(shop), path)
@@ -278,3 +305,82 @@ func TestOrderEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// Every route and method the router knows, and some it does not, answers
+// JSON with a code and the request id (HEAD answers carry no body, by
+// HTTP's rule, but the same status and request id header).
+func TestEveryAnswerIsJSON(t *testing.T) {
+	orders := &fakeOrders{orders: map[uint64]service.Order{7: {ID: 7, GoodsNo: 1, Status: service.OrderUnpaid}}}
+	h := handler.New(handler.Services{Shop: &fakeShop{}, Orders: orders, Election: fakeElection{leader: true}}, slog.New(slog.DiscardHandler))
+	paths := []string{"/goods-stock/1", "/goods-stock/", "/goods/1", "/goods/", "/orders/7", "/orders/7/pay", "/leader", "/healthz",
+		"/readyz", "/nowhere", "/goods-stock/1/x", "/", "/GOODS/1"}
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions}
+	for _, p := range paths {
+		for _, m := range methods {
+			req := httptest.NewRequest(m, p, nil)
+			req.Header.Set("X-Request-ID", "rid-1")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Header().Get("X-Request-ID") != "rid-1" {
+				t.Errorf("%s %s: X-Request-ID %q", m, p, rec.Header().Get("X-Request-ID"))
+			}
+			if m == http.MethodHead {
+				if rec.Code == http.StatusOK && strings.HasPrefix(p, "/goods-stock/") {
+					t.Errorf("HEAD %s: 200, a purchase by HEAD", p)
+				}
+				continue
+			}
+			var body handler.Response
+			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("%s %s: %d with Content-Type %q", m, p, rec.Code, ct)
+				continue
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Code == "" {
+				t.Errorf("%s %s: %d, body %q (%v)", m, p, rec.Code, rec.Body.String(), err)
+				continue
+			}
+			if rec.Code >= 400 && body.RequestID != "rid-1" {
+				t.Errorf("%s %s: %d %s without the request id", m, p, rec.Code, body.Code)
+			}
+		}
+	}
+}
+
+// 503s are warnings, other 5xx errors; a flood of one kind is cut to a few
+// lines a second, the next line telling how many were held back.
+func TestFailureLogLevels(t *testing.T) {
+	var mu sync.Mutex
+	var records []slog.Record
+	log := slog.New(recordHandler{func(r slog.Record) { mu.Lock(); records = append(records, r); mu.Unlock() }})
+	shop := &fakeShop{err: fmt.Errorf("%w: mysql down", service.ErrUnavailable)}
+	h := handler.New(handler.Services{Shop: shop}, log)
+	for range 100 {
+		do(t, h, "/goods-stock/1")
+	}
+	shop.err = errors.New("boom")
+	do(t, h, "/goods-stock/1")
+	mu.Lock()
+	defer mu.Unlock()
+	warns, errs := 0, 0
+	for _, r := range records {
+		switch r.Level {
+		case slog.LevelWarn:
+			warns++
+		case slog.LevelError:
+			errs++
+		}
+	}
+	if warns == 0 || warns > 10 {
+		t.Errorf("%d warnings for 100 identical 503s, want a few (rate-limited)", warns)
+	}
+	if errs != 1 {
+		t.Errorf("%d errors for one 500, want 1", errs)
+	}
+}
+
+type recordHandler struct{ record func(slog.Record) }
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool      { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error { h.record(r); return nil }
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h recordHandler) WithGroup(string) slog.Handler                 { return h }

@@ -14,10 +14,11 @@ import (
 
 // Databases made by earlier releases, which ran the schema files on every
 // start and kept no version table, upgrade in place and keep their rows:
-// one with the first version only, one with the fence too. Orders they hold
-// were final sales: they become paid, never expired by a sweeper.
+// one with the first version only, one with the fence too, one with order
+// states. Orders placed before order states were final sales: they become
+// paid, never expired by a sweeper.
 func TestMigrateUpgradesDatabasesOfEarlierReleases(t *testing.T) {
-	for _, upTo := range []int64{1, 2} {
+	for _, upTo := range []int64{1, 2, 3} {
 		t.Run(fmtVersion(upTo), func(t *testing.T) {
 			ctx := context.Background()
 			dsn := itest.Database(t)
@@ -58,13 +59,17 @@ func TestMigrateUpgradesDatabasesOfEarlierReleases(t *testing.T) {
 				}
 				versions = append(versions, st.Version)
 			}
-			if !slices.Equal(versions, []int64{1, 2, 3}) {
-				t.Errorf("versions %v, want 1 2 3", versions)
+			if !slices.Equal(versions, []int64{1, 2, 3, 4}) {
+				t.Errorf("versions %v, want 1 2 3 4", versions)
 			}
 			assertState(t, s, 77, 1)
 			old, found, err := s.OrderByRequestID(ctx, "old-order")
-			if err != nil || !found || old.Status != service.OrderPaid {
-				t.Fatalf("the old order: %+v found=%v err=%v, want it kept and paid", old, found, err)
+			wantStatus := service.OrderPaid // placed before orders could expire: a final sale
+			if upTo >= 3 {
+				wantStatus = service.OrderUnpaid // placed with the life cycle: unpaid until paid
+			}
+			if err != nil || !found || old.Status != wantStatus {
+				t.Fatalf("the old order: %+v found=%v err=%v, want it kept and %s", old, found, err, wantStatus)
 			}
 			o := &service.Order{GoodsNo: 1, RequestID: "new"}
 			if err := s.SellFenced(ctx, 1, 1, o, minusOne, noGuard); err != nil {

@@ -40,8 +40,11 @@ func (s *Store) PayOrder(ctx context.Context, id uint64, now, placedSince time.T
 	db := s.db.WithContext(ctx)
 	var res *gorm.DB
 	for attempt := 0; ; attempt++ {
-		res = db.Model(&orderInfo{}).Where("id = ? AND status = ? AND created_at >= ?", id, service.OrderUnpaid, placedSince).
-			Updates(map[string]any{"status": service.OrderPaid, "paid_at": now})
+		// By primary key, always: on a small table the optimizer may take
+		// the status index instead, locking in the opposite order to the
+		// sweeper's, which locks orders by primary key first.
+		res = db.Exec("UPDATE order_info FORCE INDEX (PRIMARY) SET status = ?, paid_at = ? WHERE id = ? AND status = ? AND created_at >= ?",
+			service.OrderPaid, now, id, service.OrderUnpaid, placedSince)
 		var me *mysql.MySQLError
 		if attempt < 3 && errors.As(res.Error, &me) && me.Number == erLockDeadlock {
 			continue // chosen as a deadlock's victim: rolled back, so try again

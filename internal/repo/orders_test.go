@@ -158,3 +158,19 @@ func TestConcurrentSweepersExpireEachOrderOnce(t *testing.T) {
 	}
 	assertState(t, s, 100, orders)
 }
+
+// Request ids are compared exactly: ids that differ only in case are two
+// purchases; the same id twice is one.
+func TestRequestIDsAreCaseSensitive(t *testing.T) {
+	s := newStore(t)
+	buy(t, s, "dup-1")
+	buy(t, s, "DUP-1")
+	if err := s.SellAtomic(context.Background(), &service.Order{GoodsNo: 1, RequestID: "dup-1"}); !errors.Is(err, service.ErrDuplicateRequest) {
+		t.Fatalf("the same id again: %v, want ErrDuplicateRequest", err)
+	}
+	o, found, err := s.OrderByRequestID(context.Background(), "DUP-1")
+	if err != nil || !found || o.RequestID != "DUP-1" {
+		t.Fatalf("lookup of DUP-1: %+v %v %v", o, found, err)
+	}
+	assertState(t, s, 98, 2)
+}
