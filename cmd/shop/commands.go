@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-zookeeper/zk"
+	"golang.org/x/net/netutil"
 
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/handler"
@@ -172,13 +174,20 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer func() { stopSampling(); <-sampled }()
 
 	gin.SetMode(gin.ReleaseMode)
+	limits := httpLimits(cfg)
 	srv := &http.Server{
 		Handler: handler.New(handler.Services{Shop: shop, Orders: orders, Election: elected,
 			Observer: m, Metrics: m.Handler(), Dashboard: dash}, log, checks...),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, cfg.Server.ReadTimeout),
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      limits.write,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // accept errors and the like, in the shop's log
 	}
+	ln = netutil.LimitListener(ln, limits.connections)
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", cfg.Purchase.Strategy, "lock", locker != nil, "lockPath", cfg.Lock.Path,
-		"maxSleep", cfg.Demo.MaxSleep.String(), "participantId", id, "payTimeout", cfg.Orders.PayTimeout.String())
+		"maxSleep", cfg.Demo.MaxSleep.String(), "participantId", id, "payTimeout", cfg.Orders.PayTimeout.String(),
+		"writeTimeout", limits.write.String(), "maxConnections", limits.connections)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -249,4 +258,31 @@ func sample(ctx context.Context, store *repo.Store, zc *zklock.Client, queues bo
 			return
 		}
 	}
+}
+
+// limits are the HTTP server's bounds, derived where configured as 0.
+type limits struct {
+	write       time.Duration
+	connections int
+}
+
+// httpLimits sizes the write timeout to the longest purchase (the wait for
+// the lock, the demo's sleep, finding out a cut-off commit's outcome, and
+// room for the transaction) and caps the connections below the open-file
+// limit, leaving room for the MySQL pool, ZooKeeper and the process's own
+// files: past the cap new connections wait in the listen backlog instead of
+// failing accept with "too many open files" and starving every buyer.
+func httpLimits(cfg Config) limits {
+	l := limits{write: cfg.Server.WriteTimeout, connections: cfg.Server.MaxConnections}
+	if l.write == 0 {
+		l.write = cfg.Lock.AcquireTimeout + cfg.Demo.MaxSleep + 40*time.Second
+	}
+	if l.connections == 0 {
+		var rl syscall.Rlimit
+		l.connections = 4096
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<30 {
+			l.connections = max(64, int(rl.Cur)-cfg.MySQL.MaxOpenConns-64)
+		}
+	}
+	return l
 }

@@ -20,6 +20,10 @@ type Config struct {
 	Server struct {
 		Addr            string
 		ShutdownTimeout time.Duration
+		ReadTimeout     time.Duration
+		WriteTimeout    time.Duration // 0: derived from the purchase's longest path
+		IdleTimeout     time.Duration
+		MaxConnections  int // 0: derived from the open-file limit
 	}
 	MySQL struct {
 		DSN          string
@@ -72,6 +76,10 @@ type setting struct {
 var settings = []setting{
 	{"server.addr", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)"},
 	{"server.shutdownTimeout", "15s", "how long shutdown waits for in-flight purchases"},
+	{"server.readTimeout", "15s", "longest time to read a request, headers and body"},
+	{"server.writeTimeout", "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s"},
+	{"server.idleTimeout", "60s", "a keep-alive connection idle this long is closed"},
+	{"server.maxConnections", "0", "connections served at once, idle ones included; 0: the open-file limit less mysql.maxOpenConns and 64"},
 	{"mysql.dsn", "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form)"},
 	{"mysql.maxOpenConns", "100", "connection pool size (the seed's Druid maxActive)"},
 	{"mysql.maxIdleConns", "10", "idle connections kept (the seed's Druid minIdle)"},
@@ -153,6 +161,10 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	p := parser{v: v}
 	c.Server.Addr = p.str("server.addr")
 	c.Server.ShutdownTimeout = p.duration("server.shutdownTimeout", false)
+	c.Server.ReadTimeout = p.duration("server.readTimeout", false)
+	c.Server.WriteTimeout = p.duration("server.writeTimeout", true)
+	c.Server.IdleTimeout = p.duration("server.idleTimeout", false)
+	c.Server.MaxConnections = p.count("server.maxConnections")
 	c.MySQL.DSN = p.str("mysql.dsn")
 	c.MySQL.MaxOpenConns = p.positive("mysql.maxOpenConns")
 	c.MySQL.MaxIdleConns = p.positive("mysql.maxIdleConns")
@@ -186,6 +198,9 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	c.Demo.MaxSleep = p.duration("demo.maxSleep", true)
 	if p.err == nil && !c.Lock.Enabled && c.Purchase.Strategy != "seed" {
 		p.err = fmt.Errorf("config: lock.enabled=false (SHOP_LOCK_ENABLED) reproduces the seed's overselling and goes only with purchase.strategy=seed (SHOP_PURCHASE_STRATEGY), not %q", c.Purchase.Strategy)
+	}
+	if longest := c.Lock.AcquireTimeout + c.Demo.MaxSleep; p.err == nil && c.Server.WriteTimeout > 0 && c.Server.WriteTimeout <= longest {
+		p.err = fmt.Errorf("config: server.writeTimeout (SHOP_SERVER_WRITETIMEOUT) %v must exceed lock.acquireTimeout + demo.maxSleep (%v): a buyer who waited that long would lose the answer to a purchase that was made", c.Server.WriteTimeout, longest)
 	}
 	c.Log.Level = p.oneOf("log.level", "debug", "info", "warn", "error")
 	if p.err != nil {
@@ -233,6 +248,16 @@ func (p *parser) positive(key string) int {
 	n, err := strconv.Atoi(s)
 	if s != "" && (err != nil || n <= 0) {
 		p.fail(key, "%q is not a positive integer", s)
+	}
+	return n
+}
+
+// count is a non-negative integer.
+func (p *parser) count(key string) int {
+	s := p.str(key)
+	n, err := strconv.Atoi(s)
+	if s != "" && (err != nil || n < 0) {
+		p.fail(key, "%q is not a non-negative integer", s)
 	}
 	return n
 }

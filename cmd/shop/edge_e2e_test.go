@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// withOpenFileLimit is a stand-in for the shop binary that runs it with its
+// open-file limit lowered (prlimit execs it: same PID, signals reach it).
+func withOpenFileLimit(t *testing.T, binary string, n int) string {
+	t.Helper()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatal("prlimit (util-linux) is needed to lower the shop's open-file limit: apt-get install util-linux")
+	}
+	script := filepath.Join(t.TempDir(), "shop-limited")
+	body := fmt.Sprintf("#!/bin/sh\nexec %s --nofile=%d:%d %s \"$@\"\n", prlimit, n, n, binary)
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// An instance allowed 256 open files is held 300 idle keep-alive
+// connections, more than it may open: the connection cap keeps it from
+// failing accept ("too many open files"), the idle timeout closes the idle
+// ones, and a buyer meanwhile is answered. Without the cap and the timeout
+// the buyer's connection is never accepted while the idle ones stay.
+func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
+	const idle = 300
+	s := newStack(t, "SHOP_SERVER_IDLETIMEOUT=2s")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
+	s.binary = withOpenFileLimit(t, shopBinary, 256)
+	in := s.serve(t)
+	if !strings.Contains(in.logs(), "maxConnections=92") {
+		t.Fatalf("want the cap derived from 256 open files (256 - 100 - 64 = 92)\n%s", in.logs())
+	}
+	addr := strings.TrimPrefix(in.url, "http://")
+
+	// Each connection asks once, keeps the connection open and says nothing
+	// more; those beyond the cap wait in the listen backlog for their turn.
+	var mu sync.Mutex
+	var conns []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	closedByServer := make(chan struct{}, idle)
+	var wg sync.WaitGroup
+	for range idle {
+		wg.Go(func() {
+			c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+			if err != nil {
+				t.Errorf("dial: %v", err)
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: shop\r\n\r\n")); err != nil {
+				return
+			}
+			r := bufio.NewReader(c)
+			c.SetReadDeadline(time.Now().Add(90 * time.Second))
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				return
+			}
+			resp.Body.Close()
+			if _, err := r.ReadByte(); err != nil { // the server closes the idle connection
+				closedByServer <- struct{}{}
+			}
+		})
+	}
+
+	// A buyer meanwhile is answered.
+	time.Sleep(500 * time.Millisecond)
+	buyer := &http.Client{Timeout: 60 * time.Second}
+	resp, err := buyer.Get(in.url + "/goods-stock/1")
+	if err != nil {
+		t.Fatalf("a buyer among %d idle connections: %v\n%s", idle, err, in.logs())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a buyer among idle connections: %d", resp.StatusCode)
+	}
+	wg.Wait()
+	if n := len(closedByServer); n != idle {
+		t.Errorf("%d of %d idle connections were closed by the server", n, idle)
+	}
+	if strings.Contains(in.logs(), "too many open files") {
+		t.Errorf("the instance ran out of files:\n%s", in.logs())
+	}
+}
+
+// Request ids that differ in case are two purchases; the same id twice is
+// one; a malformed id is refused and writes nothing.
+func TestRequestIDsAtTheEdge(t *testing.T) {
+	s := newStack(t)
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+	in := s.serve(t)
+	ask := func(id string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, in.url+"/goods-stock/1", nil)
+		req.Header.Set("X-Request-ID", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, decodeCode(resp)
+	}
+	for _, c := range []struct {
+		id     string
+		status int
+		code   string
+	}{
+		{"dup-1", 200, "ok"}, {"DUP-1", 200, "ok"}, {"dup-1", 409, "duplicate_request"},
+		{strings.Repeat("x", 65), 400, "invalid_request_id"}, {"naïve", 400, "invalid_request_id"},
+	} {
+		if status, code := ask(c.id); status != c.status || code != c.code {
+			t.Errorf("X-Request-ID %q: %d %s, want %d %s", c.id, status, code, c.status, c.code)
+		}
+	}
+	if stock, orders := s.counts(t); stock != 8 || orders != 2 {
+		t.Errorf("stock %d with %d orders, want 8 and 2", stock, orders)
+	}
+}
