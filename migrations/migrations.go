@@ -32,6 +32,7 @@ var versions = []struct {
 	{2, "goods_stock_v2_fence.sql"},
 	{3, "goods_stock_v3_order_status.sql"},
 	{4, "goods_stock_v4_request_id_bin.sql"},
+	{5, "goods_stock_v5_buyers_and_window.sql"},
 }
 
 // Version is one version of the schema.

@@ -24,6 +24,12 @@ func TestStatements(t *testing.T) {
 		"ALTER TABLE order_info ADD COLUMN expired_at",
 		"CREATE INDEX idx_order_info_status_created",
 		"ALTER TABLE order_info MODIFY request_id varchar(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL",
+		"ALTER TABLE order_info ADD COLUMN user_id",
+		"ALTER TABLE order_info ADD COLUMN buyer_limited",
+		"ALTER TABLE order_info ADD COLUMN active_buyer",
+		"CREATE UNIQUE INDEX uk_order_info_goods_buyer",
+		"ALTER TABLE goods_stock ADD COLUMN sale_start",
+		"ALTER TABLE goods_stock ADD COLUMN sale_end",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

@@ -72,7 +72,8 @@ func setStock(ctx context.Context, cfg Config, log *slog.Logger, goods, stock in
 	if err := store.SetStock(ctx, goods, stock, reset); err != nil {
 		return err
 	}
-	log.Info("stock set", "goodsNo", goods, "stock", stock, "ordersCleared", reset.ClearOrders, "fenceReset", reset.ResetFence)
+	log.Info("stock set", "goodsNo", goods, "stock", stock, "ordersCleared", reset.ClearOrders, "fenceReset", reset.ResetFence,
+		"saleStart", fmtWindow(reset.SaleStart), "saleEnd", fmtWindow(reset.SaleEnd))
 	return nil
 }
 
@@ -126,6 +127,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		AcquireTimeout: cfg.Lock.AcquireTimeout,
 		MaxWaiting:     cfg.Purchase.MaxWaiting,
 		BatchMax:       cfg.Purchase.BatchMax,
+		OnePerBuyer:    cfg.Purchase.OnePerBuyer,
 	}
 	var purchaser service.Purchaser
 	switch cfg.Purchase.Strategy {
@@ -285,4 +287,14 @@ func httpLimits(cfg Config) limits {
 		}
 	}
 	return l
+}
+
+func fmtWindow(t *time.Time) string {
+	switch {
+	case t == nil:
+		return "unchanged"
+	case t.IsZero():
+		return "open"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

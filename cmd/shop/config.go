@@ -42,9 +42,10 @@ type Config struct {
 		AcquireTimeout time.Duration
 	}
 	Purchase struct {
-		Strategy   string // seed, batch or atomic
-		MaxWaiting int
-		BatchMax   int
+		Strategy    string // seed, batch or atomic
+		MaxWaiting  int
+		BatchMax    int
+		OnePerBuyer bool
 	}
 	Orders struct {
 		PayTimeout    time.Duration // 0: orders never expire
@@ -95,6 +96,7 @@ var settings = []setting{
 	{"purchase.strategy", "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)"},
 	{"purchase.maxWaiting", "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy"},
 	{"purchase.batchMax", "100", "batch strategy: the most buyers one batch sells to"},
+	{"purchase.onePerBuyer", "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired"},
 	{"orders.payTimeout", "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)"},
 	{"orders.sweepInterval", "1s", "how often the elected instance expires unpaid orders"},
 	{"leader.enabled", "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)"},
@@ -180,6 +182,7 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	c.Purchase.Strategy = p.oneOf("purchase.strategy", "seed", "batch", "atomic")
 	c.Purchase.MaxWaiting = p.positive("purchase.maxWaiting")
 	c.Purchase.BatchMax = p.positive("purchase.batchMax")
+	c.Purchase.OnePerBuyer = p.boolean("purchase.onePerBuyer")
 	c.Orders.PayTimeout = p.duration("orders.payTimeout", true)
 	c.Orders.SweepInterval = p.duration("orders.sweepInterval", false)
 	c.Leader.Enabled = p.boolean("leader.enabled")

@@ -48,7 +48,8 @@ const usage = `usage:
   shop migrate [flags]                        apply the schema versions the database lacks
   shop migrate status [flags]                 list the schema versions and which are applied
   shop stock set --goods N --stock M [flags]  set a goods' stock (--clear-orders deletes its orders,
-                                              --reset-fence after ZooKeeper's data was wiped)
+                                              --reset-fence after ZooKeeper's data was wiped,
+                                              --start/--end the sale window)
   shop probe URL                              exit 0 if URL answers 200 (container health checks)
 run "shop COMMAND --help" for the flags`
 
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	configFlags(fs)
 	var goods, stock int32
 	var reset repo.StockReset
+	var saleStart, saleEnd string
 	switch cmd {
 	case "serve", "migrate", "migrate status":
 	case "stock set":
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Int32Var(&stock, "stock", -1, "new stock (required, ≥ 0)")
 		fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")
 		fs.BoolVar(&reset.ResetFence, "reset-fence", false, "also set the row's fencing token to 0 (after ZooKeeper's data was wiped; never during a sale)")
+		fs.StringVar(&saleStart, "start", "", "sale start, RFC 3339 (2026-11-23T10:00:00+08:00) or +DURATION from now (+30s); none: open")
+		fs.StringVar(&saleEnd, "end", "", "sale end, RFC 3339 or +DURATION from now; none: open")
 	case "-h", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -115,6 +119,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if stock < 0 || goods <= 0 {
 			return fmt.Errorf("%w: stock set needs --goods N (> 0) and --stock M (≥ 0)", errUsage)
 		}
+		for _, w := range []struct {
+			flag, value string
+			into        **time.Time
+		}{{"--start", saleStart, &reset.SaleStart}, {"--end", saleEnd, &reset.SaleEnd}} {
+			t, err := parseSaleTime(w.value, time.Now())
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", errUsage, w.flag, err)
+			}
+			*w.into = t
+		}
 		return setStock(ctx, cfg, log, goods, stock, reset)
 	}
 }
@@ -146,4 +160,27 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level)) // validated by the config parser
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// parseSaleTime reads a sale window bound: "" leaves it as it is (nil),
+// "none" opens it (the zero time), else RFC 3339 or +DURATION from now.
+func parseSaleTime(v string, now time.Time) (*time.Time, error) {
+	switch {
+	case v == "":
+		return nil, nil
+	case v == "none":
+		return &time.Time{}, nil
+	case strings.HasPrefix(v, "+"):
+		d, err := time.ParseDuration(v[1:])
+		if err != nil {
+			return nil, fmt.Errorf("%q is not +DURATION (+30s, +2h): %w", v, err)
+		}
+		t := now.Add(d)
+		return &t, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not an RFC 3339 time (2026-11-23T10:00:00+08:00), +DURATION or none", v)
+	}
+	return &t, nil
 }

@@ -22,7 +22,7 @@ import (
 
 // Shop is what the handler needs of the service.
 type Shop interface {
-	Purchase(ctx context.Context, goodsNo int32, requestID string) (*service.Order, error)
+	Purchase(ctx context.Context, p service.PurchaseRequest) (*service.Order, error)
 	Stock(ctx context.Context, goodsNo int32) (service.StockInfo, error)
 }
 
@@ -84,6 +84,11 @@ type Response struct {
 	PaidAt         *time.Time       `json:"paidAt,omitempty"`
 	ExpiredAt      *time.Time       `json:"expiredAt,omitempty"`
 	OrdersByStatus map[string]int64 `json:"ordersByStatus,omitempty"`
+	// The purchase's: a replay of an earlier answer, the sale window.
+	Replayed  bool       `json:"replayed,omitempty"`
+	UserID    string     `json:"userId,omitempty"`
+	SaleStart *time.Time `json:"saleStart,omitempty"`
+	SaleEnd   *time.Time `json:"saleEnd,omitempty"`
 	// GET /leader's.
 	Leader        *bool  `json:"leader,omitempty"`
 	LeaderID      string `json:"leaderId,omitempty"`
@@ -106,6 +111,11 @@ var errorTable = []struct {
 }{
 	{service.ErrInvalidGoodsNo, http.StatusBadRequest, "invalid_goods_no", "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
 	{ErrInvalidRequestID, http.StatusBadRequest, "invalid_request_id", "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
+	{service.ErrInvalidUserID, http.StatusBadRequest, "invalid_user_id", "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
+	{service.ErrNotStarted, http.StatusConflict, "not_started", "the sale has not started yet"},
+	{service.ErrEnded, http.StatusConflict, "ended", "the sale has ended"},
+	{service.ErrAlreadyBought, http.StatusConflict, "already_bought", "this buyer has bought this goods already: one per buyer"},
+	{service.ErrRequestIDConflict, http.StatusConflict, "request_id_conflict", "this X-Request-ID bought another goods"},
 	{service.ErrNotFound, http.StatusNotFound, "goods_not_found", "指定商品不存在"},
 	{service.ErrInvalidOrderID, http.StatusBadRequest, "invalid_order_id", "orderId must be a positive 64-bit integer"},
 	{service.ErrOrderNotFound, http.StatusNotFound, "order_not_found", "no such order"},
@@ -160,8 +170,10 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
 	r.Use(gin.CustomRecoveryWithWriter(io.Discard, h.recovered), h.requestID, h.accessLog)
-	r.GET("/goods-stock/:goodsNo", h.purchase)
-	r.GET("/goods-stock/", h.purchase) // an empty goods number is a bad request, not an unknown route
+	for _, method := range []string{http.MethodGet, http.MethodPost} { // GET as the seed and its JMeter plan
+		r.Handle(method, "/goods-stock/:goodsNo", h.purchase)
+		r.Handle(method, "/goods-stock/", h.purchase) // an empty goods number is a bad request, not an unknown route
+	}
 	r.GET("/goods/:goodsNo", h.goods)
 	r.GET("/goods/", h.goods)
 	if h.orders != nil {
@@ -217,14 +229,23 @@ func ParseGoodsNo(s string) (int32, error) {
 
 func (h *handler) purchase(c *gin.Context) {
 	start := time.Now()
+	// A purchase answer is never to be cached or prefetched: GET buys.
+	c.Header("Cache-Control", "no-store")
 	goodsNo, err := ParseGoodsNo(c.Param("goodsNo"))
 	if err != nil {
 		h.observe(0, err, start)
 		h.fail(c, 0, err)
 		return
 	}
+	user, err := userID(c)
+	if err != nil {
+		h.observe(goodsNo, err, start)
+		h.fail(c, goodsNo, err)
+		return
+	}
 	rid := c.GetString(requestIDKey)
-	order, err := h.shop.Purchase(c.Request.Context(), goodsNo, rid)
+	order, err := h.shop.Purchase(c.Request.Context(), service.PurchaseRequest{
+		GoodsNo: goodsNo, RequestID: rid, ClientRequestID: c.GetBool(clientRequestIDKey), UserID: user})
 	h.observe(goodsNo, err, start)
 	if err != nil {
 		h.fail(c, goodsNo, err)
@@ -236,7 +257,24 @@ func (h *handler) purchase(c *gin.Context) {
 		GoodsNo:   goodsNo,
 		RequestID: rid,
 		OrderID:   order.ID,
+		UserID:    order.UserID,
+		Replayed:  order.Replayed,
 	})
+}
+
+// userID is the buyer's id from X-User-ID or the userId query parameter,
+// "" when neither is given. Both given must agree.
+func userID(c *gin.Context) (string, error) {
+	vals := append(c.Request.Header.Values("X-User-ID"), c.QueryArray("userId")...)
+	if len(vals) == 0 {
+		return "", nil
+	}
+	for _, v := range vals {
+		if v != vals[0] || !validRequestID.MatchString(v) {
+			return "", service.ErrInvalidUserID
+		}
+	}
+	return vals[0], nil
 }
 
 // observe tells the observer, if any, of an answered purchase.
@@ -349,7 +387,21 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 			h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", c.GetString(requestIDKey), "err", err, "similarSuppressed", held)
 		}
 	}
-	c.JSON(status, Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: c.GetString(requestIDKey)})
+	body := Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: c.GetString(requestIDKey)}
+	var bought *service.AlreadyBoughtError
+	if errors.As(err, &bought) {
+		body.OrderID, body.UserID = bought.Order.ID, bought.Order.UserID
+	}
+	var window *service.WindowError
+	if errors.As(err, &window) {
+		at := window.At.UTC()
+		if errors.Is(err, service.ErrNotStarted) {
+			body.SaleStart = &at
+		} else {
+			body.SaleEnd = &at
+		}
+	}
+	c.JSON(status, body)
 }
 
 func (h *handler) recovered(c *gin.Context, rec any) {
@@ -357,7 +409,10 @@ func (h *handler) recovered(c *gin.Context, rec any) {
 	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal})
 }
 
-const requestIDKey = "requestId"
+const (
+	requestIDKey       = "requestId"
+	clientRequestIDKey = "clientRequestId" // the client sent the request id
+)
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
@@ -375,6 +430,7 @@ func (h *handler) requestID(c *gin.Context) {
 		rid = uuid.NewString()
 	}
 	c.Set(requestIDKey, rid)
+	c.Set(clientRequestIDKey, len(vals) == 1 && rid == vals[0])
 	c.Header("X-Request-ID", rid)
 	if len(vals) > 0 && rid != vals[0] || len(vals) > 1 {
 		h.fail(c, 0, ErrInvalidRequestID)

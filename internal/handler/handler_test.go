@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/handler"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -70,6 +71,12 @@ func TestStatusOf(t *testing.T) {
 		{fmt.Errorf("%w: mysql: dial", service.ErrUnavailable), 503, "unavailable"},
 		{context.DeadlineExceeded, 503, "timeout"},
 		{errors.New("boom"), 500, "internal"},
+		{service.ErrInvalidUserID, 400, "invalid_user_id"},
+		{handler.ErrInvalidRequestID, 400, "invalid_request_id"},
+		{&service.AlreadyBoughtError{Order: service.Order{ID: 3}}, 409, "already_bought"},
+		{fmt.Errorf("%w: it bought goods 2", service.ErrRequestIDConflict), 409, "request_id_conflict"},
+		{&service.WindowError{Err: service.ErrNotStarted}, 409, "not_started"},
+		{&service.WindowError{Err: service.ErrEnded}, 409, "ended"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {
@@ -87,7 +94,8 @@ type fakeShop struct {
 	calls int
 }
 
-func (f *fakeShop) Purchase(_ context.Context, goodsNo int32, rid string) (*service.Order, error) {
+func (f *fakeShop) Purchase(_ context.Context, p service.PurchaseRequest) (*service.Order, error) {
+	goodsNo, rid := p.GoodsNo, p.RequestID
 	f.calls++
 	if f.panic {
 		panic("secret internals")
@@ -384,3 +392,80 @@ func (h recordHandler) Enabled(context.Context, slog.Level) bool      { return t
 func (h recordHandler) Handle(_ context.Context, r slog.Record) error { h.record(r); return nil }
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler            { return h }
 func (h recordHandler) WithGroup(string) slog.Handler                 { return h }
+
+type recordingShop struct {
+	got service.PurchaseRequest
+	err error
+}
+
+func (r *recordingShop) Purchase(_ context.Context, p service.PurchaseRequest) (*service.Order, error) {
+	r.got = p
+	if r.err != nil {
+		return nil, r.err
+	}
+	return &service.Order{ID: 5, GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, Replayed: true}, nil
+}
+
+func (r *recordingShop) Stock(context.Context, int32) (service.StockInfo, error) {
+	return service.StockInfo{}, nil
+}
+
+// Who buys: X-User-ID or userId, one value, the request id alphabet.
+func TestBuyerID(t *testing.T) {
+	tests := []struct {
+		name      string
+		query     string
+		hdr       []string
+		wantUser  string
+		wantError string
+	}{
+		{"anonymous", "", nil, "", ""},
+		{"header", "", []string{"alice"}, "alice", ""},
+		{"query", "?userId=bob", nil, "bob", ""},
+		{"both, agreeing", "?userId=bob", []string{"bob"}, "bob", ""},
+		{"both, differing", "?userId=bob", []string{"alice"}, "", "invalid_user_id"},
+		{"malformed", "", []string{"a b"}, "", "invalid_user_id"},
+		{"empty", "?userId=", nil, "", "invalid_user_id"},
+		{"too long", "", []string{strings.Repeat("u", 65)}, "", "invalid_user_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shop := &recordingShop{}
+			req := httptest.NewRequest(http.MethodPost, "/goods-stock/1"+tt.query, nil)
+			for _, h := range tt.hdr {
+				req.Header.Add("X-User-ID", h)
+			}
+			req.Header.Set("X-Request-ID", "mine")
+			rec := httptest.NewRecorder()
+			newHandler(shop).ServeHTTP(rec, req)
+			var body handler.Response
+			json.Unmarshal(rec.Body.Bytes(), &body)
+			if tt.wantError != "" {
+				if rec.Code != 400 || body.Code != tt.wantError {
+					t.Fatalf("got %d %s, want 400 %s", rec.Code, body.Code, tt.wantError)
+				}
+				return
+			}
+			if rec.Code != 200 || shop.got.UserID != tt.wantUser || !shop.got.ClientRequestID || !body.Replayed {
+				t.Fatalf("got %d %+v, shop saw %+v", rec.Code, body, shop.got)
+			}
+			if rec.Header().Get("Cache-Control") != "no-store" {
+				t.Errorf("Cache-Control %q, want no-store: a GET buys", rec.Header().Get("Cache-Control"))
+			}
+		})
+	}
+	// Refusals name what the buyer needs: the order it holds, the start.
+	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		err   error
+		check func(handler.Response) bool
+	}{
+		{&service.AlreadyBoughtError{Order: service.Order{ID: 42, UserID: "alice"}}, func(b handler.Response) bool { return b.OrderID == 42 }},
+		{&service.WindowError{Err: service.ErrNotStarted, At: start}, func(b handler.Response) bool { return b.SaleStart != nil && b.SaleStart.Equal(start) }},
+	} {
+		status, body, _ := do(t, newHandler(&recordingShop{err: c.err}), "/goods-stock/1")
+		if status != 409 || !c.check(body) {
+			t.Errorf("%v: %d %+v", c.err, status, body)
+		}
+	}
+}

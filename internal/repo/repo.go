@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,11 +27,13 @@ import (
 
 // goodsStock maps the seed's goods_stock table.
 type goodsStock struct {
-	ID       uint32 `gorm:"column:id;primaryKey"`
-	GoodsNo  int32  `gorm:"column:goods_no"`
-	Stock    *int32 `gorm:"column:stock"`
-	IsActive *int16 `gorm:"column:isActive"`
-	Fence    int64  `gorm:"column:fence"`
+	ID        uint32     `gorm:"column:id;primaryKey"`
+	GoodsNo   int32      `gorm:"column:goods_no"`
+	Stock     *int32     `gorm:"column:stock"`
+	IsActive  *int16     `gorm:"column:isActive"`
+	Fence     int64      `gorm:"column:fence"`
+	SaleStart *time.Time `gorm:"column:sale_start"`
+	SaleEnd   *time.Time `gorm:"column:sale_end"`
 }
 
 func (goodsStock) TableName() string { return "goods_stock" }
@@ -40,6 +43,8 @@ type orderInfo struct {
 	ID        uint64     `gorm:"column:id;primaryKey"`
 	GoodsNo   int32      `gorm:"column:goods_no"`
 	RequestID string     `gorm:"column:request_id"`
+	UserID    *string    `gorm:"column:user_id"`
+	Limited   bool       `gorm:"column:buyer_limited"` // one order per goods and buyer (the unique key)
 	Status    string     `gorm:"column:status"`
 	CreatedAt time.Time  `gorm:"column:created_at"`
 	PaidAt    *time.Time `gorm:"column:paid_at"`
@@ -48,12 +53,20 @@ type orderInfo struct {
 
 // newOrderRow is the row of a new order: unpaid.
 func newOrderRow(o *service.Order, now time.Time) orderInfo {
-	return orderInfo{GoodsNo: o.GoodsNo, RequestID: o.RequestID, Status: service.OrderUnpaid, CreatedAt: now}
+	r := orderInfo{GoodsNo: o.GoodsNo, RequestID: o.RequestID, Status: service.OrderUnpaid, CreatedAt: now}
+	if o.UserID != "" {
+		r.UserID, r.Limited = &o.UserID, o.OnePerBuyer
+	}
+	return r
 }
 
 func (r orderInfo) order() service.Order {
-	return service.Order{ID: r.ID, GoodsNo: r.GoodsNo, RequestID: r.RequestID, Status: r.Status,
+	o := service.Order{ID: r.ID, GoodsNo: r.GoodsNo, RequestID: r.RequestID, Status: r.Status, OnePerBuyer: r.Limited,
 		CreatedAt: r.CreatedAt, PaidAt: r.PaidAt, ExpiredAt: r.ExpiredAt}
+	if r.UserID != nil {
+		o.UserID = *r.UserID
+	}
+	return o
 }
 
 func (orderInfo) TableName() string { return "order_info" }
@@ -220,6 +233,7 @@ func (row goodsStock) goods() service.Goods {
 	if row.IsActive != nil {
 		g.IsActive = *row.IsActive
 	}
+	g.SaleStart, g.SaleEnd = row.SaleStart, row.SaleEnd
 	return g
 }
 
@@ -341,42 +355,59 @@ func writeStock(tx *gorm.DB, id uint32, stock int32, fence int64) error {
 
 // SellBatch sells to a batch of buyers under a lock whose fencing token is
 // fence, in one transaction: it claims the goods' row (as SellFenced does),
-// sets aside the orders whose request id
-// was used before or earlier in the batch (the dups it returns), asks choose
-// which of the others to sell to, then writes the stock minus their number
-// (and the token) with one UPDATE and their order rows with one multi-row
-// INSERT, calls
-// guard and commits. The chosen orders get their ids. A request id inserted
-// by a concurrent transaction meanwhile makes it start once more.
+// refuses the orders whose request id was used before or earlier in the
+// batch (service.ErrDuplicateRequest) and those of buyers who hold an order
+// of the goods under the one-per-buyer rule (a service.AlreadyBoughtError
+// naming it), asks choose which of the others to sell to, then writes the
+// stock minus their number (and the token) with one UPDATE and their order
+// rows with one multi-row INSERT, calls guard and commits. The chosen orders
+// get their ids. An order inserted by a concurrent transaction meanwhile
+// makes it start once more. The batch must not hold two limited orders of
+// one buyer.
 func (s *Store) SellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (dups []*service.Order, err error) {
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
 	for attempt := 0; ; attempt++ {
-		dups, err = s.sellBatch(ctx, goodsNo, fence, orders, choose, guard)
-		if attempt == 0 && errors.Is(err, service.ErrDuplicateRequest) {
-			continue // a request id came in after the check: check again
+		refused, err = s.sellBatch(ctx, goodsNo, fence, orders, choose, guard)
+		if attempt == 0 && (errors.Is(err, service.ErrDuplicateRequest) || errors.Is(err, service.ErrAlreadyBought)) {
+			continue // a request id or a buyer came in after the check: check again
 		}
-		return dups, err
+		return refused, err
 	}
 }
 
 func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) ([]*service.Order, error) {
-	var dups, chosen []*service.Order
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
+	var chosen []*service.Order
 	var rows []orderInfo
+	var refused map[*service.Order]error
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		dups, chosen, rows = nil, nil, nil
+		chosen, rows, refused = nil, nil, map[*service.Order]error{}
 		g, err := claim(tx, goodsNo, fence)
 		if err != nil {
 			return err
 		}
 		ids := make([]string, len(orders))
+		var buyers []string
 		for i, o := range orders {
 			ids[i] = o.RequestID
+			if o.OnePerBuyer && o.UserID != "" {
+				buyers = append(buyers, o.UserID)
+			}
 		}
 		var used []string
 		if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
 			return err
+		}
+		held := map[string]service.Order{}
+		if len(buyers) > 0 {
+			var rs []orderInfo
+			if err := tx.Raw("SELECT * FROM order_info WHERE goods_no = ? AND active_buyer IN ?", goodsNo, buyers).Scan(&rs).Error; err != nil {
+				return err
+			}
+			for _, r := range rs {
+				held[*r.UserID] = r.order()
+			}
 		}
 		seen := make(map[string]bool, len(orders))
 		for _, id := range used {
@@ -385,10 +416,14 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 		candidates := make([]*service.Order, 0, len(orders))
 		for _, o := range orders {
 			if seen[o.RequestID] {
-				dups = append(dups, o)
+				refused[o] = service.ErrDuplicateRequest
 				continue
 			}
 			seen[o.RequestID] = true
+			if h, ok := held[o.UserID]; ok && o.OnePerBuyer && o.UserID != "" {
+				refused[o] = &service.AlreadyBoughtError{Order: h}
+				continue
+			}
 			candidates = append(candidates, o)
 		}
 		chosen, err = choose(g, candidates)
@@ -416,7 +451,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 	for i, o := range chosen {
 		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
 	}
-	return dups, nil
+	return refused, nil
 }
 
 // SellAtomic is the purchase with the database as the lock: it inserts the
@@ -479,6 +514,9 @@ type StockReset struct {
 	// ZooKeeper's data was wiped (its zxids, the tokens, start again from
 	// low values); unsafe while an old lock holder may still be writing.
 	ResetFence bool
+	// SaleStart and SaleEnd, when set, change the sale window; a zero time
+	// in them opens that side (NULL).
+	SaleStart, SaleEnd *time.Time
 }
 
 // SetStock sets the stock of goodsNo, creating an active row when there is
@@ -489,13 +527,29 @@ func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, r StockReset
 		if r.ResetFence {
 			set["fence"] = 0
 		}
+		for col, t := range map[string]*time.Time{"sale_start": r.SaleStart, "sale_end": r.SaleEnd} {
+			switch {
+			case t == nil:
+			case t.IsZero():
+				set[col] = nil
+			default:
+				set[col] = t.UTC()
+			}
+		}
 		res := tx.Model(&goodsStock{}).Where("goods_no = ?", goodsNo).Updates(set)
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
 			active := int16(1)
-			if err := tx.Create(&goodsStock{GoodsNo: goodsNo, Stock: &stock, IsActive: &active}).Error; err != nil {
+			row := goodsStock{GoodsNo: goodsNo, Stock: &stock, IsActive: &active}
+			if r.SaleStart != nil && !r.SaleStart.IsZero() {
+				row.SaleStart = r.SaleStart
+			}
+			if r.SaleEnd != nil && !r.SaleEnd.IsZero() {
+				row.SaleEnd = r.SaleEnd
+			}
+			if err := tx.Create(&row).Error; err != nil {
 				return err
 			}
 		}
@@ -513,6 +567,10 @@ func (s *Store) CountOrders(ctx context.Context, goodsNo int32) (int64, error) {
 	err := s.db.WithContext(ctx).Model(&orderInfo{}).Where("goods_no = ?", goodsNo).Count(&n).Error
 	return n, translate(err)
 }
+
+// buyerKey is the unique key of one order per goods and buyer (schema
+// version 5); MySQL names it in a duplicate entry's message.
+const buyerKey = "uk_order_info_goods_buyer"
 
 // MySQL error numbers the store translates.
 const (
@@ -541,6 +599,9 @@ func translate(err error) error {
 	if errors.As(err, &me) {
 		switch me.Number {
 		case erDupEntry:
+			if strings.Contains(me.Message, buyerKey) {
+				return fmt.Errorf("%w: %w", service.ErrAlreadyBought, err)
+			}
 			return fmt.Errorf("%w: %w", service.ErrDuplicateRequest, err)
 		case erLockWaitTimeout, erLockDeadlock, erTooManyConnections, erAccessDenied, erBadDB, erServerShutdown:
 			return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
@@ -553,4 +614,19 @@ func translate(err error) error {
 		return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
 	}
 	return err
+}
+
+// ActiveOrderOfBuyer reads the order of goodsNo that userID holds under the
+// one-per-buyer rule (not expired), if there is one.
+func (s *Store) ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order service.Order, found bool, err error) {
+	var rows []orderInfo
+	err = s.db.WithContext(ctx).Raw("SELECT * FROM order_info WHERE goods_no = ? AND active_buyer = ? LOCK IN SHARE MODE",
+		goodsNo, userID).Scan(&rows).Error
+	if err != nil {
+		return service.Order{}, false, translate(err)
+	}
+	if len(rows) == 0 {
+		return service.Order{}, false, nil
+	}
+	return rows[0].order(), true, nil
 }

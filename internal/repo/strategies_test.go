@@ -54,12 +54,12 @@ func TestSellBatch(t *testing.T) {
 		offered = candidates
 		return candidates[:min(int(g.Stock), len(candidates))], nil
 	}
-	dups, err := s.SellBatch(ctx, 1, 5, orders, firstStock, noGuard)
+	refused, err := s.SellBatch(ctx, 1, 5, orders, firstStock, noGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dups) != 2 || dups[0] != orders[0] || dups[1] != orders[2] {
-		t.Errorf("dups %v, want the order of the used id and the second x", dups)
+	if len(refused) != 2 || !errors.Is(refused[orders[0]], service.ErrDuplicateRequest) || !errors.Is(refused[orders[2]], service.ErrDuplicateRequest) {
+		t.Errorf("refused %v, want the order of the used id and the second x", refused)
 	}
 	if len(offered) != 3 {
 		t.Errorf("%d candidates offered, want x, y, z", len(offered))

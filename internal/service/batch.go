@@ -17,7 +17,9 @@ import (
 // lock; the demo's sleep is slept once per batch.
 //
 // A request id used before, or twice in one batch, fails only its buyer
-// (ErrDuplicateRequest). A buyer whose request ends before its batch writes
+// (ErrDuplicateRequest), as does a buyer who holds an order of the goods
+// under the one-per-buyer rule (AlreadyBoughtError); a buyer twice in the
+// queue is put in different batches. A buyer whose request ends before its batch writes
 // is not sold to. A failed transaction answers every buyer in it with its
 // error and sells nothing.
 type Batch struct {
@@ -88,7 +90,8 @@ func (b *Batch) work(goodsNo int32, q *batchQueue) {
 	defer b.wg.Done()
 	for {
 		b.mu.Lock()
-		var batch []*batchBuyer
+		var batch, later []*batchBuyer
+		buyers := map[string]bool{}
 		for len(q.waiting) > 0 && len(batch) < b.cfg.BatchMax {
 			x := q.waiting[0]
 			q.waiting[0] = nil
@@ -97,8 +100,18 @@ func (b *Batch) work(goodsNo int32, q *batchQueue) {
 				x.done <- err // gave up while waiting
 				continue
 			}
+			if u := x.order.UserID; u != "" && x.order.OnePerBuyer {
+				if buyers[u] {
+					// One buyer twice in a batch buys once: the second waits
+					// for the next batch, which finds the first's order.
+					later = append(later, x)
+					continue
+				}
+				buyers[u] = true
+			}
 			batch = append(batch, x)
 		}
+		q.waiting = append(later, q.waiting...)
 		if len(batch) == 0 {
 			q.running = false
 			delete(b.queues, goodsNo)
@@ -163,7 +176,7 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 		left = g.Stock - int32(len(chosen))
 		return chosen, nil
 	}
-	dups, err := b.store.SellBatch(ctx, goodsNo, token, orders, choose, h.guard)
+	refused, err := b.store.SellBatch(ctx, goodsNo, token, orders, choose, h.guard)
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
@@ -174,16 +187,12 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 	if left <= 0 {
 		b.soldOut.mark(goodsNo) // none left: the next buyers need not queue
 	}
-	dup := make(map[*Order]bool, len(dups))
-	for _, o := range dups {
-		dup[o] = true
-	}
 	for _, x := range batch {
 		switch {
 		case sold[x.order]:
 			x.done <- nil
-		case dup[x.order]:
-			x.done <- ErrDuplicateRequest
+		case refused[x.order] != nil:
+			x.done <- refused[x.order]
 		case x.ctx.Err() != nil:
 			x.done <- x.ctx.Err()
 		default:

@@ -57,7 +57,7 @@ func buyInBatches(t *testing.T, store *fakeStore, ctxs []context.Context, id fun
 	var wg sync.WaitGroup
 	for i, ctx := range ctxs {
 		wg.Go(func() {
-			o, err := shop.Purchase(ctx, 1, id(i))
+			o, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: id(i)})
 			results[i] = batchResult{o, err}
 		})
 	}
@@ -106,23 +106,31 @@ func TestBatchSellsTheStockInFewTransactions(t *testing.T) {
 	}
 }
 
-func TestBatchDuplicateRequestIDFailsOnlyItsBuyer(t *testing.T) {
+// A request id that bought before, or twice in one batch, buys once: the
+// repeat is answered with the first purchase's order (a replay), nobody
+// else in the batch is affected.
+func TestBatchRepeatedRequestIDIsReplayed(t *testing.T) {
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 100}},
 		orders: []service.Order{{ID: 1, GoodsNo: 1, RequestID: "old"}}}
 	ids := []string{"a", "old", "b", "a", "c"} // "old" bought before; "a" twice in the batch
 	results := buyInBatches(t, store, background(len(ids)), func(i int) string { return ids[i] })
-	dups := 0
+	replays := 0
+	orderOf := map[string]uint64{}
 	for i, r := range results {
-		if errors.Is(r.err, service.ErrDuplicateRequest) {
-			dups++
-			continue
-		}
 		if r.err != nil {
 			t.Errorf("buyer %d (%s): %v", i, ids[i], r.err)
+			continue
 		}
+		if r.order.Replayed {
+			replays++
+		}
+		if id, ok := orderOf[ids[i]]; ok && id != r.order.ID {
+			t.Errorf("request id %s answered with orders %d and %d", ids[i], id, r.order.ID)
+		}
+		orderOf[ids[i]] = r.order.ID
 	}
-	if dups != 2 || len(store.orders) != 4 {
-		t.Fatalf("%d duplicates answered, %d orders; want 2 and 4 (the old one, a, b, c)", dups, len(store.orders))
+	if replays != 2 || len(store.orders) != 4 || orderOf["old"] != 1 {
+		t.Fatalf("%d replays, %d orders, old → order %d; want 2, 4 (the old one, a, b, c), 1", replays, len(store.orders), orderOf["old"])
 	}
 }
 

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors of the shop. The handler maps each to one HTTP status; anything else
@@ -38,6 +39,38 @@ var (
 	ErrOrderNotFound = errors.New("service: order not found")
 	// ErrOrderExpired: the order was not paid in time; its piece went back to the stock.
 	ErrOrderExpired = errors.New("service: order expired")
+	// ErrInvalidUserID: the buyer id is malformed.
+	ErrInvalidUserID = errors.New("service: buyer id must be 1-64 of A-Za-z0-9._:-")
+	// ErrAlreadyBought: the buyer holds an order of this goods already (one
+	// per buyer); an AlreadyBoughtError names it.
+	ErrAlreadyBought = errors.New("service: this buyer has bought this goods already")
+	// ErrRequestIDConflict: the request id bought another goods before.
+	ErrRequestIDConflict = errors.New("service: the request id was used for another goods")
+	// ErrNotStarted: the sale has not started; a WindowError says when it does.
+	ErrNotStarted = errors.New("service: the sale has not started")
+	// ErrEnded: the sale is over.
+	ErrEnded = errors.New("service: the sale has ended")
 	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
 	ErrUnavailable = errors.New("service: dependency unavailable")
 )
+
+// AlreadyBoughtError is ErrAlreadyBought with the buyer's order.
+type AlreadyBoughtError struct{ Order Order }
+
+func (e *AlreadyBoughtError) Error() string {
+	return fmt.Sprintf("%v: order %d", ErrAlreadyBought, e.Order.ID)
+}
+
+func (e *AlreadyBoughtError) Unwrap() error { return ErrAlreadyBought }
+
+// WindowError is ErrNotStarted or ErrEnded with the window's bound.
+type WindowError struct {
+	Err error // ErrNotStarted or ErrEnded
+	At  time.Time
+}
+
+func (e *WindowError) Error() string {
+	return fmt.Sprintf("%v (%s)", e.Err, e.At.UTC().Format(time.RFC3339))
+}
+
+func (e *WindowError) Unwrap() error { return e.Err }

@@ -18,6 +18,8 @@ type Goods struct {
 	GoodsNo  int32
 	Stock    int32 // a NULL stock reads as 0
 	IsActive int16
+	// The sale window; nil is open on that side.
+	SaleStart, SaleEnd *time.Time
 }
 
 // StockInfo is a goods' row with the number of order rows it has: the
@@ -33,6 +35,14 @@ type Order struct {
 	ID        uint64
 	GoodsNo   int32
 	RequestID string
+	// UserID is the buyer's id, "" when the buyer gave none. With
+	// OnePerBuyer the database keeps one such order per goods and buyer
+	// among those not expired (ErrAlreadyBought).
+	UserID      string
+	OnePerBuyer bool
+	// Replayed: the purchase was made before, under the same request id;
+	// this is its order (not stored).
+	Replayed  bool
 	Status    string // OrderUnpaid, OrderPaid or OrderExpired
 	CreatedAt time.Time
 	PaidAt    *time.Time
@@ -68,17 +78,22 @@ type Store interface {
 	// SellBatch sells to a batch of buyers under a lock with fencing token
 	// fence, in one transaction: claim the row (as SellFenced), set
 	// aside the orders whose request id was used before or earlier in the
-	// batch (returned as dups), ask choose which of the others to sell to,
+	// batch (ErrDuplicateRequest) and those of buyers holding an order under
+	// the one-per-buyer rule (AlreadyBoughtError), returned as refused, ask
+	// choose which of the others to sell to,
 	// write the stock minus their number and their order rows, call guard,
 	// commit. The chosen orders get their ids.
 	SellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*Order,
-		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error) (dups []*Order, err error)
+		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error) (refused map[*Order]error, err error)
 	// SellAtomic, in one transaction, decrements the stock of order.GoodsNo
 	// if it is above zero and inserts order. ErrSoldOut when it is not,
 	// ErrNotFound when there is no row, ErrDuplicateRequest, ErrCommitUnknown.
 	SellAtomic(ctx context.Context, order *Order) error
 	// OrderByRequestID reads the order of a request id, if there is one.
 	OrderByRequestID(ctx context.Context, requestID string) (order Order, found bool, err error)
+	// ActiveOrderOfBuyer reads the order of goodsNo a buyer holds under the
+	// one-per-buyer rule, if there is one.
+	ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order Order, found bool, err error)
 }
 
 // Locker hands out the distributed lock that serialises purchases of one
@@ -128,6 +143,13 @@ type Config struct {
 	// BatchMax bounds the buyers one batch sells to (the batch strategy).
 	// Default 100.
 	BatchMax int
+	// OnePerBuyer: a buyer who gives an id holds at most one order of a
+	// goods that is not expired (enforced by the database).
+	OnePerBuyer bool
+	// WindowFor is how long a goods' sale window, read from the database,
+	// is trusted before it is read again: a changed window shows within
+	// it. Default 1s.
+	WindowFor time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -146,6 +168,9 @@ func (c *Config) setDefaults() {
 	if c.BatchMax <= 0 {
 		c.BatchMax = 100
 	}
+	if c.WindowFor <= 0 {
+		c.WindowFor = time.Second
+	}
 }
 
 // Shop sells goods with one purchase strategy, and does for every strategy
@@ -158,13 +183,14 @@ type Shop struct {
 	cfg       Config
 	log       *slog.Logger
 	soldOut   *soldOutMarks
+	windows   *saleWindows
 	waiting   chan struct{} // a token per purchase in progress; nil: no bound
 }
 
 // New returns a Shop that sells with p.
 func New(store Store, p Purchaser, cfg Config, log *slog.Logger) *Shop {
 	cfg.setDefaults()
-	s := &Shop{store: store, purchaser: p, cfg: cfg, log: log, soldOut: newSoldOutMarks(cfg.SoldOutFor)}
+	s := &Shop{store: store, purchaser: p, cfg: cfg, log: log, soldOut: newSoldOutMarks(cfg.SoldOutFor), windows: newSaleWindows(cfg.WindowFor)}
 	if q, ok := p.(interface{ useSoldOut(*soldOutMarks) }); ok {
 		q.useSoldOut(s.soldOut) // queued buyers see the mark too
 	}
@@ -194,14 +220,30 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 	return StockInfo{Goods: g, Orders: n, OrdersByStatus: counts}, nil
 }
 
-// Purchase buys one piece of goodsNo for the request requestID with the
-// shop's strategy. Nothing is written unless it returns the order.
-func (s *Shop) Purchase(ctx context.Context, goodsNo int32, requestID string) (*Order, error) {
-	if goodsNo <= 0 {
+// PurchaseRequest is one buyer's purchase.
+type PurchaseRequest struct {
+	GoodsNo   int32
+	RequestID string
+	// ClientRequestID: the buyer chose the request id (X-Request-ID), so a
+	// repeat may be a retry whose answer was lost, to be replayed.
+	ClientRequestID bool
+	// UserID identifies the buyer, "" when anonymous.
+	UserID string
+}
+
+// Purchase buys one piece of p.GoodsNo for the request p.RequestID with the
+// shop's strategy. Nothing is written unless it returns the order. A request
+// id that bought before gets its order back (Replayed), a buyer who holds
+// an order of the goods under the one-per-buyer rule an AlreadyBoughtError.
+func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) {
+	if p.GoodsNo <= 0 {
 		return nil, ErrInvalidGoodsNo
 	}
-	if s.soldOut.seen(goodsNo) {
-		return nil, ErrSoldOut
+	if err := s.windows.check(ctx, s.store, p.GoodsNo, time.Now()); err != nil {
+		return s.refuse(ctx, p, err)
+	}
+	if s.soldOut.seen(p.GoodsNo) {
+		return s.refuse(ctx, p, ErrSoldOut)
 	}
 	if s.waiting != nil {
 		select {
@@ -211,18 +253,50 @@ func (s *Shop) Purchase(ctx context.Context, goodsNo int32, requestID string) (*
 			return nil, ErrBusy
 		}
 	}
-	order := &Order{GoodsNo: goodsNo, RequestID: requestID}
+	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer}
 	err := s.purchaser.Purchase(ctx, order)
 	if errors.Is(err, ErrCommitUnknown) {
 		return s.outcome(ctx, order, err)
 	}
 	if errors.Is(err, ErrSoldOut) {
-		s.soldOut.mark(goodsNo)
+		s.soldOut.mark(p.GoodsNo)
 	}
 	if err != nil {
-		return nil, err
+		return s.refuse(ctx, p, err)
 	}
 	return order, nil
+}
+
+// refuse turns a refusal into what the buyer should hear. A purchase
+// repeated under a request id that bought answers with that order (a retry
+// whose answer was lost; the id used for another goods is a conflict); a
+// buyer refused while holding an order of the goods under the one-per-buyer
+// rule hears which order. Otherwise the refusal stands. The lookups are made
+// only when the refusal may hide one of those, so anonymous buyers of a
+// sold-out goods cost no query.
+func (s *Shop) refuse(ctx context.Context, p PurchaseRequest, err error) (*Order, error) {
+	var bought *AlreadyBoughtError
+	if errors.As(err, &bought) && bought.Order.RequestID != p.RequestID {
+		return nil, err // the store named the order already
+	}
+	refusal := errors.Is(err, ErrSoldOut) || errors.Is(err, ErrNotStarted) || errors.Is(err, ErrEnded)
+	if errors.Is(err, ErrDuplicateRequest) || errors.Is(err, ErrAlreadyBought) || p.ClientRequestID && refusal {
+		o, found, lerr := s.store.OrderByRequestID(ctx, p.RequestID)
+		switch {
+		case lerr == nil && found && o.GoodsNo != p.GoodsNo:
+			return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID)
+		case lerr == nil && found:
+			o.Replayed = true
+			return &o, nil
+		}
+	}
+	if p.UserID != "" && s.cfg.OnePerBuyer && (errors.Is(err, ErrAlreadyBought) || refusal) {
+		o, found, lerr := s.store.ActiveOrderOfBuyer(ctx, p.GoodsNo, p.UserID)
+		if lerr == nil && found {
+			return nil, &AlreadyBoughtError{Order: o}
+		}
+	}
+	return nil, err
 }
 
 // outcome finds out whether a purchase whose commit was cut off happened,

@@ -99,7 +99,7 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 }
 
 func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders []*service.Order,
-	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error) ([]*service.Order, error) {
+	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sellErr != nil {
@@ -112,14 +112,15 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 	if fence < f.fences[no] {
 		return nil, service.ErrFenced
 	}
-	var dups, candidates []*service.Order
+	var candidates []*service.Order
+	refused := map[*service.Order]error{}
 	seen := map[string]bool{}
 	for _, o := range f.orders {
 		seen[o.RequestID] = true
 	}
 	for _, o := range orders {
 		if seen[o.RequestID] {
-			dups = append(dups, o)
+			refused[o] = service.ErrDuplicateRequest
 			continue
 		}
 		seen[o.RequestID] = true
@@ -143,7 +144,7 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 		f.fences = map[int32]int64{}
 	}
 	f.fences[no] = fence
-	return dups, nil
+	return refused, nil
 }
 
 func (f *fakeStore) SellAtomic(ctx context.Context, o *service.Order) error {
@@ -163,6 +164,15 @@ func (f *fakeStore) OrderByRequestID(_ context.Context, id string) (service.Orde
 	}
 	for _, o := range f.orders {
 		if o.RequestID == id {
+			return o, true, nil
+		}
+	}
+	return service.Order{}, false, nil
+}
+
+func (f *fakeStore) ActiveOrderOfBuyer(_ context.Context, no int32, user string) (service.Order, bool, error) {
+	for _, o := range f.orders {
+		if o.GoodsNo == no && o.UserID == user && o.OnePerBuyer && o.Status != service.OrderExpired {
 			return o, true, nil
 		}
 	}
@@ -246,7 +256,7 @@ func TestPurchaseOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			locker := &fakeLocker{lost: make(chan struct{})}
-			_, err := newShop(tt.store, locker, service.Config{}).Purchase(context.Background(), tt.goodsNo, "r")
+			_, err := newShop(tt.store, locker, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: tt.goodsNo, RequestID: "r"})
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Purchase = %v, want %v", err, tt.want)
 			}
@@ -262,7 +272,7 @@ func TestPurchaseOutcomes(t *testing.T) {
 
 func TestPurchaseWritesReadValueMinusOne(t *testing.T) {
 	store := &fakeStore{}
-	order, err := newShop(store, nil, service.Config{}).Purchase(context.Background(), 1, "req-7")
+	order, err := newShop(store, nil, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "req-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +286,7 @@ func TestPurchaseAbortsWhenTheLockIsLost(t *testing.T) {
 		store := &fakeStore{}
 		locker := &fakeLocker{lost: make(chan struct{})}
 		close(locker.lost)
-		_, err := newShop(store, locker, service.Config{MaxSleep: time.Hour}).Purchase(context.Background(), 1, "r")
+		_, err := newShop(store, locker, service.Config{MaxSleep: time.Hour}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, service.ErrLockLost) || len(store.orders) != 0 || store.goods[1].Stock != 2 {
 			t.Fatalf("err %v, %d orders, stock %d: want ErrLockLost and nothing written", err, len(store.orders), store.goods[1].Stock)
 		}
@@ -287,7 +297,7 @@ func TestPurchaseAbortsWhenTheLockIsLost(t *testing.T) {
 	t.Run("just before commit", func(t *testing.T) {
 		locker := &fakeLocker{lost: make(chan struct{})}
 		store := &fakeStore{onSell: func() { close(locker.lost) }}
-		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, service.ErrLockLost) || len(store.orders) != 0 || store.goods[1].Stock != 2 {
 			t.Fatalf("err %v, %d orders, stock %d: want ErrLockLost and nothing written", err, len(store.orders), store.goods[1].Stock)
 		}
@@ -297,14 +307,14 @@ func TestPurchaseAbortsWhenTheLockIsLost(t *testing.T) {
 func TestPurchaseLockFailures(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		locker := &fakeLocker{deadline: true}
-		_, err := newShop(&fakeStore{}, locker, service.Config{AcquireTimeout: 20 * time.Millisecond}).Purchase(context.Background(), 1, "r")
+		_, err := newShop(&fakeStore{}, locker, service.Config{AcquireTimeout: 20 * time.Millisecond}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, service.ErrLockTimeout) {
 			t.Fatalf("Purchase = %v, want ErrLockTimeout", err)
 		}
 	})
 	t.Run("zookeeper down", func(t *testing.T) {
 		locker := &fakeLocker{err: errors.New("zk: could not connect to a server")}
-		_, err := newShop(&fakeStore{}, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		_, err := newShop(&fakeStore{}, locker, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, service.ErrUnavailable) {
 			t.Fatalf("Purchase = %v, want ErrUnavailable", err)
 		}
@@ -312,7 +322,7 @@ func TestPurchaseLockFailures(t *testing.T) {
 	t.Run("buyer gone", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := newShop(&fakeStore{}, &fakeLocker{deadline: true}, service.Config{}).Purchase(ctx, 1, "r")
+		_, err := newShop(&fakeStore{}, &fakeLocker{deadline: true}, service.Config{}).Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Purchase = %v, want context.Canceled", err)
 		}
@@ -323,7 +333,7 @@ func TestPurchaseIsFencedByTheLocksToken(t *testing.T) {
 	t.Run("a token older than the row's is refused and writes nothing", func(t *testing.T) {
 		store := &fakeStore{fences: map[int32]int64{1: 100}}
 		locker := &fakeLocker{lost: make(chan struct{}), token: 41}
-		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, service.ErrFenced) || !errors.Is(err, service.ErrLockLost) {
 			t.Fatalf("Purchase = %v, want ErrFenced (an ErrLockLost)", err)
 		}
@@ -336,7 +346,7 @@ func TestPurchaseIsFencedByTheLocksToken(t *testing.T) {
 		locker := &fakeLocker{lost: make(chan struct{}), token: 7}
 		shop := newShop(store, locker, service.Config{})
 		for range 2 {
-			if _, err := shop.Purchase(context.Background(), 1, "r"); err != nil {
+			if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -347,7 +357,7 @@ func TestPurchaseIsFencedByTheLocksToken(t *testing.T) {
 	t.Run("no token: lock lost, nothing written", func(t *testing.T) {
 		store := &fakeStore{}
 		locker := &fakeLocker{lost: make(chan struct{}), tokenErr: errors.New("zklock: lock lost")}
-		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), 1, "r")
+		_, err := newShop(store, locker, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, service.ErrLockLost) || len(store.orders) != 0 || locker.unlocks != 1 {
 			t.Fatalf("Purchase = %v with %d orders and %d unlocks, want ErrLockLost, none and 1", err, len(store.orders), locker.unlocks)
 		}
@@ -376,7 +386,7 @@ func TestPurchaseWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
 				}
 				store := tt.store()
 				shop := newShop(store, locker, service.Config{OutcomeTimeout: 200 * time.Millisecond})
-				order, err := shop.Purchase(context.Background(), 1, "req-cut")
+				order, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "req-cut"})
 				if tt.want == nil {
 					if err != nil || order == nil || order.ID == 0 || order.RequestID != "req-cut" {
 						t.Fatalf("Purchase = %+v, %v; want the order that was written", order, err)
@@ -400,7 +410,7 @@ func TestSoldOutIsAnsweredWithoutTheLockUntilTheMarkExpires(t *testing.T) {
 	locker := &fakeLocker{lost: make(chan struct{})}
 	shop := newShop(store, locker, service.Config{SoldOutFor: 50 * time.Millisecond})
 	for range 3 {
-		if _, err := shop.Purchase(context.Background(), 1, "r"); !errors.Is(err, service.ErrSoldOut) {
+		if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"}); !errors.Is(err, service.ErrSoldOut) {
 			t.Fatalf("Purchase = %v, want ErrSoldOut", err)
 		}
 	}
@@ -409,7 +419,7 @@ func TestSoldOutIsAnsweredWithoutTheLockUntilTheMarkExpires(t *testing.T) {
 	}
 	store.goods[1] = service.Goods{ID: 10, GoodsNo: 1, Stock: 5} // restock
 	time.Sleep(60 * time.Millisecond)
-	if _, err := shop.Purchase(context.Background(), 1, "r2"); err != nil {
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r2"}); err != nil {
 		t.Fatalf("after the restock and the mark's expiry: %v, want a sale", err)
 	}
 }
@@ -446,13 +456,13 @@ func TestBuyersBeyondMaxWaitingAreBusy(t *testing.T) {
 	errs := make(chan error, 2)
 	for i := range 2 {
 		go func() {
-			_, err := shop.Purchase(context.Background(), 1, fmt.Sprint("w-", i))
+			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("w-", i)})
 			errs <- err
 		}()
 	}
 	<-locker.entered
 	<-locker.entered // both wait for the lock
-	if _, err := shop.Purchase(context.Background(), 1, "third"); !errors.Is(err, service.ErrBusy) {
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "third"}); !errors.Is(err, service.ErrBusy) {
 		t.Fatalf("a third buyer with two waiting: %v, want ErrBusy", err)
 	}
 	close(locker.release)
@@ -461,7 +471,7 @@ func TestBuyersBeyondMaxWaitingAreBusy(t *testing.T) {
 			t.Fatalf("a waiting buyer: %v", err)
 		}
 	}
-	if _, err := shop.Purchase(context.Background(), 1, "later"); err != nil && !errors.Is(err, service.ErrSoldOut) {
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "later"}); err != nil && !errors.Is(err, service.ErrSoldOut) {
 		t.Fatalf("once the waiters are done: %v, want room again", err)
 	}
 }
@@ -480,7 +490,7 @@ func TestTheLockIsHandedOnWhileTheSaleCommits(t *testing.T) {
 		}
 	}}
 	shop := newShop(store, locker, service.Config{})
-	if _, err := shop.Purchase(context.Background(), 1, "r-1"); err != nil {
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if !releasedFirst {
@@ -494,7 +504,7 @@ func TestTheLockIsHandedOnWhileTheSaleCommits(t *testing.T) {
 	locker = &fakeLocker{lost: make(chan struct{})}
 	store = &fakeStore{sellErr: service.ErrUnavailable}
 	shop = newShop(store, locker, service.Config{})
-	if _, err := shop.Purchase(context.Background(), 1, "r-2"); !errors.Is(err, service.ErrUnavailable) {
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r-2"}); !errors.Is(err, service.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
 	if locker.unlocks != 1 {
@@ -508,10 +518,10 @@ func TestTheLastPieceMarksSoldOut(t *testing.T) {
 	locker := &fakeLocker{lost: make(chan struct{})}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1, IsActive: 1}}}
 	shop := newShop(store, locker, service.Config{})
-	if _, err := shop.Purchase(context.Background(), 1, "last"); err != nil {
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "last"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := shop.Purchase(context.Background(), 1, "after"); !errors.Is(err, service.ErrSoldOut) {
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "after"}); !errors.Is(err, service.ErrSoldOut) {
 		t.Fatalf("after the last piece: %v, want ErrSoldOut", err)
 	}
 	if locker.locks != 1 {

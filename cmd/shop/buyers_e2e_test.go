@@ -1,0 +1,192 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// buyerAnswer is a purchase's answer as a buyer reads it.
+type buyerAnswer struct {
+	status    int
+	Code      string     `json:"code"`
+	OrderID   uint64     `json:"orderId"`
+	Replayed  bool       `json:"replayed"`
+	SaleStart *time.Time `json:"saleStart"`
+}
+
+// purchaseAs buys goods with the given headers (name, value, ...).
+func purchaseAs(t *testing.T, client *http.Client, method, url string, hdr ...string) buyerAnswer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+		return buyerAnswer{}
+	}
+	defer resp.Body.Close()
+	a := buyerAnswer{status: resp.StatusCode}
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		t.Errorf("%s %s: %d, body not JSON: %v", method, url, resp.StatusCode, err)
+	}
+	return a
+}
+
+// One per buyer, under every strategy, across two instances: 50 buyers try
+// 4 times each, 200 purchases at once. Each buyer gets one order; every
+// other try is 409 already_bought naming that order.
+func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
+	for _, strategy := range []string{"seed", "batch", "atomic"} {
+		t.Run(strategy, func(t *testing.T) {
+			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_DEMO_MAXSLEEP=2ms", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+			s.shop(t, "migrate")
+			s.shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
+			a, b := s.serve(t), s.serve(t)
+			client := &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{MaxConnsPerHost: 200, MaxIdleConnsPerHost: 200}}
+			defer client.CloseIdleConnections()
+			const buyers, tries = 50, 4
+			answers := make([]buyerAnswer, buyers*tries)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range answers {
+				wg.Go(func() {
+					<-start
+					base := []string{a.url, b.url}[i%2]
+					method := []string{http.MethodGet, http.MethodPost}[i/2%2]
+					answers[i] = purchaseAs(t, client, method, base+"/goods-stock/1", "X-User-ID", fmt.Sprint("buyer-", i%buyers))
+				})
+			}
+			close(start)
+			wg.Wait()
+			orderOf := map[int]uint64{}
+			for i, ans := range answers {
+				if ans.status == http.StatusOK {
+					if _, twice := orderOf[i%buyers]; twice {
+						t.Fatalf("buyer %d bought twice", i%buyers)
+					}
+					orderOf[i%buyers] = ans.OrderID
+				}
+			}
+			for i, ans := range answers {
+				switch {
+				case ans.status == http.StatusOK:
+				case ans.status == http.StatusConflict && ans.Code == "already_bought":
+					if ans.OrderID == 0 || ans.OrderID != orderOf[i%buyers] {
+						t.Errorf("buyer %d told already_bought with order %d, bought order %d", i%buyers, ans.OrderID, orderOf[i%buyers])
+					}
+				default:
+					t.Errorf("buyer %d: %d %s", i%buyers, ans.status, ans.Code)
+				}
+			}
+			if len(orderOf) != buyers {
+				t.Errorf("%d buyers bought, want %d", len(orderOf), buyers)
+			}
+			if stock, orders := s.counts(t); stock != 100-buyers || orders != buyers {
+				t.Errorf("stock %d with %d orders, want %d and %d", stock, orders, 100-buyers, buyers)
+			}
+		})
+	}
+}
+
+// A retried purchase whose answer was lost gets the same order back
+// (replayed), never a second one; the request id reused for another goods
+// is a conflict. A sold-out goods does not hide the replay.
+func TestRepeatedRequestIsReplayed(t *testing.T) {
+	s := newStack(t)
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
+	s.shop(t, "stock", "set", "--goods", "2", "--stock", "5", "--clear-orders")
+	in := s.serve(t)
+	client := &http.Client{Timeout: time.Minute}
+	first := purchaseAs(t, client, http.MethodPost, in.url+"/goods-stock/1", "X-Request-ID", "retry-me")
+	if first.status != 200 || first.Replayed {
+		t.Fatalf("first purchase: %+v", first)
+	}
+	if other := purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1"); other.status != 409 || other.Code != "sold_out" {
+		t.Fatalf("the next buyer: %+v, want sold_out", other)
+	}
+	again := purchaseAs(t, client, http.MethodPost, in.url+"/goods-stock/1", "X-Request-ID", "retry-me")
+	if again.status != 200 || !again.Replayed || again.OrderID != first.OrderID {
+		t.Fatalf("the retry: %+v, want 200 replayed with order %d", again, first.OrderID)
+	}
+	if c := purchaseAs(t, client, http.MethodPost, in.url+"/goods-stock/2", "X-Request-ID", "retry-me"); c.status != 409 || c.Code != "request_id_conflict" {
+		t.Fatalf("the id for another goods: %+v, want 409 request_id_conflict", c)
+	}
+	if stock, orders := s.counts(t); stock != 0 || orders != 1 {
+		t.Errorf("goods 1: stock %d with %d orders, want 0 and 1", stock, orders)
+	}
+}
+
+// The sale window, checked before the lock: one second before the start
+// the buyer hears not_started and when; at and after the start the sale is
+// open; at the end it is over.
+func TestSaleWindowEdges(t *testing.T) {
+	s := newStack(t)
+	s.shop(t, "migrate")
+	in := s.serve(t)
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+3s", "--end", "+6s")
+	client := &http.Client{Timeout: time.Minute}
+	buy := func() buyerAnswer { return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1") }
+	before := buy()
+	if before.status != 409 || before.Code != "not_started" || before.SaleStart == nil {
+		t.Fatalf("before the start: %+v, want 409 not_started with the start", before)
+	}
+	start := *before.SaleStart
+	sleepUntil(start.Add(-time.Second))
+	if a := buy(); a.Code != "not_started" {
+		t.Fatalf("one second before the start: %+v", a)
+	}
+	sleepUntil(start)
+	if a := buy(); a.status != 200 {
+		t.Fatalf("at the start: %+v, want 200", a)
+	}
+	sleepUntil(start.Add(time.Second))
+	if a := buy(); a.status != 200 {
+		t.Fatalf("after the start: %+v, want 200", a)
+	}
+	sleepUntil(start.Add(3 * time.Second)) // the end
+	if a := buy(); a.status != 409 || a.Code != "ended" {
+		t.Fatalf("at the end: %+v, want 409 ended", a)
+	}
+	if stock, orders := s.counts(t); stock != 8 || orders != 2 {
+		t.Errorf("stock %d with %d orders, want 8 and 2", stock, orders)
+	}
+}
+
+func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
+
+// An expired order frees its buyer: once the sweeper has returned the piece,
+// the buyer may buy again.
+func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
+	s := newStack(t, "SHOP_ORDERS_PAYTIMEOUT=1s", "SHOP_ORDERS_SWEEPINTERVAL=100ms")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
+	in := s.serve(t)
+	client := &http.Client{Timeout: time.Minute}
+	buy := func() buyerAnswer {
+		return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1", "X-User-ID", "alice")
+	}
+	first := buy()
+	if first.status != 200 {
+		t.Fatalf("first: %+v", first)
+	}
+	if again := buy(); again.status != 409 || again.Code != "already_bought" || again.OrderID != first.OrderID {
+		t.Fatalf("again before expiry: %+v, want already_bought with order %d", again, first.OrderID)
+	}
+	var later buyerAnswer
+	if !waitUntil(30*time.Second, func() bool { later = buy(); return later.status == 200 }) {
+		t.Fatalf("after the order expired: %+v, want 200", later)
+	}
+	if later.OrderID == first.OrderID {
+		t.Fatalf("the new purchase has the expired order's id %d", later.OrderID)
+	}
+}
