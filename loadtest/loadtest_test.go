@@ -87,6 +87,8 @@ type fakeShop struct {
 	stock    int
 	orders   int
 	locked   bool
+	bought   map[string]bool // buyers who bought (one per buyer)
+	tries    map[string]int  // purchases per X-User-ID
 }
 
 func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -100,8 +102,24 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.lock.Lock()
 			defer f.lock.Unlock()
 		}
+		user := r.Header.Get("X-User-ID")
 		f.mu.Lock()
 		read := f.stock
+		if user != "" {
+			if f.tries == nil {
+				f.tries, f.bought = map[string]int{}, map[string]bool{}
+			}
+			f.tries[user]++
+			if f.bought[user] {
+				f.mu.Unlock()
+				w.WriteHeader(http.StatusConflict)
+				fmt.Fprint(w, `{"code":"already_bought"}`)
+				return
+			}
+			if read > 0 {
+				f.bought[user] = true
+			}
+		}
 		f.mu.Unlock()
 		time.Sleep(time.Millisecond)
 		if read < 1 {
@@ -237,5 +255,33 @@ seckill_purchases_total{goods="-",outcome="unavailable",strategy="seed"} 1
 	}
 	if !math.IsNaN(before.minus(before).waitQuantile(0.5)) {
 		t.Error("no waits should give NaN")
+	}
+}
+
+// Buyer mode: request i is buyer i mod N; repeats of a buyer who bought are
+// counted as already bought and shown in the table.
+func TestRunWithBuyers(t *testing.T) {
+	shop := &fakeShop{stock: 100, locked: true}
+	srv := httptest.NewServer(shop)
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{
+		Label: "buyers", Targets: []string{srv.URL}, GoodsNo: 1, Requests: 70, Concurrency: 1, Buyers: 30,
+		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shop.tries) != 30 || shop.tries["buyer-0"] != 3 || shop.tries["buyer-29"] != 2 {
+		t.Fatalf("tries per buyer %v, want 30 buyers, buyer-0 three times, buyer-29 twice", shop.tries)
+	}
+	if r.Succeeded != 30 || r.ByCode["already_bought"] != 40 {
+		t.Fatalf("%d bought, %d already bought; want 30 and 40", r.Succeeded, r.ByCode["already_bought"])
+	}
+	if p := r.exactProblems(); len(p) != 0 {
+		t.Fatalf("not exact: %v", p)
+	}
+	table := fmt.Sprint(rows(r))
+	if !strings.Contains(table, "already bought (409) 40") || !strings.Contains(table, "buyers (distinct ids) 30") || strings.Contains(table, "409 other") {
+		t.Fatalf("table %s", table)
 	}
 }

@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.GoodsNo, "goods", 1, "goods number to buy")
 	fs.IntVar(&o.Requests, "requests", 1500, "purchases to send")
 	fs.IntVar(&o.Concurrency, "concurrency", 1500, "buyers at once (the seed's JMeter threads)")
+	fs.IntVar(&o.Buyers, "buyers", 0, "distinct buyer ids (X-User-ID buyer-N, request i is buyer i mod N); more requests than buyers means repeat tries; 0: anonymous")
 	fs.DurationVar(&o.Ramp, "ramp", 0, "start the buyers spread over this long")
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 10*time.Minute, "stop the whole run after this long")
@@ -81,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(o.Targets) == 0:
 		return errors.New("--url: no target")
+	case o.Buyers < 0:
+		return errors.New("--buyers must be 0 or more")
 	case o.Requests < 1 || o.Concurrency < 1:
 		return errors.New("--requests and --concurrency must be at least 1")
 	case o.Sample <= 0 || o.Timeout <= 0 || o.MaxDuration <= 0:

@@ -22,6 +22,7 @@ type Result struct {
 	Sent            int            `json:"sent"`
 	Succeeded       int            `json:"succeeded"`
 	SoldOut         int            `json:"soldOut"`
+	Buyers          int            `json:"buyers,omitempty"` // distinct buyer ids; 0: anonymous
 	ByStatus        map[string]int `json:"byStatus"`
 	ByCode          map[string]int `json:"byCode"`
 	TransportErrors int            `json:"transportErrors"`
@@ -121,7 +122,11 @@ func (r *Result) exactProblems() []string {
 	if r.OrdersCreated != r.Succeeded {
 		p = append(p, fmt.Sprintf("%d order rows for %d successes", r.OrdersCreated, r.Succeeded))
 	}
-	if r.Requests >= r.StockBefore && r.Succeeded != r.StockBefore {
+	buyers := r.Requests // who can buy: every request, or one per distinct buyer
+	if r.Buyers > 0 {
+		buyers = min(r.Requests, r.Buyers)
+	}
+	if buyers >= r.StockBefore && r.Succeeded != r.StockBefore {
 		p = append(p, fmt.Sprintf("sold %d of a stock of %d", r.Succeeded, r.StockBefore))
 	}
 	if r.TransportErrors > 0 {
@@ -140,6 +145,7 @@ func rows(rs ...*Result) [][]string {
 		return row
 	}
 	itoa := strconv.Itoa
+	withBuyers := slices.ContainsFunc(rs, func(r *Result) bool { return r.Buyers > 0 })
 	out := [][]string{
 		line("run", func(r *Result) string { return r.Label }),
 		line("requests sent", func(r *Result) string { return itoa(r.Sent) }),
@@ -169,6 +175,13 @@ func rows(rs ...*Result) [][]string {
 		}),
 		line("OVERSOLD", func(r *Result) string { return itoa(r.Oversold) }),
 	}
+	if withBuyers { // after "sold out (409)"
+		rows := [][]string{
+			line("buyers (distinct ids)", func(r *Result) string { return itoa(r.Buyers) }),
+			line("already bought (409)", func(r *Result) string { return itoa(r.ByCode["already_bought"]) }),
+		}
+		out = slices.Insert(out, 4, rows...)
+	}
 	return out
 }
 
@@ -179,7 +192,7 @@ func others(r *Result) string {
 			parts = append(parts, fmt.Sprintf("%s×%d", k, r.ByStatus[k]))
 		}
 	}
-	if n := r.ByStatus["409"] - r.SoldOut; n > 0 {
+	if n := r.ByStatus["409"] - r.SoldOut - r.ByCode["already_bought"]; n > 0 {
 		parts = append(parts, fmt.Sprintf("409 other×%d", n))
 	}
 	if len(parts) == 0 {

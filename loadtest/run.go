@@ -26,8 +26,13 @@ type Options struct {
 	Timeout     time.Duration // per request
 	MaxDuration time.Duration // the whole run
 	Sample      time.Duration // stock sampling interval
-	Progress    io.Writer     // nil: no progress bar
-	Interactive bool          // redraw the progress bar in place
+	// Buyers, when above 0, makes the run a crowd of that many buyers:
+	// request i is buyer i mod Buyers (X-User-ID buyer-N), so with more
+	// requests than buyers some buyers try more than once, and the shop's
+	// one-per-buyer rule answers their repeats already_bought.
+	Buyers      int
+	Progress    io.Writer // nil: no progress bar
+	Interactive bool      // redraw the progress bar in place
 }
 
 // goods is the shop's answer to GET /goods/{goodsNo}.
@@ -62,7 +67,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("stock before the run: %w", err)
 	}
 	r := &Result{
-		Label: o.Label, Targets: o.Targets, GoodsNo: o.GoodsNo, Requests: o.Requests, Concurrency: o.Concurrency,
+		Label: o.Label, Targets: o.Targets, GoodsNo: o.GoodsNo, Requests: o.Requests, Concurrency: o.Concurrency, Buyers: o.Buyers,
 		ByStatus: map[string]int{}, ByCode: map[string]int{},
 		StockBefore: *before.Stock, OrdersBefore: *before.Orders, ExpiredBefore: before.OrdersByStatus["expired"],
 	}
@@ -100,7 +105,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				}
 				url := fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.GoodsNo)
 				t0 := time.Now()
-				status, code, err := buy(ctx, client, url)
+				user := ""
+				if o.Buyers > 0 {
+					user = fmt.Sprint("buyer-", i%o.Buyers)
+				}
+				status, code, err := buy(ctx, client, url, user)
 				latencies[i] = time.Since(t0)
 				c.sent.Add(1)
 				if err != nil {
@@ -155,10 +164,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // buy sends one purchase and returns the status and the body's code.
-func buy(ctx context.Context, client *http.Client, url string) (int, string, error) {
+func buy(ctx context.Context, client *http.Client, url, user string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
+	}
+	if user != "" {
+		req.Header.Set("X-User-ID", user)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

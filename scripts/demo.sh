@@ -13,7 +13,8 @@
 #                            instance that leads the sweeper's election is SIGKILLed; shows the
 #                            other one take over and expire the two unpaid orders
 #
-# Environment: DEMO_PORTS ("8081 8082"), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500),
+# Environment: DEMO_PORTS ("8081 8082"), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500), DEMO_BUYERS
+# (0: anonymous buyers; N: N buyer ids, one purchase each allowed, the table shows already_bought),
 # DEMO_MAXSLEEP (50ms), and any SHOP_* setting for "up" (which defaults orders.payTimeout to 20s
 # and zookeeper.sessionTimeout to 10s, so that a failover and an expiry show within a minute).
 set -euo pipefail
@@ -87,7 +88,7 @@ compare() {
 		up
 		log "$label: ${DEMO_REQUESTS:-1500} purchases, ${DEMO_CONCURRENCY:-1500} at once, demo.maxSleep $SHOP_DEMO_MAXSLEEP"
 		"$loadtest" --url "$(urls)" --label "$label" --requests "${DEMO_REQUESTS:-1500}" \
-			--concurrency "${DEMO_CONCURRENCY:-1500}" --out "$out/lock-$mode.json" >/dev/null
+			--concurrency "${DEMO_CONCURRENCY:-1500}" --buyers "${DEMO_BUYERS:-0}" --out "$out/lock-$mode.json" >/dev/null
 	done
 	down
 	trap - EXIT

@@ -27,12 +27,16 @@ type fakeStore struct {
 	// the commit went through (true: written).
 	cutCommit *bool
 	lookupErr error // OrderByRequestID fails with it
+
+	data sync.RWMutex // goods and orders: reads outside the row lock race with commits
 }
 
 func (f *fakeStore) Goods(_ context.Context, no int32) (service.Goods, error) {
 	if f.readErr != nil {
 		return service.Goods{}, f.readErr
 	}
+	f.data.RLock()
+	defer f.data.RUnlock()
 	g, ok := f.goods[no]
 	if !ok {
 		return service.Goods{}, service.ErrNotFound
@@ -61,10 +65,12 @@ func (f *fakeStore) write(g service.Goods, stock int32, o *service.Order, guard 
 	if f.cutCommit != nil && !*f.cutCommit {
 		return service.ErrCommitUnknown // cut off, and rolled back
 	}
+	f.data.Lock()
 	g.Stock = stock
 	f.goods[g.GoodsNo] = g
 	o.ID = uint64(len(f.orders) + 1)
 	f.orders = append(f.orders, *o)
+	f.data.Unlock()
 	if f.cutCommit != nil {
 		return service.ErrCommitUnknown // cut off after it was durable
 	}
@@ -133,12 +139,14 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 	if err := guard(); err != nil {
 		return nil, err
 	}
+	f.data.Lock()
 	for _, o := range chosen {
 		o.ID = uint64(len(f.orders) + 1)
 		f.orders = append(f.orders, *o)
 	}
 	g.Stock -= int32(len(chosen))
 	f.goods[no] = g
+	f.data.Unlock()
 	f.batches++
 	if f.fences == nil {
 		f.fences = map[int32]int64{}
@@ -162,6 +170,8 @@ func (f *fakeStore) OrderByRequestID(_ context.Context, id string) (service.Orde
 	if f.lookupErr != nil {
 		return service.Order{}, false, f.lookupErr
 	}
+	f.data.RLock()
+	defer f.data.RUnlock()
 	for _, o := range f.orders {
 		if o.RequestID == id {
 			return o, true, nil
@@ -171,6 +181,8 @@ func (f *fakeStore) OrderByRequestID(_ context.Context, id string) (service.Orde
 }
 
 func (f *fakeStore) ActiveOrderOfBuyer(_ context.Context, no int32, user string) (service.Order, bool, error) {
+	f.data.RLock()
+	defer f.data.RUnlock()
 	for _, o := range f.orders {
 		if o.GoodsNo == no && o.UserID == user && o.OnePerBuyer && o.Status != service.OrderExpired {
 			return o, true, nil
@@ -180,6 +192,8 @@ func (f *fakeStore) ActiveOrderOfBuyer(_ context.Context, no int32, user string)
 }
 
 func (f *fakeStore) OrderCounts(_ context.Context, no int32) (map[string]int64, error) {
+	f.data.RLock()
+	defer f.data.RUnlock()
 	n := map[string]int64{}
 	for _, o := range f.orders {
 		if o.GoodsNo == no {

@@ -4,8 +4,10 @@
 //   k6 run -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=1500 loadtest/k6/seckill.js
 //
 // Environment: BASE_URLS (comma separated), GOODS (1), BUYERS (1500: the seed's JMeter threads),
+// USERS (buyer mode: VU i sends X-User-ID buyer-(i mod USERS), so with fewer USERS than BUYERS
+// some buyers try twice and the shop's one-per-buyer rule answers 409 already_bought; 0: anonymous),
 // EXPECT_STOCK (if set, the run fails unless exactly that many purchases succeed).
-// Checks: every answer is 200 (bought) or 409 (sold out) with the shop's JSON body.
+// Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body.
 import http from 'k6/http';
 import { check } from 'k6';
 import { Counter } from 'k6/metrics';
@@ -14,9 +16,11 @@ import exec from 'k6/execution';
 const bases = (__ENV.BASE_URLS || 'http://127.0.0.1:8081,http://127.0.0.1:8082').split(',');
 const goods = __ENV.GOODS || '1';
 const buyers = parseInt(__ENV.BUYERS || '1500', 10);
+const users = parseInt(__ENV.USERS || '0', 10);
 
 const bought = new Counter('seckill_bought');
 const soldOut = new Counter('seckill_sold_out');
+const alreadyBought = new Counter('seckill_already_bought');
 const other = new Counter('seckill_other');
 
 const thresholds = {
@@ -42,7 +46,9 @@ export const options = {
 
 export default function () {
   const base = bases[exec.vu.idInTest % bases.length];
+  const headers = users > 0 ? { 'X-User-ID': `buyer-${exec.vu.idInTest % users}` } : {};
   const res = http.get(`${base}/goods-stock/${goods}`, {
+    headers,
     timeout: '300s',
     responseCallback: http.expectedStatuses(200, 409),
   });
@@ -55,12 +61,14 @@ export default function () {
   check(res, {
     'status is 200 or 409': (r) => r.status === 200 || r.status === 409,
     'body code matches status': () =>
-      (res.status === 200 && code === 'ok') || (res.status === 409 && code === 'sold_out'),
+      (res.status === 200 && code === 'ok') || (res.status === 409 && (code === 'sold_out' || code === 'already_bought')),
   });
   if (res.status === 200) {
     bought.add(1);
   } else if (res.status === 409 && code === 'sold_out') {
     soldOut.add(1);
+  } else if (res.status === 409 && code === 'already_bought') {
+    alreadyBought.add(1);
   } else {
     other.add(1);
   }
@@ -68,6 +76,7 @@ export default function () {
 
 export function handleSummary(data) {
   const count = (name) => (data.metrics[name] ? data.metrics[name].values.count : 0);
-  const line = `seckill: ${count('seckill_bought')} bought (200), ${count('seckill_sold_out')} sold out (409), ${count('seckill_other')} other\n`;
+  const line = `seckill: ${count('seckill_bought')} bought (200), ${count('seckill_sold_out')} sold out (409), ` +
+    `${count('seckill_already_bought')} already bought (409), ${count('seckill_other')} other\n`;
   return { stdout: line };
 }
