@@ -285,3 +285,23 @@ func TestRunWithBuyers(t *testing.T) {
 		t.Fatalf("table %s", table)
 	}
 }
+
+// A run that starts with orders present counts only the rows it created.
+func TestRunStartingWithOrdersPresent(t *testing.T) {
+	shop := &fakeShop{stock: 10, orders: 7, locked: true}
+	srv := httptest.NewServer(shop)
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{
+		Label: "again", Targets: []string{srv.URL}, GoodsNo: 1, Requests: 15, Concurrency: 3,
+		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OrdersBefore != 7 || r.OrdersAfter != 17 || r.OrdersCreated != 10 || r.Oversold != 0 {
+		t.Fatalf("orders %d -> %d, created %d, oversold %d; want 7 -> 17, 10, 0", r.OrdersBefore, r.OrdersAfter, r.OrdersCreated, r.Oversold)
+	}
+	if p := r.exactProblems(); len(p) != 0 {
+		t.Fatalf("not exact: %v", p)
+	}
+}

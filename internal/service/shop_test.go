@@ -204,14 +204,15 @@ func (f *fakeStore) OrderCounts(_ context.Context, no int32) (map[string]int64, 
 }
 
 type fakeLocker struct {
-	err      error
-	lost     chan struct{}
-	token    int64 // handed out by Token, then incremented
-	tokenErr error
-	locks    int
-	unlocks  int
-	deadline bool          // Lock waits for ctx to end
-	released chan struct{} // if not nil, closed by the first Unlock
+	err       error
+	lost      chan struct{}
+	token     int64 // handed out by Token, then incremented
+	tokenErr  error
+	locks     int
+	unlocks   int
+	deadline  bool          // Lock waits for ctx to end
+	released  chan struct{} // if not nil, closed by the first Unlock
+	unlockCtx error         // ctx.Err() of the last Unlock
 }
 
 func (f *fakeLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
@@ -236,8 +237,9 @@ func (f *fakeLocker) Token(context.Context) (int64, error) {
 	return f.token, nil
 }
 
-func (f *fakeLocker) Unlock(context.Context) error {
+func (f *fakeLocker) Unlock(ctx context.Context) error {
 	f.unlocks++
+	f.unlockCtx = ctx.Err()
 	if f.released != nil {
 		close(f.released)
 	}
@@ -540,5 +542,19 @@ func TestTheLastPieceMarksSoldOut(t *testing.T) {
 	}
 	if locker.locks != 1 {
 		t.Fatalf("locks = %d, want 1: the buyer after the last piece queued for the lock", locker.locks)
+	}
+}
+
+// A buyer who gives up (its request's context ends) mid-purchase still has
+// the lock released with a context of its own: released with the request's,
+// the delete would never be sent and the lock held for the session.
+func TestTheLockIsReleasedWithADetachedContext(t *testing.T) {
+	locker := &fakeLocker{lost: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	store := &fakeStore{onSell: cancel} // the buyer gives up inside the sale
+	shop := newShop(store, locker, service.Config{})
+	_, _ = shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
+	if locker.unlocks != 1 || locker.unlockCtx != nil {
+		t.Fatalf("unlocks %d with a context ended by %v; want 1 with a live context", locker.unlocks, locker.unlockCtx)
 	}
 }

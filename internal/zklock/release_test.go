@@ -37,6 +37,42 @@ func TestReleaseWithAnEndedContextDeletesTheNode(t *testing.T) {
 			t.Error("still held after Release")
 		}
 	})
+	t.Run("read/write lock", func(t *testing.T) {
+		rw := zklock.NewReadWriteLock(c, itest.Path(t))
+		for _, m := range []*zklock.Mutex{rw.ReadLock(), rw.WriteLock()} {
+			if err := m.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			node := m.Node()
+			if err := m.Release(ended); err != nil {
+				t.Fatalf("Release with an ended context: %v", err)
+			}
+			gone(t, node)
+		}
+	})
+	t.Run("selector term", func(t *testing.T) {
+		path := itest.Path(t)
+		leading := make(chan struct{})
+		sel := zklock.NewLeaderSelector(c, path, "me", func(term context.Context) error {
+			close(leading)
+			<-term.Done() // the term ends with its context
+			return term.Err()
+		})
+		if err := sel.Start(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-leading:
+		case <-ctx.Done():
+			t.Fatal("the selector never led")
+		}
+		kids, _, err := observer.Conn().Children(path)
+		if err != nil || len(kids) != 1 {
+			t.Fatalf("leader path holds %v (%v), want the leader's node", kids, err)
+		}
+		sel.Close() // ends the term's context: its release must not share that fate
+		gone(t, path+"/"+kids[0])
+	})
 	t.Run("semaphore lease", func(t *testing.T) {
 		lease, err := zklock.NewSemaphoreV2(c, itest.Path(t), 1).Acquire(ctx)
 		if err != nil {
