@@ -23,8 +23,8 @@ func TestReleaseWithAnEndedContextDeletesTheNode(t *testing.T) {
 			return err == nil && !ok
 		})
 	}
-	t.Run("mutex", func(t *testing.T) {
-		m := zklock.NewMutex(c, itest.Path(t))
+	holdAndRelease := func(t *testing.T, m *zklock.Mutex) {
+		t.Helper()
 		if err := m.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -36,19 +36,14 @@ func TestReleaseWithAnEndedContextDeletesTheNode(t *testing.T) {
 		if m.IsHeld() {
 			t.Error("still held after Release")
 		}
+	}
+	t.Run("mutex", func(t *testing.T) {
+		holdAndRelease(t, zklock.NewMutex(c, itest.Path(t)))
 	})
 	t.Run("read/write lock", func(t *testing.T) {
 		rw := zklock.NewReadWriteLock(c, itest.Path(t))
-		for _, m := range []*zklock.Mutex{rw.ReadLock(), rw.WriteLock()} {
-			if err := m.Acquire(ctx); err != nil {
-				t.Fatal(err)
-			}
-			node := m.Node()
-			if err := m.Release(ended); err != nil {
-				t.Fatalf("Release with an ended context: %v", err)
-			}
-			gone(t, node)
-		}
+		holdAndRelease(t, rw.ReadLock())
+		holdAndRelease(t, rw.WriteLock())
 	})
 	t.Run("selector term", func(t *testing.T) {
 		path := itest.Path(t)
