@@ -18,13 +18,18 @@ type Proxy struct {
 	target string
 	mysql  bool // parse the client's bytes as MySQL packets
 
+	relayState // cond is also signalled when a hold changes
+	hold       *Hold
+	wg         sync.WaitGroup
+}
+
+// relayState is what the proxies share: a stall, a cut, the connections.
+type relayState struct {
 	mu      sync.Mutex
-	cond    *sync.Cond // signalled when stalled or a hold changes
+	cond    *sync.Cond // signalled when the stall or the cut changes
 	stalled bool
 	cut     bool
 	conns   []net.Conn
-	hold    *Hold
-	wg      sync.WaitGroup
 }
 
 // NewProxy relays 127.0.0.1:<free port> to target until the test ends.
@@ -40,16 +45,12 @@ func NewMySQLProxy(t testing.TB, target string) *Proxy {
 
 func newProxy(t testing.TB, target string, mysql bool) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: target, mysql: mysql}
+	p := &Proxy{ln: listenLoopback(t), target: target, mysql: mysql}
 	p.cond = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(func() {
-		ln.Close()
+		p.ln.Close()
 		p.Resume()
 		p.mu.Lock()
 		if p.hold != nil {
@@ -177,30 +178,41 @@ func readMySQLPacket(r io.Reader) ([]byte, error) {
 
 // Stall holds every byte in both directions, on open and new connections,
 // until Resume. Nothing is lost: the bytes flow on after Resume.
-func (p *Proxy) Stall() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stalled = true
+func (r *relayState) Stall() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stalled = true
 }
 
 // Resume lets stalled bytes flow again.
-func (p *Proxy) Resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stalled = false
-	p.cond.Broadcast()
+func (r *relayState) Resume() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stalled = false
+	r.cond.Broadcast()
 }
 
-// Cut closes every relayed connection and refuses new ones until Restore.
-func (p *Proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for _, c := range p.conns {
+// Cut closes every relayed connection and refuses new ones (until Restore,
+// for a Proxy).
+func (r *relayState) Cut() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cut = true
+	for _, c := range r.conns {
 		c.Close()
 	}
-	p.conns = nil
-	p.cond.Broadcast()
+	r.conns = nil
+	r.cond.Broadcast()
+}
+
+// wait blocks while stalled; false when cut meanwhile.
+func (r *relayState) wait() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.stalled && !r.cut {
+		r.cond.Wait()
+	}
+	return !r.cut
 }
 
 // Restore accepts connections again after Cut.
@@ -272,4 +284,14 @@ func IsQuery(sql string) func(payload []byte) bool {
 	return func(payload []byte) bool {
 		return len(payload) > 0 && payload[0] == comQuery && bytes.EqualFold(bytes.TrimSpace(payload[1:]), []byte(sql))
 	}
+}
+
+// listenLoopback listens on a free loopback port.
+func listenLoopback(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

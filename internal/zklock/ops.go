@@ -318,6 +318,11 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 // accepts it only if session s owns it.
 func (c *Client) findProtected(ctx context.Context, parent, prefix string, s *Session) (string, error) {
 	kids, err := c.children(ctx, parent)
+	if errors.Is(err, zk.ErrNoNode) {
+		// No parent, so no node: the lost answer was the create's NoNode
+		// (a first create before the parents exist). Create again.
+		return "", nil
+	}
 	if err != nil {
 		return "", err
 	}

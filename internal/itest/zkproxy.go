@@ -1,0 +1,327 @@
+package itest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ZooKeeper opcodes the fault rules match on (the server's OpCode values).
+const (
+	ZKOpCreate          int32 = 1
+	ZKOpDelete          int32 = 2
+	ZKOpCreate2         int32 = 15
+	ZKOpCreateContainer int32 = 19
+	zkOpCloseSession    int32 = -11
+)
+
+// ZKProxy is a TCP relay in front of one ZooKeeper server that reads
+// ZooKeeper's framing (a 4-byte big-endian length, then the packet): it
+// knows every request's xid, opcode and path, and every reply's xid. So a
+// fault test can hit its path every run: cut the connection when the reply
+// to a chosen request comes back (the server did it, the client never hears),
+// stall every byte, or expire the session of the clients it relays, on
+// demand, as another client with the same session id and password that
+// closes it.
+type ZKProxy struct {
+	ln     net.Listener
+	target string
+
+	relayState
+	sessions map[int64][]byte // session id → password, from the servers' connect responses
+	faults   []*ZKFault
+	wg       sync.WaitGroup
+}
+
+// ZKFault is a fault armed with ZKProxy.CutBeforeReply: it strikes once, on
+// the first request it matches.
+type ZKFault struct {
+	match func(op int32, path string) bool
+	seen  chan struct{} // closed when the request went by
+	hit   chan struct{} // closed when the fault struck
+	taken bool
+}
+
+// Seen is closed when the matching request has been sent to the server.
+func (f *ZKFault) Seen() <-chan struct{} { return f.seen }
+
+// Hit is closed once the fault has struck.
+func (f *ZKFault) Hit() <-chan struct{} { return f.hit }
+
+// NewZKProxy relays 127.0.0.1:<free port> to the ZooKeeper server at target
+// until the test ends.
+func NewZKProxy(t testing.TB, target string) *ZKProxy {
+	t.Helper()
+	p := &ZKProxy{ln: listenLoopback(t), target: target, sessions: map[int64][]byte{}}
+	p.cond = sync.NewCond(&p.mu)
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() { // stop accepting, let everything go, wait for the relays
+		p.ln.Close()
+		p.Resume()
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Addr is the address clients dial instead of the server's.
+func (p *ZKProxy) Addr() string { return p.ln.Addr().String() }
+
+// CutBeforeReply arms a fault: the first request that match accepts (by
+// opcode and path) goes to the server, and when its reply comes back the
+// proxy drops it and cuts that client's connection. The server has done
+// what was asked; the client hears only that its connection was lost, and
+// reconnects (through the proxy) to the same session.
+func (p *ZKProxy) CutBeforeReply(match func(op int32, path string) bool) *ZKFault {
+	f := &ZKFault{match: match, seen: make(chan struct{}), hit: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+	return f
+}
+
+// Sessions returns the ids of the sessions the proxy has seen established.
+func (p *ZKProxy) Sessions() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ids []int64
+	for id := range p.sessions {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// ExpireSessions ends every session the proxy has seen established, as
+// ZooKeeper's own tests do: it connects to the server directly with the
+// session's id and password and closes the session. The clients learn it
+// when they next hear from the server: their session has expired.
+func (p *ZKProxy) ExpireSessions() error {
+	p.mu.Lock()
+	sessions := make(map[int64][]byte, len(p.sessions))
+	for id, pw := range p.sessions {
+		sessions[id] = pw
+	}
+	p.mu.Unlock()
+	if len(sessions) == 0 {
+		return errors.New("itest: no session seen through the proxy")
+	}
+	for id, pw := range sessions {
+		if err := closeZKSession(p.target, id, pw); err != nil {
+			return fmt.Errorf("itest: expire session %#x: %w", id, err)
+		}
+		p.mu.Lock()
+		delete(p.sessions, id)
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+func (p *ZKProxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.cut { // the test is over
+			p.mu.Unlock()
+			in.Close()
+			out.Close()
+			continue
+		}
+		p.conns = append(p.conns, in, out)
+		p.wg.Add(2)
+		p.mu.Unlock()
+		c := &zkConn{p: p, client: in, server: out, pending: map[int32]*ZKFault{}}
+		go c.requests()
+		go c.replies()
+	}
+}
+
+// zkConn is one relayed client connection.
+type zkConn struct {
+	p              *ZKProxy
+	client, server net.Conn
+
+	mu      sync.Mutex
+	pending map[int32]*ZKFault // xid → the fault its reply triggers
+}
+
+func (c *zkConn) close() {
+	c.client.Close()
+	c.server.Close()
+}
+
+// requests relays the client's packets, noting the xids of the requests a
+// fault matches.
+func (c *zkConn) requests() {
+	defer c.p.wg.Done()
+	defer c.close()
+	first := true
+	for {
+		pkt, err := readZKPacket(c.client)
+		if err != nil {
+			return
+		}
+		var matched *ZKFault
+		if !first && len(pkt) >= 12 {
+			xid := int32(binary.BigEndian.Uint32(pkt[4:]))
+			op := int32(binary.BigEndian.Uint32(pkt[8:]))
+			path := zkString(pkt[12:])
+			c.p.mu.Lock()
+			for _, f := range c.p.faults {
+				if !f.taken && f.match(op, path) {
+					f.taken = true
+					c.mu.Lock()
+					c.pending[xid] = f
+					c.mu.Unlock()
+					matched = f
+					break
+				}
+			}
+			c.p.mu.Unlock()
+		}
+		first = false
+		if !c.p.wait() {
+			return
+		}
+		if _, err := c.server.Write(pkt); err != nil {
+			return
+		}
+		if matched != nil {
+			close(matched.seen)
+		}
+	}
+}
+
+// replies relays the server's packets: it records the session of the
+// connect response, and cuts the connection instead of passing on a reply
+// a fault waits for.
+func (c *zkConn) replies() {
+	defer c.p.wg.Done()
+	defer c.close()
+	first := true
+	for {
+		pkt, err := readZKPacket(c.server)
+		if err != nil {
+			return
+		}
+		if first {
+			first = false
+			// protocolVersion int32, timeOut int32, sessionId int64, passwd buffer
+			if len(pkt) >= 4+16+4 {
+				id := int64(binary.BigEndian.Uint64(pkt[12:]))
+				n := int(binary.BigEndian.Uint32(pkt[20:]))
+				if n >= 0 && 24+n <= len(pkt) {
+					c.p.mu.Lock()
+					c.p.sessions[id] = append([]byte(nil), pkt[24:24+n]...)
+					c.p.mu.Unlock()
+				}
+			}
+		} else if len(pkt) >= 8 {
+			xid := int32(binary.BigEndian.Uint32(pkt[4:]))
+			c.mu.Lock()
+			f := c.pending[xid]
+			delete(c.pending, xid)
+			c.mu.Unlock()
+			if f != nil {
+				close(f.hit)
+				return // the reply is dropped, the connection cut (deferred close)
+			}
+		}
+		if !c.p.wait() {
+			return
+		}
+		if _, err := c.client.Write(pkt); err != nil {
+			return
+		}
+	}
+}
+
+// readZKPacket reads one length-prefixed packet, prefix included.
+func readZKPacket(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	if n < 0 || n > 64<<20 {
+		return nil, fmt.Errorf("itest: zookeeper packet of %d bytes", n)
+	}
+	pkt := make([]byte, 4+n)
+	copy(pkt, hdr[:])
+	if _, err := io.ReadFull(r, pkt[4:]); err != nil {
+		return nil, err
+	}
+	return pkt, nil
+}
+
+// zkString reads a ZooKeeper string (int32 length, bytes) at the start of
+// b; "" when b holds none (requests without a path).
+func zkString(b []byte) string {
+	if len(b) < 4 {
+		return ""
+	}
+	n := int(int32(binary.BigEndian.Uint32(b)))
+	if n < 0 || 4+n > len(b) {
+		return ""
+	}
+	return string(b[4 : 4+n])
+}
+
+// closeZKSession connects to server as session id (with its password) and
+// closes the session.
+func closeZKSession(server string, id int64, passwd []byte) error {
+	conn, err := net.DialTimeout("tcp", server, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, passwd, readOnly.
+	req := binary.BigEndian.AppendUint32(nil, 0)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 30000)
+	req = binary.BigEndian.AppendUint64(req, uint64(id))
+	req = binary.BigEndian.AppendUint32(req, uint32(len(passwd)))
+	req = append(req, passwd...)
+	req = append(req, 0)
+	if err := writeZKPacket(conn, req); err != nil {
+		return err
+	}
+	resp, err := readZKPacket(conn)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	if len(resp) >= 20 && int64(binary.BigEndian.Uint64(resp[12:])) != id {
+		return errors.New("the server did not resume the session (expired already?)")
+	}
+	// closeSession: xid 1, type -11.
+	closeReq := binary.BigEndian.AppendUint32(nil, 1)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(int64(zkOpCloseSession)&0xffffffff))
+	if err := writeZKPacket(conn, closeReq); err != nil {
+		return err
+	}
+	if _, err := readZKPacket(conn); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}
+
+func writeZKPacket(w io.Writer, payload []byte) error {
+	pkt := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+	_, err := w.Write(append(pkt, payload...))
+	return err
+}

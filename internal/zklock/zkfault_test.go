@@ -1,0 +1,146 @@
+package zklock_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
+)
+
+// Deterministic fault tests: a proxy that reads ZooKeeper's framing strikes
+// at the one request each test is about, every run.
+
+// connectThrough connects through p, with a session long enough to outlive the
+// reconnect the fault forces.
+func connectThrough(t *testing.T, p *itest.ZKProxy) *zklock.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{
+		SessionTimeout: 10 * time.Second,
+		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10},
+		Dial:           (&reconnectGate{}).dial, // go-zookeeper's reconnect race: see racegate_test.go
+	})
+	if err != nil {
+		t.Fatalf("connect through the proxy: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func awaitFault(t *testing.T, f *itest.ZKFault, what string) {
+	t.Helper()
+	select {
+	case <-f.Hit():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: the fault never struck", what)
+	}
+}
+
+// The answer to the lock node's create is lost: the connection is cut when
+// it comes back. The protected create then looks for its node: one node,
+// the lock acquired, nothing left after release. Two cases: the create
+// succeeded (the parent existed), and the very first create, whose answer
+// was "no parent" (the parents are made after it). Guards the lookup after a
+// connection loss: a blind retry leaves the first node, an orphan of a live
+// session, at the head of the queue, and every waiter behind it blocks
+// until the session ends; and a lookup that treats a missing parent as a
+// failure fails the first acquire.
+func TestCreateAnswerLostFindsTheProtectedNode(t *testing.T) {
+	for _, parentExists := range []bool{true, false} {
+		t.Run(map[bool]string{true: "created", false: "no parent yet"}[parentExists], func(t *testing.T) {
+			ctx := testCtx(t)
+			p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			c, observer := connectThrough(t, p), connect(t)
+			lockPath := itest.Path(t) + "/lock"
+			if parentExists {
+				warm := zklock.NewMutex(observer, lockPath) // makes the parents
+				if err := warm.Acquire(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := warm.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fault := p.CutBeforeReply(func(op int32, path string) bool {
+				return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
+			})
+			m := zklock.NewMutex(c, lockPath)
+			done := make(chan error, 1)
+			go func() { done <- m.Acquire(ctx) }()
+			awaitFault(t, fault, "the lock node's create")
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Acquire after its create's answer was lost: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Acquire did not return within 30s of the lost answer")
+			}
+			kids := children(t, observer, lockPath)
+			if len(kids) != 1 || !strings.HasSuffix(m.Node(), kids[0]) {
+				t.Fatalf("queue %v, holder %s: want exactly the holder's node (a second one is an orphan)", kids, m.Node())
+			}
+			if err := m.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
+		})
+	}
+}
+
+// The connection is lost while Release's delete is on the wire (the server
+// deleted the node, the client never heard): the node is gone once the
+// connection is back, and the same handle acquires again (CURATOR-678).
+func TestConnectionLostDuringReleaseDelete(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	c, observer := connectThrough(t, p), connect(t)
+	lockPath := itest.Path(t) + "/lock"
+	m := zklock.NewMutex(c, lockPath)
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fault := p.CutBeforeReply(func(op int32, path string) bool {
+		return op == itest.ZKOpDelete && strings.HasPrefix(path, lockPath+"/")
+	})
+	if err := m.Release(ctx); err != nil {
+		t.Fatalf("Release through a lost connection: %v", err)
+	}
+	awaitFault(t, fault, "the release's delete")
+	waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatalf("the same handle again: %v", err)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
+}
+
+// A lease whose holder's session is expired on demand is freed: another
+// client gets the only lease.
+func TestSemaphoreLeaseOfAnExpiredSessionIsFreed(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	holder, other := connectThrough(t, p), connect(t)
+	path := itest.Path(t)
+	lease, err := zklock.NewSemaphoreV2(holder, path, 1).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ExpireSessions(); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	next, err := zklock.NewSemaphoreV2(other, path, 1).Acquire(actx)
+	if err != nil {
+		t.Fatalf("the lease of an expired session was not freed: %v", err)
+	}
+	defer next.Release(ctx)
+	waitFor(t, func() bool { ok, _, err := other.Conn().Exists(lease.Node()); return err == nil && !ok })
+}
