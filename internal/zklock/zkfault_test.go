@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,4 +144,103 @@ func TestSemaphoreLeaseOfAnExpiredSessionIsFreed(t *testing.T) {
 	}
 	defer next.Release(ctx)
 	waitFor(t, func() bool { ok, _, err := other.Conn().Exists(lease.Node()); return err == nil && !ok })
+}
+
+// leadership records when a latch gained and lost leadership.
+type leadership struct {
+	mu    sync.Mutex
+	spans [][2]time.Time // [from, to); to is zero while leading
+}
+
+func (l *leadership) listener() zklock.LatchListener {
+	return zklock.LatchListener{
+		IsLeader: func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.spans = append(l.spans, [2]time.Time{time.Now()})
+		},
+		NotLeader: func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if n := len(l.spans); n > 0 && l.spans[n-1][1].IsZero() {
+				l.spans[n-1][1] = time.Now()
+			}
+		},
+	}
+}
+
+func (l *leadership) snapshot() [][2]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([][2]time.Time(nil), l.spans...)
+}
+
+// A leader whose connection stalls is suspended and drops its leadership
+// at once, while it is still stalled (not when the session is found lost
+// or the connection comes back); its session expires meanwhile and the other
+// latch leads. The timeline of who led when never has two leaders.
+func TestLeaderLatchNeverHasTwoLeadersAcrossAStall(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	stalled, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{SessionTimeout: 4 * time.Second, Dial: (&reconnectGate{}).dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	path := itest.Path(t)
+	var a, b leadership
+	la := zklock.NewLeaderLatch(stalled, path, "A")
+	la.Listen(a.listener())
+	if err := la.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer closeLatch(la)
+	waitFor(t, la.HasLeadership)
+	lb := zklock.NewLeaderLatch(connect(t), path, "B")
+	lb.Listen(b.listener())
+	if err := lb.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer closeLatch(lb)
+
+	p.Stall()
+	defer p.Resume()                                       // before the latches close, should the test fail while stalled
+	waitFor(t, func() bool { return !la.HasLeadership() }) // while stalled, at the suspension
+	for deadline := time.Now().Add(30 * time.Second); !lb.HasLeadership(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) { // B leads once A's session expired on the server
+			t.Fatal("B did not lead within 30s of A's stall")
+		}
+	}
+	p.Resume()
+	time.Sleep(500 * time.Millisecond) // A reconnects, learns its session is gone, queues behind B
+
+	spansA, spansB := a.snapshot(), b.snapshot()
+	if len(spansA) == 0 || len(spansB) == 0 || spansA[0][1].IsZero() {
+		t.Fatalf("timeline A %v, B %v: want A leading then stopping, B leading", spansA, spansB)
+	}
+	for _, x := range spansA {
+		for _, y := range spansB {
+			end := func(s [2]time.Time) time.Time {
+				if s[1].IsZero() {
+					return time.Now().Add(time.Hour)
+				}
+				return s[1]
+			}
+			if x[0].Before(end(y)) && y[0].Before(end(x)) {
+				t.Fatalf("A led %v–%v and B %v–%v: two leaders at once", x[0], x[1], y[0], y[1])
+			}
+		}
+	}
+	if la.HasLeadership() {
+		t.Error("A leads again after reconnecting behind B")
+	}
+}
+
+// closeLatch leaves the election, for at most 10s.
+func closeLatch(l *zklock.LeaderLatch) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = l.Close(ctx)
 }
