@@ -172,7 +172,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
-	go func() { defer close(sampled); sample(sampleCtx, store, zc, locker != nil, zkl, m, log) }()
+	go func() { defer close(sampled); sample(sampleCtx, shop, zc, locker != nil, zkl, m, log) }()
 	defer func() { stopSampling(); <-sampled }()
 
 	gin.SetMode(gin.ReleaseMode)
@@ -225,24 +225,16 @@ func zkReady(c *zklock.Client) func(ctx context.Context) error {
 // goods the metrics track and, with the lock on, how many nodes queue on
 // each one's lock: the gauges and the dashboard's numbers, so that neither
 // a scrape nor the page ever queries on a buyer's path.
-func sample(ctx context.Context, store *repo.Store, zc *zklock.Client, queues bool, l *zkLocker, m *metrics.Metrics, log *slog.Logger) {
+func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues bool, l *zkLocker, m *metrics.Metrics, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		for _, goods := range m.Goods() {
 			qctx, cancel := context.WithTimeout(ctx, time.Second)
-			g, err := store.Goods(qctx, goods)
-			var counts map[string]int64
-			if err == nil {
-				counts, err = store.OrderCounts(qctx, goods)
-			}
+			info, err := shop.Stock(qctx, goods)
 			cancel()
 			if err == nil {
-				var total int64
-				for _, n := range counts {
-					total += n
-				}
-				m.SampledGoods(goods, metrics.GoodsSample{Stock: g.Stock, Orders: total, OrdersByStatus: counts})
+				m.SampledGoods(goods, metrics.GoodsSample{Stock: info.Stock, Orders: info.Orders, OrdersByStatus: info.OrdersByStatus})
 			} else if ctx.Err() == nil && !errors.Is(err, service.ErrNotFound) {
 				log.Debug("sampling the stock failed", "goodsNo", goods, "err", err)
 			}

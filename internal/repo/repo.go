@@ -313,9 +313,15 @@ func commitError(err error, committing bool) error {
 // for a transaction still inserting that order to commit or roll back rather
 // than missing it.
 func (s *Store) OrderByRequestID(ctx context.Context, requestID string) (order service.Order, found bool, err error) {
+	return s.lockedOrder(ctx, "request_id = ?", requestID)
+}
+
+// lockedOrder reads the order matching where (a unique key's condition)
+// with a shared lock, so that a transaction still inserting it is waited
+// for rather than missed.
+func (s *Store) lockedOrder(ctx context.Context, where string, args ...any) (service.Order, bool, error) {
 	var rows []orderInfo
-	err = s.db.WithContext(ctx).Raw("SELECT * FROM order_info WHERE request_id = ? LOCK IN SHARE MODE",
-		requestID).Scan(&rows).Error
+	err := s.db.WithContext(ctx).Raw("SELECT * FROM order_info WHERE "+where+" LOCK IN SHARE MODE", args...).Scan(&rows).Error
 	if err != nil {
 		return service.Order{}, false, translate(err)
 	}
@@ -619,14 +625,5 @@ func translate(err error) error {
 // ActiveOrderOfBuyer reads the order of goodsNo that userID holds under the
 // one-per-buyer rule (not expired), if there is one.
 func (s *Store) ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order service.Order, found bool, err error) {
-	var rows []orderInfo
-	err = s.db.WithContext(ctx).Raw("SELECT * FROM order_info WHERE goods_no = ? AND active_buyer = ? LOCK IN SHARE MODE",
-		goodsNo, userID).Scan(&rows).Error
-	if err != nil {
-		return service.Order{}, false, translate(err)
-	}
-	if len(rows) == 0 {
-		return service.Order{}, false, nil
-	}
-	return rows[0].order(), true, nil
+	return s.lockedOrder(ctx, "goods_no = ? AND active_buyer = ?", goodsNo, userID)
 }

@@ -143,7 +143,7 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 	}
 	h := b.handOff(ctx, lease, goodsNo)
 	defer h.done()
-	lost := lease.Lost()
+	lost := h.lost
 	token, err := lease.Token(ctx)
 	if err != nil {
 		answerAll(fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err))

@@ -51,7 +51,7 @@ func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
 	if p.soldOut.seen(goodsNo) { // the buyer ahead in the queue found none left
 		return ErrSoldOut
 	}
-	lost := lease.Lost()
+	lost := h.lost
 	token, err := lease.Token(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
