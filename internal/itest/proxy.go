@@ -192,8 +192,7 @@ func (r *relayState) Resume() {
 	r.cond.Broadcast()
 }
 
-// Cut closes every relayed connection and refuses new ones (until Restore,
-// for a Proxy).
+// Cut closes every relayed connection and refuses new ones until Restore.
 func (r *relayState) Cut() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -216,10 +215,10 @@ func (r *relayState) wait() bool {
 }
 
 // Restore accepts connections again after Cut.
-func (p *Proxy) Restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = false
+func (r *relayState) Restore() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cut = false
 }
 
 // Hold is one client packet held back by a MySQL proxy.

@@ -18,6 +18,8 @@ const (
 	ZKOpCreate2         int32 = 15
 	ZKOpCreateContainer int32 = 19
 	zkOpCloseSession    int32 = -11
+	zkOpPing            int32 = 11
+	zkXidPing           int32 = -2
 )
 
 // ZKProxy is a TCP relay in front of one ZooKeeper server that reads
@@ -41,10 +43,11 @@ type ZKProxy struct {
 // ZKFault is a fault armed with ZKProxy.CutBeforeReply: it strikes once, on
 // the first request it matches.
 type ZKFault struct {
-	match func(op int32, path string) bool
-	seen  chan struct{} // closed when the request went by
-	hit   chan struct{} // closed when the fault struck
-	taken bool
+	match  func(op int32, path string) bool
+	seen   chan struct{} // closed when the request went by
+	hit    chan struct{} // closed when the fault struck
+	taken  bool
+	refuse bool // the proxy refuses connections once the fault struck
 }
 
 // Seen is closed when the matching request has been sent to the server.
@@ -52,6 +55,14 @@ func (f *ZKFault) Seen() <-chan struct{} { return f.seen }
 
 // Hit is closed once the fault has struck.
 func (f *ZKFault) Hit() <-chan struct{} { return f.hit }
+
+// ThenRefuse makes the proxy, when the fault strikes, cut every connection
+// and refuse new ones until Restore: the client cannot reconnect in between.
+func (p *ZKProxy) ThenRefuse(f *ZKFault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f.refuse = true
+}
 
 // NewZKProxy relays 127.0.0.1:<free port> to the ZooKeeper server at target
 // until the test ends.
@@ -102,14 +113,9 @@ func (p *ZKProxy) Sessions() []int64 {
 // session's id and password and closes the session. The clients learn it
 // when they next hear from the server: their session has expired.
 func (p *ZKProxy) ExpireSessions() error {
-	p.mu.Lock()
-	sessions := make(map[int64][]byte, len(p.sessions))
-	for id, pw := range p.sessions {
-		sessions[id] = pw
-	}
-	p.mu.Unlock()
-	if len(sessions) == 0 {
-		return errors.New("itest: no session seen through the proxy")
+	sessions, err := p.seen()
+	if err != nil {
+		return err
 	}
 	for id, pw := range sessions {
 		if err := closeZKSession(p.target, id, pw); err != nil {
@@ -120,6 +126,76 @@ func (p *ZKProxy) ExpireSessions() error {
 		p.mu.Unlock()
 	}
 	return nil
+}
+
+// KeepSessions keeps every session the proxy has seen established alive
+// on the server without its client, as a server does for a client it can no
+// longer reach but whose session it has not expired (a new ensemble leader
+// gives every session a fresh timeout): for each session it connects as that
+// session (id and password, which moves the session to it) and pings it,
+// until stop is called or the session's own client connects again (the
+// server then closes the keeper's connection). Cut the clients off first, or
+// they take their sessions straight back. stop closes the keepers'
+// connections without closing the sessions.
+func (p *ZKProxy) KeepSessions() (stop func(), err error) {
+	sessions, err := p.seen()
+	if err != nil {
+		return nil, err
+	}
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	stop = func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+	}
+	for id, pw := range sessions {
+		conn, err := connectAsZKSession(p.target, id, pw, 2000)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("itest: keep session %#x: %w", id, err)
+		}
+		conns = append(conns, conn)
+		wg.Add(2)
+		go func() { // pings, until the connection closes
+			defer wg.Done()
+			ping := binary.BigEndian.AppendUint32(nil, uint32(int64(zkXidPing)&0xffffffff))
+			ping = binary.BigEndian.AppendUint32(ping, uint32(zkOpPing))
+			for {
+				conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				if writeZKPacket(conn, ping) != nil {
+					return
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}()
+		go func() { // drains the answers; a read error ends the keeper
+			defer wg.Done()
+			defer conn.Close()
+			for {
+				conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if _, err := readZKPacket(conn); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	return stop, nil
+}
+
+// seen returns the id and password of every session seen established.
+func (p *ZKProxy) seen() (map[int64][]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.sessions) == 0 {
+		return nil, errors.New("itest: no session seen through the proxy")
+	}
+	sessions := make(map[int64][]byte, len(p.sessions))
+	for id, pw := range p.sessions {
+		sessions[id] = pw
+	}
+	return sessions, nil
 }
 
 func (p *ZKProxy) accept() {
@@ -135,7 +211,7 @@ func (p *ZKProxy) accept() {
 			continue
 		}
 		p.mu.Lock()
-		if p.cut { // the test is over
+		if p.cut { // refused until Restore, or the test is over
 			p.mu.Unlock()
 			in.Close()
 			out.Close()
@@ -237,6 +313,12 @@ func (c *zkConn) replies() {
 			delete(c.pending, xid)
 			c.mu.Unlock()
 			if f != nil {
+				c.p.mu.Lock()
+				refuse := f.refuse
+				c.p.mu.Unlock()
+				if refuse {
+					c.p.Cut()
+				}
 				close(f.hit)
 				return // the reply is dropped, the connection cut (deferred close)
 			}
@@ -281,33 +363,48 @@ func zkString(b []byte) string {
 	return string(b[4 : 4+n])
 }
 
-// closeZKSession connects to server as session id (with its password) and
-// closes the session.
-func closeZKSession(server string, id int64, passwd []byte) error {
+// connectAsZKSession connects to server as session id (with its password),
+// asking for timeoutMs.
+func connectAsZKSession(server string, id int64, passwd []byte, timeoutMs int32) (net.Conn, error) {
 	conn, err := net.DialTimeout("tcp", server, 5*time.Second)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, passwd, readOnly.
 	req := binary.BigEndian.AppendUint32(nil, 0)
 	req = binary.BigEndian.AppendUint64(req, 0)
-	req = binary.BigEndian.AppendUint32(req, 30000)
+	req = binary.BigEndian.AppendUint32(req, uint32(timeoutMs))
 	req = binary.BigEndian.AppendUint64(req, uint64(id))
 	req = binary.BigEndian.AppendUint32(req, uint32(len(passwd)))
 	req = append(req, passwd...)
 	req = append(req, 0)
 	if err := writeZKPacket(conn, req); err != nil {
-		return err
+		conn.Close()
+		return nil, err
 	}
 	resp, err := readZKPacket(conn)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		conn.Close()
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if len(resp) >= 20 && int64(binary.BigEndian.Uint64(resp[12:])) != id {
-		return errors.New("the server did not resume the session (expired already?)")
+	if len(resp) < 20 || int64(binary.BigEndian.Uint64(resp[12:])) != id {
+		conn.Close()
+		return nil, errors.New("the server did not resume the session (expired already?)")
 	}
+	conn.SetDeadline(time.Time{})
+	return conn, nil
+}
+
+// closeZKSession connects to server as session id (with its password) and
+// closes the session.
+func closeZKSession(server string, id int64, passwd []byte) error {
+	conn, err := connectAsZKSession(server, id, passwd, 30000)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	// closeSession: xid 1, type -11.
 	closeReq := binary.BigEndian.AppendUint32(nil, 1)
 	closeReq = binary.BigEndian.AppendUint32(closeReq, uint32(int64(zkOpCloseSession)&0xffffffff))

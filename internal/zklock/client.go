@@ -121,6 +121,7 @@ type Client struct {
 
 	mu            sync.Mutex
 	session       *Session // current session; nil before the first and after loss until the next
+	lostSession   *Session // the session last lost, until the next one begins (resume.go)
 	ready         chan struct{}
 	suspended     bool
 	suspendedAt   time.Time
@@ -276,6 +277,7 @@ func (c *Client) eventLoop() {
 // handle turns go-zookeeper's session events into Curator's states.
 func (c *Client) handle(zs zk.State) {
 	var changed []State
+	var sweep *Session
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -295,6 +297,10 @@ func (c *Client) handle(zs zk.State) {
 		}
 		if c.session == nil {
 			c.session = newSession(id)
+			if c.lostSession != nil && c.lostSession.id == id {
+				sweep = c.lostSession // the server kept the session we gave up (resume.go)
+			}
+			c.lostSession = nil
 		} else {
 			c.session.resume()
 		}
@@ -328,7 +334,11 @@ func (c *Client) handle(zs zk.State) {
 			changed = append(changed, c.loseLocked())
 		}
 	}
+	next := c.session
 	c.mu.Unlock()
+	if sweep != nil {
+		c.sweep(sweep, next)
+	}
 	ls := c.listeners.snapshot()
 	for _, st := range changed {
 		c.log.Info("zookeeper connection state", "state", st.String())
@@ -341,7 +351,7 @@ func (c *Client) handle(zs zk.State) {
 // loseLocked ends the current session. c.mu must be held.
 func (c *Client) loseLocked() State {
 	c.session.end()
-	c.session = nil
+	c.lostSession, c.session = c.session, nil
 	return StateLost
 }
 
@@ -366,6 +376,8 @@ type Session struct {
 
 	nodesMu sync.Mutex
 	nodes   map[string]*localNode // queue nodes created in this session (handoff.go)
+
+	created sessionNodes // what may outlive a loss that the server did not see (resume.go)
 }
 
 func newSession(id int64) *Session {

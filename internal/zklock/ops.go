@@ -172,6 +172,7 @@ func (c *Client) deleteNode(p string, owner *Session) error {
 	err := c.conn.Delete(p, -1)
 	switch {
 	case err == nil || errors.Is(err, zk.ErrNoNode):
+		owner.deleted(p)
 		return nil
 	case !retryable(err):
 		return fmt.Errorf("zklock: delete %s: %w", p, err)
@@ -185,6 +186,7 @@ func (c *Client) deleteNode(p string, owner *Session) error {
 			}
 			err := c.conn.Delete(p, -1)
 			if err == nil || errors.Is(err, zk.ErrNoNode) {
+				owner.deleted(p)
 				return
 			}
 			if !retryable(err) {
@@ -275,6 +277,7 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 		})
 		switch {
 		case err == nil:
+			c.created(s, created)
 			return created, nil
 		case errors.Is(err, zk.ErrNoNode) && !parentsMade:
 			if err := c.ensurePath(ctx, parent); err != nil {
@@ -296,7 +299,10 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 			return "", err
 		}
 		if cur != s {
-			return "", ErrSessionLost // the ephemeral node, if any, died with the session
+			// The ephemeral node, if any, died with the session, unless the
+			// server kept it and the client resumes it (resume.go).
+			orphanCheck()
+			return "", ErrSessionLost
 		}
 		found, err := c.findProtected(ctx, parent, prefix, s)
 		if err != nil {
@@ -304,6 +310,7 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 			return "", err
 		}
 		if found != "" {
+			c.created(s, found)
 			return found, nil
 		}
 		if err := c.backoff(ctx, n); err != nil {
@@ -346,7 +353,12 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix string, s *Se
 
 // deleteProtectedOrphans deletes, in the background, any node under parent
 // whose name starts with prefix: the trace of a create whose answer was lost.
+// Until that is done, s remembers it (resume.go).
 func (c *Client) deleteProtectedOrphans(parent, prefix string, s *Session) {
+	pc := protectedCreate{parent, prefix}
+	if next := s.lookFor(pc); next != nil {
+		s = next // lost and resumed already: the node, if any, is the new session's to delete
+	}
 	c.background(func(ctx context.Context) {
 		for n := 0; ; n++ {
 			select {
@@ -361,9 +373,11 @@ func (c *Client) deleteProtectedOrphans(parent, prefix string, s *Session) {
 						_ = c.deleteNode(path.Join(parent, k), s) // retried in the background itself
 					}
 				}
+				s.lookedFor(pc)
 				return
 			}
 			if errors.Is(err, zk.ErrNoNode) || !retryable(err) {
+				s.lookedFor(pc)
 				return
 			}
 			if c.sleepOrStop(ctx, s.Done(), n) {

@@ -244,3 +244,119 @@ func closeLatch(l *zklock.LeaderLatch) {
 	defer cancel()
 	_ = l.Close(ctx)
 }
+
+// The client treats its session as lost after a whole session timeout
+// without a connection (Curator's rule), but the server kept the session: a
+// keeper holds it, as a new ensemble leader does when it gives every session
+// a fresh timeout. When the connection comes back, go-zookeeper resumes that
+// same session. The holder was told its lock was lost and let go, and a
+// create whose answer never came was given up; neither node may outlive the
+// loss, or the waiters behind it wait as long as the process lives. Guards
+// the sweep of resume.go: without it the waiter stays behind the lost
+// holder's node; without its look-up of lost creates, the create's node
+// stays in its queue.
+func TestNodesOfALostSessionDoNotOutliveItsResumption(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{
+		SessionTimeout: shortSession,
+		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
+		Dial:           (&reconnectGate{}).dial, // see racegate_test.go
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	states := &stateLog{}
+	c.Listen(states.add)
+	observer := connect(t)
+	lockPath, otherPath := itest.Path(t)+"/lock", itest.Path(t)+"/other"
+
+	m := zklock.NewMutex(c, lockPath)
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := m.Lost()
+	blocker := zklock.NewMutex(observer, otherPath) // makes the second lock's queue wait
+	if err := blocker.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A waiter of c on the second lock, whose create's answer is lost and
+	// whose session is then lost before it could find its node. It gives up
+	// (its context is cancelled) once the session is back.
+	fault := p.CutBeforeReply(func(op int32, path string) bool {
+		return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, otherPath+"/_c_")
+	})
+	p.ThenRefuse(fault) // the client cannot reconnect: its session will be lost
+	waiting := make(chan error, 1)
+	wctx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	go func() { waiting <- zklock.NewMutex(c, otherPath).Acquire(wctx) }()
+	awaitFault(t, fault, "the waiter's create")
+	sessionID := c.Conn().SessionID()
+	stop, err := p.KeepSessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	w := zklock.NewMutex(observer, lockPath)
+	acquired := make(chan error, 1)
+	go func() { acquired <- w.Acquire(ctx) }()
+	select {
+	case <-lost:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder was not told its lock was lost within 30s of the cut")
+	}
+	waitFor(t, func() bool { return states.has(zklock.StateLost) })
+	if err := m.Release(ctx); err != nil {
+		t.Logf("release after the loss: %v", err)
+	}
+
+	p.Restore()
+	waitFor(t, func() bool { return states.has(zklock.StateLost, zklock.StateReconnected) })
+	if got := c.Conn().SessionID(); got != sessionID {
+		t.Fatalf("the client came back with session %#x, not %#x: the server did not keep the session, so this test proves nothing", got, sessionID)
+	}
+	select {
+	case err := <-acquired:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the waiter is still behind %v 20s after the session came back: the lost holder's node outlived the loss", children(t, observer, lockPath))
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	giveUp()
+	select {
+	case err := <-waiting:
+		if err == nil {
+			t.Fatal("the second lock's waiter acquired while the lock was held by another client")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second lock's waiter did not return within 30s of giving up")
+	}
+	if err := blocker.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		kids := children(t, observer, otherPath)
+		if len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v still in the second queue 10s after its only other node left: the node of the create whose answer was lost outlived the loss", kids)
+		}
+	}
+	if err := m.Acquire(ctx); err != nil { // the same handle, in the resumed session
+		t.Fatalf("acquire again after the session came back: %v", err)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,112 @@
+package zklock
+
+import (
+	"context"
+	"sync"
+)
+
+// A session given up, then resumed.
+//
+// The client treats its session as lost when the connection stays down for a
+// whole session timeout (Curator's rule): every recipe is told, and lets its
+// nodes go without deleting them, since an ephemeral node dies with its
+// session. But the server may still have the session (its clock runs from
+// the last packet it heard, and a newly elected leader gives every session a
+// fresh timeout), and go-zookeeper then resumes it on its next connection.
+// The nodes the recipes let go would live on with it: a lock node that nobody
+// holds any more, or the node of a create whose answer was lost, at the head
+// of a queue whose waiters then wait as long as this process lives.
+//
+// So each Session keeps the names of the ephemeral nodes created in it and
+// not deleted yet, and the parent and prefix of every protected create whose
+// answer was lost and whose node has not been looked for yet. When a
+// connection brings back the id of the session the client last lost, the
+// client deletes all of them, as the new Session. Curator instead abandons
+// the ZooKeeper handle and waits for the server to expire the old session;
+// go-zookeeper cannot be told to drop a session, and deleting at once frees
+// the queues sooner.
+
+// protectedCreate names the node of a protected create: its parent and
+// protected prefix.
+type protectedCreate struct{ parent, prefix string }
+
+// sessionNodes is what a Session created that may still exist.
+type sessionNodes struct {
+	mu        sync.Mutex
+	owned     map[string]struct{}          // created, not deleted yet
+	unsure    map[protectedCreate]struct{} // answer lost, not looked for yet
+	successor *Session                     // set when swept: the session that resumed this one
+}
+
+// created records an ephemeral node created in s. If s was swept already
+// (the create's answer came in after the session was lost and resumed), the
+// node is deleted at once.
+func (c *Client) created(s *Session, node string) {
+	s.created.mu.Lock()
+	next := s.created.successor
+	if next == nil {
+		if s.created.owned == nil {
+			s.created.owned = make(map[string]struct{})
+		}
+		s.created.owned[node] = struct{}{}
+	}
+	s.created.mu.Unlock()
+	if next != nil {
+		c.background(func(context.Context) { _ = c.deleteNode(node, next) })
+	}
+}
+
+// deleted forgets a node of s that is gone.
+func (s *Session) deleted(node string) {
+	s.created.mu.Lock()
+	defer s.created.mu.Unlock()
+	delete(s.created.owned, node)
+}
+
+// lookFor records a protected create of s whose answer was lost. If s was
+// swept already, it records nothing and returns the session that resumed s,
+// which is to look for the node instead.
+func (s *Session) lookFor(pc protectedCreate) (successor *Session) {
+	s.created.mu.Lock()
+	defer s.created.mu.Unlock()
+	if s.created.successor != nil {
+		return s.created.successor
+	}
+	if s.created.unsure == nil {
+		s.created.unsure = make(map[protectedCreate]struct{})
+	}
+	s.created.unsure[pc] = struct{}{}
+	return nil
+}
+
+// lookedFor forgets a protected create once its node was looked for (and
+// deleted, if there was one).
+func (s *Session) lookedFor(pc protectedCreate) {
+	s.created.mu.Lock()
+	defer s.created.mu.Unlock()
+	delete(s.created.unsure, pc)
+}
+
+// sweep deletes, as next, what the lost session old left behind: old and
+// next are the same ZooKeeper session, resumed after the client had given
+// it up.
+func (c *Client) sweep(old, next *Session) {
+	old.created.mu.Lock()
+	old.created.successor = next
+	owned, unsure := old.created.owned, old.created.unsure
+	old.created.owned, old.created.unsure = nil, nil
+	old.created.mu.Unlock()
+	if len(owned)+len(unsure) == 0 {
+		return
+	}
+	c.log.Warn("zookeeper session resumed after it was treated as lost: deleting the nodes let go with it",
+		"nodes", len(owned), "unanswered_creates", len(unsure))
+	c.background(func(context.Context) {
+		for node := range owned {
+			_ = c.deleteNode(node, next) // retried in the background itself
+		}
+	})
+	for pc := range unsure {
+		c.deleteProtectedOrphans(pc.parent, pc.prefix, next)
+	}
+}
