@@ -18,6 +18,7 @@ const (
 	ZKOpCreate2         int32 = 15
 	ZKOpCreateContainer int32 = 19
 	zkOpCloseSession    int32 = -11
+	ZKOpGetData         int32 = 4
 	zkOpPing            int32 = 11
 	zkXidPing           int32 = -2
 )
@@ -40,15 +41,30 @@ type ZKProxy struct {
 	wg       sync.WaitGroup
 }
 
-// ZKFault is a fault armed with ZKProxy.CutBeforeReply: it strikes once, on
-// the first request it matches.
+// ZKFault is a fault armed with ZKProxy.CutBeforeReply, HoldReply or
+// NoticeReply: it strikes once, on the reply to the first request it
+// matches.
 type ZKFault struct {
-	match  func(op int32, path string) bool
-	seen   chan struct{} // closed when the request went by
-	hit    chan struct{} // closed when the fault struck
-	taken  bool
-	refuse bool // the proxy refuses connections once the fault struck
+	match   func(op int32, path string) bool
+	action  faultAction
+	seen    chan struct{} // closed when the request went by
+	hit     chan struct{} // closed when the fault struck
+	release chan struct{} // a held reply goes on when this is closed
+	once    sync.Once
+	taken   bool
+	refuse  bool // the proxy refuses connections once the fault struck
 }
+
+type faultAction int
+
+const (
+	cutReply    faultAction = iota // drop the reply, cut the connection
+	holdReply                      // hold the reply (and those after it) until Release
+	noticeReply                    // pass the reply on, then strike
+)
+
+// Release lets a reply held by HoldReply go on to the client.
+func (f *ZKFault) Release() { f.once.Do(func() { close(f.release) }) }
 
 // Seen is closed when the matching request has been sent to the server.
 func (f *ZKFault) Seen() <-chan struct{} { return f.seen }
@@ -74,6 +90,11 @@ func NewZKProxy(t testing.TB, target string) *ZKProxy {
 	go p.accept()
 	t.Cleanup(func() { // stop accepting, let everything go, wait for the relays
 		p.ln.Close()
+		p.mu.Lock()
+		for _, f := range p.faults {
+			f.Release()
+		}
+		p.mu.Unlock()
 		p.Resume()
 		p.Cut()
 		p.wg.Wait()
@@ -90,7 +111,27 @@ func (p *ZKProxy) Addr() string { return p.ln.Addr().String() }
 // what was asked; the client hears only that its connection was lost, and
 // reconnects (through the proxy) to the same session.
 func (p *ZKProxy) CutBeforeReply(match func(op int32, path string) bool) *ZKFault {
-	f := &ZKFault{match: match, seen: make(chan struct{}), hit: make(chan struct{})}
+	return p.arm(match, cutReply)
+}
+
+// HoldReply arms a fault: the reply to the first request that match accepts
+// is held back, with every reply after it on that connection, until the
+// fault's Release (or the end of the test). The fault strikes (Hit) when the
+// reply is held. Keep it shorter than the client's read timeout (two thirds
+// of the session timeout), or the client drops the connection.
+func (p *ZKProxy) HoldReply(match func(op int32, path string) bool) *ZKFault {
+	return p.arm(match, holdReply)
+}
+
+// NoticeReply arms a fault that changes nothing: it strikes (Hit) once the
+// reply to the first request that match accepts has been passed on to the
+// client. A test learns from it that the client has had its answer.
+func (p *ZKProxy) NoticeReply(match func(op int32, path string) bool) *ZKFault {
+	return p.arm(match, noticeReply)
+}
+
+func (p *ZKProxy) arm(match func(op int32, path string) bool, action faultAction) *ZKFault {
+	f := &ZKFault{match: match, action: action, seen: make(chan struct{}), hit: make(chan struct{}), release: make(chan struct{})}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults = append(p.faults, f)
@@ -283,8 +324,8 @@ func (c *zkConn) requests() {
 }
 
 // replies relays the server's packets: it records the session of the
-// connect response, and cuts the connection instead of passing on a reply
-// a fault waits for.
+// connect response, and does to the reply a fault waits for what the fault
+// says.
 func (c *zkConn) replies() {
 	defer c.p.wg.Done()
 	defer c.close()
@@ -294,6 +335,7 @@ func (c *zkConn) replies() {
 		if err != nil {
 			return
 		}
+		var f *ZKFault
 		if first {
 			first = false
 			// protocolVersion int32, timeOut int32, sessionId int64, passwd buffer
@@ -309,25 +351,32 @@ func (c *zkConn) replies() {
 		} else if len(pkt) >= 8 {
 			xid := int32(binary.BigEndian.Uint32(pkt[4:]))
 			c.mu.Lock()
-			f := c.pending[xid]
+			f = c.pending[xid]
 			delete(c.pending, xid)
 			c.mu.Unlock()
-			if f != nil {
-				c.p.mu.Lock()
-				refuse := f.refuse
-				c.p.mu.Unlock()
-				if refuse {
-					c.p.Cut()
-				}
-				close(f.hit)
-				return // the reply is dropped, the connection cut (deferred close)
+		}
+		if f != nil && f.action == cutReply {
+			c.p.mu.Lock()
+			refuse := f.refuse
+			c.p.mu.Unlock()
+			if refuse {
+				c.p.Cut()
 			}
+			close(f.hit)
+			return // the reply is dropped, the connection cut (deferred close)
+		}
+		if f != nil && f.action == holdReply {
+			close(f.hit)
+			<-f.release // released by the test, or at its end
 		}
 		if !c.p.wait() {
 			return
 		}
 		if _, err := c.client.Write(pkt); err != nil {
 			return
+		}
+		if f != nil && f.action == noticeReply {
+			close(f.hit)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
@@ -358,5 +360,70 @@ func TestNodesOfALostSessionDoNotOutliveItsResumption(t *testing.T) {
 	}
 	if err := m.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A latch whose node is first in line but belongs to another session never
+// leads (CURATOR-696: two leaders). Latch A queues behind B; its node is
+// then replaced by a node of the same name owned by another session (as a
+// node of A's old session, or anyone's, can sit under A's name). When B
+// leaves, A finds "its" node first: it must not lead, and leads only once
+// that node is gone and A has queued again with a node of its own. Guards
+// the ephemeralOwner check of latch.go; without it A leads as soon as B
+// leaves.
+func TestLeaderLatchDoesNotLeadWithAnotherSessionsNode(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	observer := connect(t)
+	path := itest.Path(t)
+	lb := zklock.NewLeaderLatch(connect(t), path, "B")
+	if err := lb.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer closeLatch(lb)
+	waitFor(t, lb.HasLeadership)
+	var a leadership
+	la := zklock.NewLeaderLatch(connectThrough(t, p), path, "A")
+	la.Listen(a.listener())
+	if err := la.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer closeLatch(la)
+
+	var nodeA string
+	for _, k := range children(t, observer, path) {
+		data, _, err := observer.Conn().Get(path + "/" + k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(data) == "A" {
+			nodeA = path + "/" + k
+		}
+	}
+	if nodeA == "" {
+		t.Fatalf("no node of A in %v", children(t, observer, path))
+	}
+	// A watches B's node, not its own: it does not see the swap.
+	if err := observer.Conn().Delete(nodeA, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := observer.Conn().Create(nodeA, []byte("A"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	checked := p.NoticeReply(func(op int32, p string) bool { return op == itest.ZKOpGetData && p == nodeA })
+	closeLatch(lb)
+	awaitFault(t, checked, "A's read of the first node after B left")
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if la.HasLeadership() {
+			t.Fatal("A leads while the first node, under its name, belongs to another session")
+		}
+	}
+	swappedOut := time.Now()
+	if err := observer.Conn().Delete(nodeA, -1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, la.HasLeadership) // A queues again with a node of its own, alone: it leads
+	if spans := a.snapshot(); len(spans) == 0 || spans[0][0].Before(swappedOut) {
+		t.Fatalf("A led %v, before the other session's node left at %v", spans, swappedOut)
 	}
 }
