@@ -427,3 +427,57 @@ func TestLeaderLatchDoesNotLeadWithAnotherSessionsNode(t *testing.T) {
 		t.Fatalf("A led %v, before the other session's node left at %v", spans, swappedOut)
 	}
 }
+
+// The answer to the lock node's create is held back until the caller has
+// given up (its context ended): Acquire returns at once, and when the
+// answer comes in, the node it names, which nobody will use, is deleted.
+// Guards the late-answer handler of createProtected: without it the node,
+// of a live session, blocks the queue until the session ends.
+func TestCreateAnsweredAfterTheCallerGaveUpLeavesNoNode(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	c, observer := connectThrough(t, p), connect(t)
+	lockPath := itest.Path(t) + "/lock"
+	warm := zklock.NewMutex(observer, lockPath) // makes the parents
+	if err := warm.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := p.HoldReply(func(op int32, path string) bool {
+		return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
+	})
+	actx, giveUp := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- zklock.NewMutex(c, lockPath).Acquire(actx) }()
+	awaitFault(t, held, "the lock node's create")
+	if kids := children(t, observer, lockPath); len(kids) != 1 {
+		t.Fatalf("queue %v: want the node whose answer is held", kids)
+	}
+	giveUp()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Acquire succeeded after its context ended")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire did not return within 10s of its context's end")
+	}
+	held.Release()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		kids := children(t, observer, lockPath)
+		if len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %v 10s after the create's late answer: the node nobody waits on was left behind", kids)
+		}
+	}
+	if err := warm.Acquire(ctx); err != nil { // the queue works
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
