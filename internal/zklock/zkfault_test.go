@@ -481,3 +481,81 @@ func TestCreateAnsweredAfterTheCallerGaveUpLeavesNoNode(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The answer to a lease node's create is lost (CURATOR-315/462: orphan lease
+// nodes after a connection loss during acquire): the lease is found again
+// by its protected name, one node, none left after Release. Fails when the
+// retry creates blindly (an orphan lease counts against the limit for the
+// rest of the session).
+func TestSemaphoreLeaseCreateAnswerLost(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	c, observer := connectThrough(t, p), connect(t)
+	semPath := itest.Path(t)
+	warm, err := zklock.NewSemaphoreV2(observer, semPath, 2).Acquire(ctx) // makes the parents: the create succeeds
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fault := p.CutBeforeReply(func(op int32, path string) bool {
+		return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, semPath+"/leases/_c_")
+	})
+	lease, err := zklock.NewSemaphoreV2(c, semPath, 2).Acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire through a lost create answer: %v", err)
+	}
+	awaitFault(t, fault, "the lease node's create")
+	if kids := children(t, observer, semPath+"/leases"); len(kids) != 1 || !strings.HasSuffix(lease.Node(), kids[0]) {
+		t.Fatalf("leases %v, ours %s: want exactly ours (another is an orphan lease)", kids, lease.Node())
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(children(t, observer, semPath+"/leases")) == 0 })
+}
+
+// AcquireN gives back the leases it took when it fails part-way: two of
+// three are taken, the third waits (another client holds a lease of the
+// three) until the caller gives up. Without the give-back the two stay out
+// for the rest of the session.
+func TestSemaphoreAcquireNGivesBackWhatItTookOnFailure(t *testing.T) {
+	ctx := testCtx(t)
+	c, other := connect(t), connect(t)
+	semPath := itest.Path(t)
+	held, err := zklock.NewSemaphoreV2(other, semPath, 3).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	done := make(chan error, 1)
+	go func() {
+		_, err := zklock.NewSemaphoreV2(c, semPath, 3).AcquireN(actx, 3)
+		done <- err
+	}()
+	// The other's lease, two taken, the third waiting.
+	waitFor(t, func() bool { return len(children(t, other, semPath+"/leases")) == 4 })
+	giveUp()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("AcquireN got 3 leases while only 2 were free")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("AcquireN did not return within 10s of its context's end")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		kids := children(t, other, semPath+"/leases")
+		if len(kids) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leases %v 10s after AcquireN failed: want only the other client's", kids)
+		}
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
