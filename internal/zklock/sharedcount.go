@@ -31,6 +31,7 @@ type SharedCount struct {
 
 	mu        sync.Mutex
 	cur       VersionedValue
+	known     bool // cur was read
 	started   bool
 	stop      chan struct{}
 	listeners listeners[int32]
@@ -105,12 +106,15 @@ func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
 
 func (s *SharedCount) update(v VersionedValue) {
 	s.mu.Lock()
-	if v.Version < s.cur.Version {
+	if s.known && v.Version-s.cur.Version < 0 {
+		// An older read arriving late. The difference, not a plain <:
+		// ZooKeeper lets a version wrap from MaxInt32 to MinInt32, and int32
+		// arithmetic wraps the same way (CURATOR-688).
 		s.mu.Unlock()
-		return // an older read arriving late
+		return
 	}
 	old := s.cur
-	s.cur = v
+	s.cur, s.known = v, true
 	if old == v {
 		s.mu.Unlock()
 		return
@@ -162,7 +166,9 @@ func (s *SharedCount) changes() <-chan struct{} {
 }
 
 // TrySetCount sets the value to n only if the node is still at prev's
-// version, and reports whether it did.
+// version, and reports whether it did. Versions wrap after 2^31 changes and
+// go on; ZooKeeper reads version -1 as "any version", so at that one version
+// of every 2^32 the set is unconditional.
 func (s *SharedCount) TrySetCount(ctx context.Context, prev VersionedValue, n int32) (bool, error) {
 	st, err := call(ctx, func() (*zk.Stat, error) { return s.c.conn.Set(s.path, encodeCount(n), prev.Version) }, nil)
 	switch {
