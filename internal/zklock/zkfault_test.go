@@ -559,3 +559,101 @@ func TestSemaphoreAcquireNGivesBackWhatItTookOnFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Never two holders while a lost holder's session lingers on the server
+// (CURATOR-604, -206): the holder is cut off, the server keeps its session
+// (a keeper holds it) and so its node. The holder is told at once that its
+// lock is lost; the waiter gets the lock only when the server has expired
+// the session and deleted the node, after that. When the holder's client
+// comes back (in a new session), the same handle queues behind the waiter.
+// Fails when the hold's watcher ignores the suspension and the session's
+// loss (the cut-off holder is then never told).
+func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{
+		SessionTimeout: shortSession,
+		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
+		Dial:           (&reconnectGate{}).dial, // see racegate_test.go
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	states := &stateLog{}
+	c.Listen(states.add)
+	lockPath := itest.Path(t)
+	h := zklock.NewMutex(c, lockPath)
+	if err := h.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := h.Lost()
+	w := zklock.NewMutex(connect(t), lockPath)
+	acquired := make(chan time.Time, 1)
+	go func() {
+		if err := w.Acquire(ctx); err != nil {
+			t.Errorf("the waiter: %v", err)
+			close(acquired)
+			return
+		}
+		acquired <- time.Now()
+	}()
+	waitFor(t, func() bool { return len(children(t, connect(t), lockPath)) == 2 })
+
+	p.Cut()
+	stop, err := p.KeepSessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var lostAt time.Time
+	select {
+	case <-lost:
+		lostAt = time.Now()
+	case <-time.After(30 * time.Second):
+		t.Fatal("the holder was not told within 30s of the cut")
+	}
+	waitFor(t, func() bool { return states.has(zklock.StateLost) }) // a whole session timeout later
+	select {
+	case <-acquired:
+		t.Fatal("the waiter acquired while the holder's session, and node, were still on the server")
+	case <-time.After(time.Second):
+	}
+	stop() // the server expires the session now, and deletes the node
+	var acquiredAt time.Time
+	select {
+	case acquiredAt = <-acquired:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter did not acquire within 30s of the lingering session's end")
+	}
+	if !lostAt.Before(acquiredAt) {
+		t.Fatalf("the holder was told at %v, after the waiter acquired at %v", lostAt, acquiredAt)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Logf("release after the loss: %v", err)
+	}
+	p.Restore()
+	again := make(chan error, 1)
+	go func() { again <- h.Acquire(ctx) }()
+	select {
+	case err := <-again:
+		t.Fatalf("the old holder acquired (%v) while the waiter holds", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-again:
+		if err != nil {
+			t.Fatalf("the old holder's handle, in its new session: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the old holder's handle did not acquire within 30s of the waiter's release")
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
