@@ -137,6 +137,7 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool, created func(
 // hand-off. Otherwise the listing is stale and is made again.
 func (q *queue) await(ctx context.Context, s *Session, node string, own *localNode, wait bool) error {
 	name := path.Base(node)
+	var ownGone <-chan zk.Event // a data watch on our own node, once we wait
 	for {
 		kids, err := q.c.sharedChildren(ctx, q.dir)
 		if err != nil {
@@ -160,6 +161,16 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		case !wait:
 			return ErrLocked
 		}
+		if ownGone == nil {
+			// A shortcut below decides without listing, so it must know that
+			// our node is still there: someone may have deleted it. A watch
+			// on it, set once, off the hand-off's path, tells: ZooKeeper
+			// sends one connection's events in order, so its deletion, if
+			// it came first, is in the channel when the watched node's is.
+			if ownGone, err = q.watchOwn(ctx, node); err != nil {
+				return err
+			}
+		}
 		watched := path.Join(q.dir, watch)
 		ahead := s.local(watched) // nil unless this session created it
 		// A mutex waiter keeps of its listing only how many nodes were ahead
@@ -177,6 +188,12 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		}
 		if ev.Type != zk.EventNodeDeleted {
 			continue
+		}
+		select {
+		case <-ownGone: // deleted or changed: the listing decides
+			ownGone = nil
+			continue
+		default:
 		}
 		if ahead == nil {
 			ahead = s.local(watched) // it may have been tracked after our listing
@@ -201,10 +218,17 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 	}
 }
 
-// watch sets a data watch on p and waits for it to fire. A node already gone
-// yields a synthetic event that is not a deletion, so that the caller lists
-// the queue again.
-func (q *queue) watch(ctx context.Context, s *Session, p string) (zk.Event, error) {
+// watchOwn sets a data watch on our own node; errNodeGone if it is gone.
+func (q *queue) watchOwn(ctx context.Context, node string) (<-chan zk.Event, error) {
+	ch, err := q.getW(ctx, node)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, errNodeGone
+	}
+	return ch, err
+}
+
+// getW sets a data watch on p, retried through connection loss.
+func (q *queue) getW(ctx context.Context, p string) (<-chan zk.Event, error) {
 	var ch <-chan zk.Event
 	err := q.c.retry(ctx, func() (err error) {
 		ch, err = call(ctx, func() (<-chan zk.Event, error) {
@@ -213,6 +237,14 @@ func (q *queue) watch(ctx context.Context, s *Session, p string) (zk.Event, erro
 		}, nil)
 		return err
 	})
+	return ch, err
+}
+
+// watch sets a data watch on p and waits for it to fire. A node already gone
+// yields a synthetic event that is not a deletion, so that the caller lists
+// the queue again.
+func (q *queue) watch(ctx context.Context, s *Session, p string) (zk.Event, error) {
+	ch, err := q.getW(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return zk.Event{Type: zk.EventNotWatching, Path: p}, nil
 	}
