@@ -70,6 +70,8 @@ func TestStatusOf(t *testing.T) {
 		{service.ErrLockLost, 503, "lock_lost"},
 		{fmt.Errorf("%w: mysql: dial", service.ErrUnavailable), 503, "unavailable"},
 		{context.DeadlineExceeded, 503, "timeout"},
+		{fmt.Errorf("lock: %w", context.Canceled), 503, "canceled"}, // the buyer left: never a 500
+		{fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, errors.New("Error 1213: Deadlock found")), 503, "unavailable"},
 		{errors.New("boom"), 500, "internal"},
 		{service.ErrInvalidUserID, 400, "invalid_user_id"},
 		{handler.ErrInvalidRequestID, 400, "invalid_request_id"},
