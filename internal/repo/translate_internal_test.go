@@ -32,7 +32,7 @@ func TestLockWaitTimeoutAndDeadlockAreUnavailable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	begin := func() *sql.Tx {
+	begin := func(t *testing.T) *sql.Tx {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -44,12 +44,12 @@ func TestLockWaitTimeoutAndDeadlockAreUnavailable(t *testing.T) {
 		_, err := tx.ExecContext(ctx, "SELECT id FROM t WHERE id = ? FOR UPDATE", id)
 		return err
 	}
-	mustLock := func(tx *sql.Tx, id int) {
+	mustLock := func(t *testing.T, tx *sql.Tx, id int) {
 		if err := lock(tx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	unavailable := func(what string, err error, number uint16) {
+	unavailable := func(t *testing.T, what string, err error, number uint16) {
 		t.Helper()
 		if err == nil {
 			t.Fatalf("%s: no error", what)
@@ -63,19 +63,19 @@ func TestLockWaitTimeoutAndDeadlockAreUnavailable(t *testing.T) {
 	}
 
 	t.Run("lock wait timeout", func(t *testing.T) {
-		holder, waiter := begin(), begin()
-		mustLock(holder, 1)
+		holder, waiter := begin(t), begin(t)
+		mustLock(t, holder, 1)
 		if _, err := waiter.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
 			t.Fatal(err)
 		}
-		unavailable("a row lock waited for past the timeout", lock(waiter, 1), erLockWaitTimeout)
+		unavailable(t, "a row lock waited for past the timeout", lock(waiter, 1), erLockWaitTimeout)
 		_ = holder.Rollback()
 		_ = waiter.Rollback()
 	})
 	t.Run("deadlock", func(t *testing.T) {
-		a, b := begin(), begin()
-		mustLock(a, 1)
-		mustLock(b, 2)
+		a, b := begin(t), begin(t)
+		mustLock(t, a, 1)
+		mustLock(t, b, 2)
 		aDone := make(chan error, 1)
 		go func() { aDone <- lock(a, 2) }() // waits for b
 		time.Sleep(200 * time.Millisecond) // a is waiting (the deadlock is found either way)
@@ -90,7 +90,7 @@ func TestLockWaitTimeoutAndDeadlockAreUnavailable(t *testing.T) {
 		if victim == nil {
 			victim = aErr
 		}
-		unavailable("the deadlock's victim", victim, erLockDeadlock)
+		unavailable(t, "the deadlock's victim", victim, erLockDeadlock)
 		_ = a.Rollback()
 		_ = b.Rollback()
 	})
