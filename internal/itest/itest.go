@@ -205,3 +205,18 @@ func WaitForBlockedUpdate(t testing.TB, dsn string) {
 	}
 	t.Fatal("no UPDATE or locking read waited for a row lock within 30s")
 }
+
+// Receive waits at most d for a value from ch, and fails the test, saying
+// what it waited for, when none comes: a wait in a test has a bound, so a
+// bug fails the test instead of hanging the binary.
+func Receive[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("%s: nothing within %v", what, d)
+		var zero T
+		return zero
+	}
+}

@@ -78,7 +78,7 @@ func TestLockWaitTimeoutAndDeadlockAreUnavailable(t *testing.T) {
 		mustLock(t, b, 2)
 		aDone := make(chan error, 1)
 		go func() { aDone <- lock(a, 2) }() // waits for b
-		time.Sleep(200 * time.Millisecond) // a is waiting (the deadlock is found either way)
+		time.Sleep(200 * time.Millisecond)  // a is waiting (the deadlock is found either way)
 		bErr := lock(b, 1)
 		var aErr error
 		select {

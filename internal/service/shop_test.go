@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
@@ -476,8 +477,9 @@ func TestBuyersBeyondMaxWaitingAreBusy(t *testing.T) {
 			errs <- err
 		}()
 	}
-	<-locker.entered
-	<-locker.entered // both wait for the lock
+	for range 2 { // both wait for the lock
+		itest.Receive(t, locker.entered, 10*time.Second, "a buyer at the lock")
+	}
 	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "third"}); !errors.Is(err, service.ErrBusy) {
 		t.Fatalf("a third buyer with two waiting: %v, want ErrBusy", err)
 	}

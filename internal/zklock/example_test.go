@@ -20,8 +20,21 @@ func servers() []string {
 	return []string{"127.0.0.1:2181"}
 }
 
+// examplePath is a path of this run's own, so that examples running at once
+// elsewhere, or nodes left by an earlier run, cannot block them.
+func examplePath(name string) string {
+	return fmt.Sprintf("/seckill-examples/%d-%d/%s", os.Getpid(), time.Now().UnixNano(), name)
+}
+
+// exampleContext bounds an example: a bug fails it instead of hanging the
+// test binary.
+func exampleContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
 func ExampleMutex() {
-	ctx := context.Background()
+	ctx, cancel := exampleContext()
+	defer cancel()
 	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
@@ -29,10 +42,8 @@ func ExampleMutex() {
 	defer client.Close()
 
 	// One handle per goroutine of control: reentrancy is per handle.
-	m := zklock.NewMutex(client, "/examples/mutex")
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := m.Acquire(actx); err != nil {
+	m := zklock.NewMutex(client, examplePath("mutex"))
+	if err := m.Acquire(ctx); err != nil {
 		log.Fatal(err)
 	}
 	// ... read, compute, and before writing make sure the lock is still ours:
@@ -49,14 +60,16 @@ func ExampleMutex() {
 }
 
 func ExampleReadWriteLock() {
-	ctx := context.Background()
+	ctx, cancel := exampleContext()
+	defer cancel()
 	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
 
-	rw := zklock.NewReadWriteLock(client, "/examples/rwlock")
+	lockPath := examplePath("rwlock")
+	rw := zklock.NewReadWriteLock(client, lockPath)
 	if err := rw.WriteLock().Acquire(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -67,7 +80,7 @@ func ExampleReadWriteLock() {
 	if err := rw.WriteLock().Release(ctx); err != nil {
 		log.Fatal(err)
 	}
-	other := zklock.NewReadWriteLock(client, "/examples/rwlock").ReadLock()
+	other := zklock.NewReadWriteLock(client, lockPath).ReadLock()
 	fmt.Println("another reader:", other.TryAcquire(ctx))
 	fmt.Println("upgrade:", rw.WriteLock().Acquire(ctx))
 	for _, l := range []*zklock.Mutex{other, rw.ReadLock()} {
@@ -81,20 +94,21 @@ func ExampleReadWriteLock() {
 }
 
 func ExampleSemaphoreV2() {
-	ctx := context.Background()
+	ctx, cancel := exampleContext()
+	defer cancel()
 	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
 
-	sem := zklock.NewSemaphoreV2(client, "/examples/semaphore", 2)
+	sem := zklock.NewSemaphoreV2(client, examplePath("semaphore"), 2)
 	leases, err := sem.AcquireN(ctx, 2)
 	if err != nil {
 		log.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
 	_, err = sem.Acquire(short)
 	fmt.Println("third lease before the deadline:", !errors.Is(err, context.DeadlineExceeded))
 	for _, l := range leases {
@@ -106,14 +120,15 @@ func ExampleSemaphoreV2() {
 }
 
 func ExampleLeaderLatch() {
-	ctx := context.Background()
+	ctx, cancel := exampleContext()
+	defer cancel()
 	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer client.Close()
 
-	latch := zklock.NewLeaderLatch(client, "/examples/latch", "node-1")
+	latch := zklock.NewLeaderLatch(client, examplePath("latch"), "node-1")
 	latch.Listen(zklock.LatchListener{
 		IsLeader:  func() { fmt.Println("node-1 leads") },
 		NotLeader: func() { fmt.Println("node-1 follows") },
@@ -133,7 +148,8 @@ func ExampleLeaderLatch() {
 }
 
 func ExampleLeaderSelector() {
-	ctx := context.Background()
+	ctx, cancel := exampleContext()
+	defer cancel()
 	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
@@ -141,7 +157,7 @@ func ExampleLeaderSelector() {
 	defer client.Close()
 
 	terms := make(chan string)
-	sel := zklock.NewLeaderSelector(client, "/examples/selector", "worker-1", func(ctx context.Context) error {
+	sel := zklock.NewLeaderSelector(client, examplePath("selector"), "worker-1", func(ctx context.Context) error {
 		// Lead until done or until ctx says leadership is gone
 		// (connection suspended or lost, Interrupt, Close).
 		terms <- "worker-1 leads"
@@ -151,7 +167,12 @@ func ExampleLeaderSelector() {
 	if err := sel.Start(); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(<-terms)
+	select {
+	case term := <-terms:
+		fmt.Println(term)
+	case <-ctx.Done():
+		log.Fatal("no term within the example's time")
+	}
 	sel.Close()
 	fmt.Println("leading after Close:", sel.HasLeadership())
 	// Output:

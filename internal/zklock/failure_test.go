@@ -289,7 +289,7 @@ func TestLeaderLatchAndSelectorStepDownOnSuspension(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sel.Close()
-	<-leading
+	itest.Receive(t, leading, 10*time.Second, "the selector's term")
 
 	p.Cut()
 	waitFor(t, func() bool { return !latch.HasLeadership() })

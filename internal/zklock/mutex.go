@@ -105,14 +105,23 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 	}
 
 	var pre *tokenPrefetch // nil unless FetchTokenEarly
-	var created func(string)
+	var hooks joinHooks
 	m.mu.Lock()
 	if m.early {
 		pre = &tokenPrefetch{}
-		created = func(node string) { m.c.background(func(context.Context) { pre.fetch(m.c, node) }) }
+		// The early read is a data watch too: a waiter needs one on its own
+		// node (queue.await), and so pays no request more for it.
+		hooks.created = func(node string) {
+			r := pre.start(node)
+			if !m.c.background(func(context.Context) { pre.fetch(m.c, node, r) }) {
+				r.err = ErrClosed
+				close(r.done)
+			}
+		}
+		hooks.ownWatch = pre.watch
 	}
 	m.mu.Unlock()
-	node, s, err := m.q.enter(ctx, data, wait, created)
+	node, s, err := m.q.enter(ctx, data, wait, hooks)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
 			return err
@@ -290,20 +299,64 @@ type held struct {
 
 // tokenPrefetch carries a token read early (FetchTokenEarly) to the hold
 // whose node it belongs to: an acquisition may create several nodes (a
-// session lost while waiting), and only the final one's token counts.
+// session lost while waiting), and only the final one's token counts. The
+// read sets a data watch on the node, which a waiter takes as the watch on
+// its own node.
 type tokenPrefetch struct {
 	mu         sync.Mutex
 	node       string // the node read, once read
 	v          int64
 	target     *fenceToken // the hold's token, once acquired
 	targetNode string
+	reads      map[string]*earlyRead // by node
 }
 
-// fetch reads node's create zxid and hands it on; a failure leaves the token
-// to the hold's watcher.
-func (p *tokenPrefetch) fetch(c *Client, node string) {
-	ok, st, err := c.conn.Exists(node)
-	if err != nil || !ok {
+// earlyRead is the early read of one node.
+type earlyRead struct {
+	done chan struct{} // closed when answered
+	ch   <-chan zk.Event
+	err  error
+}
+
+// start records that node is about to be read.
+func (p *tokenPrefetch) start(node string) *earlyRead {
+	r := &earlyRead{done: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reads == nil {
+		p.reads = make(map[string]*earlyRead)
+	}
+	p.reads[node] = r
+	return r
+}
+
+// watch is joinHooks.ownWatch: the data watch the early read of node set,
+// once it is answered; ok false when it has none to give.
+func (p *tokenPrefetch) watch(ctx context.Context, node string) (<-chan zk.Event, bool, error) {
+	p.mu.Lock()
+	r := p.reads[node]
+	p.mu.Unlock()
+	if r == nil {
+		return nil, false, nil
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, true, ctx.Err()
+	}
+	if r.err != nil && !errors.Is(r.err, zk.ErrNoNode) {
+		return nil, false, nil // connection trouble: the waiter reads again itself
+	}
+	return r.ch, true, r.err
+}
+
+// fetch reads node's create zxid, with a data watch, and hands it on; a
+// failure leaves the token to the hold's watcher.
+func (p *tokenPrefetch) fetch(c *Client, node string, r *earlyRead) {
+	_, st, ch, err := c.conn.GetW(node)
+	r.ch, r.err = ch, err
+	close(r.done)
+	if err != nil {
 		return
 	}
 	p.mu.Lock()

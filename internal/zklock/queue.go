@@ -85,12 +85,23 @@ func (r rule) decide(kids []string, name string) (found, holds, first bool, watc
 
 func (r rule) sort(kids []string) { sortNodes(kids, r.markers...) }
 
-// enter creates our node and, if wait, waits until it holds; created, if
-// not nil, is told of every node it creates, before it waits. Without wait it
+// joinHooks let the caller of enter take part in a join; the zero value
+// takes none.
+type joinHooks struct {
+	// created is told of every node created, before it waits.
+	created func(node string)
+	// ownWatch gives the data watch on our own node that a waiter sets (see
+	// await) from a read of the node the caller makes anyway: ok false means
+	// it has none, and await reads the node itself.
+	ownWatch func(ctx context.Context, node string) (ch <-chan zk.Event, ok bool, err error)
+}
+
+// enter creates our node and, if wait, waits until it holds; hooks.created,
+// if set, is told of every node it creates, before it waits. Without wait it
 // returns ErrLocked when it does not hold at once. On any failure our node is
 // deleted. It retries with a new node when the session was lost meanwhile,
 // as long as ctx and the retry policy allow.
-func (q *queue) enter(ctx context.Context, data []byte, wait bool, created func(node string)) (string, *Session, error) {
+func (q *queue) enter(ctx context.Context, data []byte, wait bool, hooks joinHooks) (string, *Session, error) {
 	for n := 0; ; n++ {
 		s, err := q.c.Session(ctx)
 		if err != nil {
@@ -98,10 +109,10 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool, created func(
 		}
 		node, err := q.c.createProtected(ctx, s, q.dir, q.marker, data)
 		if err == nil {
-			if created != nil {
-				created(node)
+			if hooks.created != nil {
+				hooks.created(node)
 			}
-			err = q.await(ctx, s, node, s.track(node), wait)
+			err = q.await(ctx, s, node, s.track(node), wait, hooks.ownWatch)
 			if err == nil {
 				return node, s, nil // the holder untracks it when it deletes it
 			}
@@ -135,7 +146,8 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool, created func(
 // predecessor was the holder, or was the only node ahead): the lock is then
 // ours without listing the children again, a round trip saved on the
 // hand-off. Otherwise the listing is stale and is made again.
-func (q *queue) await(ctx context.Context, s *Session, node string, own *localNode, wait bool) error {
+func (q *queue) await(ctx context.Context, s *Session, node string, own *localNode, wait bool,
+	ownWatch func(context.Context, string) (<-chan zk.Event, bool, error)) error {
 	name := path.Base(node)
 	var ownGone <-chan zk.Event // a data watch on our own node, once we wait
 	for {
@@ -167,7 +179,7 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 			// on it, set once, off the hand-off's path, tells: ZooKeeper
 			// sends one connection's events in order, so its deletion, if
 			// it came first, is in the channel when the watched node's is.
-			if ownGone, err = q.watchOwn(ctx, node); err != nil {
+			if ownGone, err = q.watchOwn(ctx, node, ownWatch); err != nil {
 				return err
 			}
 		}
@@ -218,9 +230,17 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 	}
 }
 
-// watchOwn sets a data watch on our own node; errNodeGone if it is gone.
-func (q *queue) watchOwn(ctx context.Context, node string) (<-chan zk.Event, error) {
-	ch, err := q.getW(ctx, node)
+// watchOwn sets a data watch on our own node, or takes the one that given
+// sets; errNodeGone if the node is gone.
+func (q *queue) watchOwn(ctx context.Context, node string, given func(context.Context, string) (<-chan zk.Event, bool, error)) (<-chan zk.Event, error) {
+	var ch <-chan zk.Event
+	ok, err := false, error(nil)
+	if given != nil {
+		ch, ok, err = given(ctx, node)
+	}
+	if !ok {
+		ch, err = q.getW(ctx, node)
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, errNodeGone
 	}

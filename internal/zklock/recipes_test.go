@@ -63,7 +63,62 @@ func TestReadWriteLock(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		release(t, r)
-		if err := <-got; err != nil {
+		if err := itest.Receive(t, got, 10*time.Second, "the writer after the reader"); err != nil {
+			t.Fatal(err)
+		}
+		release(t, w)
+	})
+	// notYet fails if ch delivers within a moment: its acquirer must wait.
+	notYet := func(t *testing.T, ch <-chan error, who string) {
+		t.Helper()
+		select {
+		case err := <-ch:
+			t.Fatalf("%s got the lock (%v) too early", who, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	acquire := func(m *zklock.Mutex) <-chan error {
+		ch := make(chan error, 1)
+		go func() { ch <- m.Acquire(ctx) }()
+		return ch
+	}
+	t.Run("a reader behind a waiting writer and a reader waits for the writer", func(t *testing.T) {
+		r1 := zklock.NewReadWriteLock(a, path).ReadLock()
+		if err := r1.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w := zklock.NewReadWriteLock(b, path).WriteLock()
+		wGot := acquire(w)
+		waitFor(t, func() bool { return len(children(t, a, path)) == 2 })
+		r2 := zklock.NewReadWriteLock(a, path).ReadLock() // queue: r1 (holds), w, r2
+		r2Got := acquire(r2)
+		waitFor(t, func() bool { return len(children(t, a, path)) == 3 })
+		notYet(t, r2Got, "the reader behind the writer")
+		release(t, r1)
+		if err := itest.Receive(t, wGot, 10*time.Second, "the writer"); err != nil {
+			t.Fatal(err)
+		}
+		notYet(t, r2Got, "the reader behind the holding writer")
+		release(t, w)
+		if err := itest.Receive(t, r2Got, 10*time.Second, "the reader after the writer"); err != nil {
+			t.Fatal(err)
+		}
+		release(t, r2)
+	})
+	t.Run("two readers and a writer of one session", func(t *testing.T) {
+		r1, r2 := zklock.NewReadWriteLock(a, path).ReadLock(), zklock.NewReadWriteLock(a, path).ReadLock()
+		for _, r := range []*zklock.Mutex{r1, r2} {
+			if err := r.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := zklock.NewReadWriteLock(a, path).WriteLock()
+		wGot := acquire(w)
+		waitFor(t, func() bool { return len(children(t, a, path)) == 3 })
+		release(t, r1)
+		notYet(t, wGot, "the writer while a reader holds")
+		release(t, r2)
+		if err := itest.Receive(t, wGot, 10*time.Second, "the writer after both readers"); err != nil {
 			t.Fatal(err)
 		}
 		release(t, w)
@@ -133,12 +188,54 @@ func TestSemaphoreNeverExceedsItsLeases(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if m := maxInside.Load(); m > leases || m < 2 {
-		t.Fatalf("at most %d leases out at once, want between 2 and %d", m, leases)
+	if m := maxInside.Load(); m > leases {
+		t.Fatalf("%d leases out at once, want at most %d", m, leases)
 	}
 	if kids := children(t, clients[0], path+"/leases"); len(kids) != 0 {
 		t.Fatalf("lease nodes left: %v", kids)
 	}
+}
+
+// Exactly maxLeases leases are granted: with five acquirers of three leases
+// (on two clients), three get one without anyone letting go, the other two
+// wait, and each lease returned lets exactly one more in.
+func TestSemaphoreGrantsExactlyItsLeases(t *testing.T) {
+	ctx := testCtx(t)
+	clients := []*zklock.Client{connect(t), connect(t)}
+	path := itest.Path(t)
+	const leases, acquirers = 3, 5
+	got := make(chan *zklock.Lease, acquirers)
+	for i := range acquirers {
+		go func() {
+			l, err := zklock.NewSemaphoreV2(clients[i%2], path, leases).Acquire(ctx)
+			if err != nil {
+				t.Errorf("acquire: %v", err)
+				return
+			}
+			got <- l
+		}()
+	}
+	var out []*zklock.Lease
+	for range leases {
+		out = append(out, itest.Receive(t, got, 10*time.Second, "one of the first leases"))
+	}
+	for range acquirers - leases {
+		select {
+		case <-got:
+			t.Fatalf("a lease beyond the %d while all of them are out", leases)
+		case <-time.After(300 * time.Millisecond):
+		}
+		if err := out[0].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out[1:], itest.Receive(t, got, 10*time.Second, "the lease given back"))
+	}
+	for _, l := range out {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return len(children(t, clients[0], path+"/leases")) == 0 })
 }
 
 func TestSemaphoreTimesOutWithoutALeaseLeftBehind(t *testing.T) {
@@ -401,12 +498,12 @@ func TestLeaderSelectorInterruptAndRequeue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	<-started
+	itest.Receive(t, started, 10*time.Second, "the term")
 	if !s.HasLeadership() {
 		t.Fatal("not leading during the term")
 	}
 	s.Interrupt()
-	if err := <-ended; !errors.Is(err, context.Canceled) {
+	if err := itest.Receive(t, ended, 10*time.Second, "the interrupted term's end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("term ended with %v", err)
 	}
 	waitFor(t, func() bool { return !s.HasLeadership() })

@@ -22,51 +22,52 @@ func acquireAsync(ctx context.Context, m *zklock.Mutex) <-chan error {
 	return done
 }
 
-// within waits for an outcome for at most d.
-func within(t *testing.T, ch <-chan error, d time.Duration, what string) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(d):
-		t.Fatalf("%s: no outcome within %v", what, d)
-		return nil
-	}
-}
-
 // A waiter whose node is deleted by someone else queues again with a new
-// node and gets the lock when the holder lets go. Fails when a waiter whose
-// node is gone gives up (or waits on) instead of queueing again.
+// node and gets the lock when the holder lets go: it must not take the
+// hand-off shortcut into a hold without a node (a second waiter, behind it,
+// would hold at the same time). Fails when the shortcut does not check the
+// waiter's own node; with FetchTokenEarly (the shop's) the early read's
+// watch is that check.
 func TestMutexWaiterWhoseNodeIsDeletedQueuesAgain(t *testing.T) {
-	ctx := testCtx(t)
-	holderC, waiterC, observer := connect(t), connect(t), connect(t)
-	lockPath := itest.Path(t)
-	h := zklock.NewMutex(holderC, lockPath)
-	if err := h.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	w := zklock.NewMutex(waiterC, lockPath)
-	done := acquireAsync(ctx, w)
-	waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 2 })
-	kids := children(t, observer, lockPath)
-	waiterNode := kids[0]
-	if strings.HasSuffix(h.Node(), waiterNode) {
-		waiterNode = kids[1]
-	}
-	if err := observer.Conn().Delete(path.Join(lockPath, waiterNode), -1); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := within(t, done, 10*time.Second, "the waiter whose node was deleted"); err != nil {
-		t.Fatalf("the waiter whose node was deleted: %v", err)
-	}
-	if got := children(t, observer, lockPath); len(got) != 1 || got[0] == waiterNode {
-		t.Fatalf("queue %v: want the waiter's new node only (its old one was %s)", got, waiterNode)
-	}
-	if err := w.Release(ctx); err != nil {
-		t.Fatal(err)
+	for _, early := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "token read early"}[early], func(t *testing.T) {
+			ctx := testCtx(t)
+			p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			holderC, waiterC, observer := connect(t), connectThrough(t, p), connect(t)
+			lockPath := itest.Path(t)
+			h := zklock.NewMutex(holderC, lockPath)
+			if err := h.Acquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+			watching := p.NoticeReply(func(op int32, path string) bool { return op == itest.ZKOpGetData && path == h.Node() })
+			w := zklock.NewMutex(waiterC, lockPath)
+			if early {
+				w.FetchTokenEarly()
+			}
+			done := acquireAsync(ctx, w)
+			waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 2 })
+			kids := children(t, observer, lockPath)
+			waiterNode := kids[0]
+			if strings.HasSuffix(h.Node(), waiterNode) {
+				waiterNode = kids[1]
+			}
+			awaitFault(t, watching, "the waiter's watch on the holder") // it waits: the shortcut's path
+			if err := observer.Conn().Delete(path.Join(lockPath, waiterNode), -1); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := itest.Receive(t, done, 10*time.Second, "the waiter whose node was deleted"); err != nil {
+				t.Fatalf("the waiter whose node was deleted: %v", err)
+			}
+			if got := children(t, observer, lockPath); len(got) != 1 || got[0] == waiterNode {
+				t.Fatalf("queue %v: want the waiter's new node only (its old one was %s)", got, waiterNode)
+			}
+			if err := w.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -97,7 +98,7 @@ func TestMutexWaiterWhoseSessionExpiresQueuesAgain(t *testing.T) {
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := within(t, done, 30*time.Second, "the waiter whose session expired"); err != nil {
+	if err := itest.Receive(t, done, 30*time.Second, "the waiter whose session expired"); err != nil {
 		t.Fatalf("the waiter whose session expired: %v", err)
 	}
 	if err := w.Release(ctx); err != nil {
