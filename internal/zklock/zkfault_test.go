@@ -657,3 +657,68 @@ func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A selector whose connection stalls has its term's context ended at the
+// suspension, while it is still cut off, so before the other selector's
+// term can begin (which waits for the server to expire the stalled
+// session). The timeline of terms never overlaps. Fails when the term
+// follows only the session's loss, which the stalled client declares a
+// whole session timeout after the suspension: later than the server's
+// expiry.
+func TestLeaderSelectorTermEndsBeforeAnotherBegins(t *testing.T) {
+	ctx := testCtx(t)
+	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	stalled, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{SessionTimeout: 4 * time.Second, Dial: (&reconnectGate{}).dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	type span struct {
+		who      string
+		from, to time.Time
+	}
+	var mu sync.Mutex
+	var spans []span
+	term := func(who string, started chan<- struct{}) func(context.Context) error {
+		return func(ctx context.Context) error {
+			mu.Lock()
+			i := len(spans)
+			spans = append(spans, span{who: who, from: time.Now()})
+			mu.Unlock()
+			started <- struct{}{}
+			<-ctx.Done()
+			mu.Lock()
+			spans[i].to = time.Now()
+			mu.Unlock()
+			return nil
+		}
+	}
+	path := itest.Path(t)
+	aStarted, bStarted := make(chan struct{}, 4), make(chan struct{}, 4)
+	a := zklock.NewLeaderSelector(stalled, path, "A", term("A", aStarted))
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	itest.Receive(t, aStarted, 10*time.Second, "A's term")
+	b := zklock.NewLeaderSelector(connect(t), path, "B", term("B", bStarted))
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	p.Stall()
+	defer p.Resume() // before the selectors close, should the test fail while stalled
+	itest.Receive(t, bStarted, 30*time.Second, "B's term after A's stall")
+	p.Resume()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(spans) != 2 || spans[0].who != "A" || spans[1].who != "B" {
+		t.Fatalf("terms %+v: want A's, then B's", spans)
+	}
+	if spans[0].to.IsZero() || !spans[0].to.Before(spans[1].from) {
+		t.Fatalf("A's term ran %v–%v, B's began %v: two leaders at once", spans[0].from, spans[0].to, spans[1].from)
+	}
+}
