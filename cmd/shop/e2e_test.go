@@ -387,7 +387,18 @@ func TestShutdownFinishesInFlightPurchases(t *testing.T) {
 			got <- resp.StatusCode
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // all three are in the handler, one holds the lock
+	// All three are in the handler when each has its node in the lock's
+	// queue (one holds, two wait).
+	conn := zkConn(t, s.zkServers)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		kids, _, err := conn.Children(s.lockPath)
+		if err == nil && len(kids) == buyers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock's queue %v (%v): want the %d buyers in it within 30s", kids, err, buyers)
+		}
+	}
 	if err := in.stop(t); err != nil {
 		t.Fatalf("exit after SIGINT: %v\n%s", err, in.logs())
 	}
