@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,18 +121,27 @@ func (p *peer) await(t *testing.T, what string, match func(string) bool) string 
 	}
 }
 
-func TestInteropMutexWithJavaCurator(t *testing.T) {
-	java := javaPeer(t)
-	ctx := testCtx(t)
-	clients := []*zklock.Client{connect(t), connect(t)}
+// createNode creates a persistent node for a test.
+func createNode(t *testing.T, c *zklock.Client, p string, data []byte) {
+	t.Helper()
+	if _, err := c.Conn().Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create %s: %v", p, err)
+	}
+}
+
+// counterFixture is what the lock interop tests share: two Go clients, a lock
+// path and a counter node at 0 beside it.
+func counterFixture(t *testing.T) (clients []*zklock.Client, lockPath, counter string) {
+	clients = []*zklock.Client{connect(t), connect(t)}
 	base := itest.Path(t)
-	lockPath, counter := base+"/lock", base+"/counter"
-	if _, err := clients[0].Conn().Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := clients[0].Conn().Create(counter, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	createNode(t, clients[0], base, nil)
+	createNode(t, clients[0], base+"/counter", []byte("0"))
+	return clients, base + "/lock", base + "/counter"
+}
+
+func TestInteropMutexWithJavaCurator(t *testing.T) {
+	java, ctx := javaPeer(t), testCtx(t)
+	clients, lockPath, counter := counterFixture(t)
 
 	const javaRounds, goWorkers, goRounds = 60, 4, 15
 	p := startPeer(t, append(java, "mutex", lockPath, counter, strconv.Itoa(javaRounds))...)
@@ -260,5 +270,222 @@ func TestInteropLeaderLatchWithJavaCurator(t *testing.T) {
 	}
 	if err := again.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// drain reads the peer's remaining lines until it exits, and fails the test
+// if it exited with an error or said a line that bad matches.
+func (p *peer) drain(t *testing.T, bad func(string) bool) []string {
+	t.Helper()
+	var lines []string
+	for l := range p.lines {
+		if bad(l) {
+			t.Errorf("Java peer: %s", l)
+		}
+		lines = append(lines, l)
+	}
+	itest.Receive(t, p.done, 60*time.Second, "the Java peer's exit")
+	if p.err != nil {
+		t.Fatalf("Java peer: %v", p.err)
+	}
+	return lines
+}
+
+// Go and Java readers and writers on one read/write lock: no write is lost
+// (writers exclude each other) and no reader sees the value change while it
+// reads (writers exclude readers), on either side.
+func TestInteropReadWriteLockWithJavaCurator(t *testing.T) {
+	java, ctx := javaPeer(t), testCtx(t)
+	clients, lockPath, counter := counterFixture(t)
+	const javaRounds, goWorkers, goRounds = 45, 4, 15
+	p := startPeer(t, append(java, "rwlock", lockPath, counter, strconv.Itoa(javaRounds))...)
+	p.await(t, "start", func(l string) bool { return l == "started" })
+	read := func(c *zklock.Client) int {
+		data, _, err := c.Conn().Get(counter)
+		if err != nil {
+			t.Errorf("get: %v", err)
+		}
+		v, _ := strconv.Atoi(string(data)) // a bad value fails the final count
+		return v
+	}
+	var goWrites atomic.Int32
+	var wg sync.WaitGroup
+	for w := range goWorkers {
+		wg.Go(func() {
+			c := clients[w%2]
+			rw := zklock.NewReadWriteLock(c, lockPath)
+			for i := range goRounds {
+				if i%3 == 2 {
+					if err := rw.ReadLock().Acquire(ctx); err != nil {
+						t.Errorf("read lock: %v", err)
+						return
+					}
+					a := read(c)
+					time.Sleep(2 * time.Millisecond)
+					if b := read(c); a != b {
+						t.Errorf("Go reader saw the counter go from %d to %d under the read lock", a, b)
+					}
+					release(t, rw.ReadLock())
+					continue
+				}
+				if err := rw.WriteLock().Acquire(ctx); err != nil {
+					t.Errorf("write lock: %v", err)
+					return
+				}
+				v := read(c)
+				time.Sleep(2 * time.Millisecond)
+				if _, err := c.Conn().Set(counter, []byte(strconv.Itoa(v+1)), -1); err != nil {
+					t.Errorf("set: %v", err)
+				}
+				goWrites.Add(1)
+				release(t, rw.WriteLock())
+			}
+		})
+	}
+	wg.Wait()
+	javaWrites := -1
+	for _, l := range p.drain(t, func(l string) bool { return strings.HasPrefix(l, "torn ") }) {
+		if n, ok := strings.CutPrefix(l, "writes "); ok {
+			javaWrites, _ = strconv.Atoi(n)
+		}
+	}
+	if javaWrites < 0 {
+		t.Fatal("the Java peer did not say how many writes it made")
+	}
+	if got, want := read(clients[0]), javaWrites+int(goWrites.Load()); got != want {
+		t.Fatalf("counter = %d, want %d (%d Java + %d Go writes): a write was lost, so two writers held the lock together", got, want, javaWrites, goWrites.Load())
+	}
+	if kids := children(t, clients[0], lockPath); len(kids) != 0 {
+		t.Fatalf("nodes left: %v", kids)
+	}
+}
+
+// Go and Java take leases of one SemaphoreV2 whose size is a SharedCount
+// (set by Go, read by Java): never more holders than leases, on either side.
+func TestInteropSemaphoreWithSharedCountWithJavaCurator(t *testing.T) {
+	java := javaPeer(t)
+	ctx := testCtx(t)
+	clients := []*zklock.Client{connect(t), connect(t)}
+	base := itest.Path(t)
+	semPath, countPath, inside := base+"/sem", base+"/count", base+"/inside"
+	createNode(t, clients[0], base, nil)
+	createNode(t, clients[0], inside, nil)
+	const leases = 2
+	count := zklock.NewSharedCount(clients[0], countPath, leases)
+	if err := count.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer count.Close()
+	const javaRounds, goWorkers, goRounds = 40, 3, 12
+	p := startPeer(t, append(java, "semaphore", semPath, countPath, inside, strconv.Itoa(javaRounds))...)
+	if l := p.await(t, "the lease count", func(l string) bool { return strings.HasPrefix(l, "max ") }); l != "max "+strconv.Itoa(leases) {
+		t.Fatalf("Java read %q from the SharedCount Go made, want max %d", l, leases)
+	}
+	var maxInside atomic.Int32
+	var wg sync.WaitGroup
+	for w := range goWorkers {
+		wg.Go(func() {
+			c := clients[w%2]
+			sem := zklock.NewSemaphoreV2WithCount(c, semPath, count)
+			for range goRounds {
+				lease, err := sem.Acquire(ctx)
+				if err != nil {
+					t.Errorf("acquire: %v", err)
+					return
+				}
+				me, err := c.Conn().Create(inside+"/in-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+				if err != nil {
+					t.Errorf("inside: %v", err)
+				}
+				kids, _, err := c.Conn().Children(inside)
+				if err != nil {
+					t.Errorf("inside: %v", err)
+				}
+				if n := int32(len(kids)); n > maxInside.Load() {
+					maxInside.Store(n)
+				}
+				if len(kids) > leases {
+					t.Errorf("%d holders inside, with %d leases", len(kids), leases)
+				}
+				time.Sleep(3 * time.Millisecond)
+				if err := c.Conn().Delete(me, -1); err != nil {
+					t.Errorf("leave: %v", err)
+				}
+				if err := lease.Release(ctx); err != nil {
+					t.Errorf("release: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	p.drain(t, func(l string) bool { return strings.HasPrefix(l, "over ") })
+	t.Logf("at most %d holders inside at once on the Go side", maxInside.Load())
+	if kids := children(t, clients[0], semPath+"/leases"); len(kids) != 0 {
+		t.Fatalf("leases left: %v", kids)
+	}
+}
+
+// Go and Java selectors take turns leading on one path: each term holds an
+// ephemeral marker node, which a second leader at the same time could not
+// create. Both sides lead, and no term finds the marker taken.
+func TestInteropLeaderSelectorWithJavaCurator(t *testing.T) {
+	java := javaPeer(t)
+	base := itest.Path(t)
+	leaderPath, marker := base+"/leader", base+"/marker"
+	c := connect(t)
+	createNode(t, c, base, nil)
+	createNode(t, c, marker+"-log", nil)
+	const javaTerms, goTerms = 15, 15
+	p := startPeer(t, append(java, "selector", leaderPath, marker, strconv.Itoa(javaTerms), "java")...)
+	p.await(t, "start", func(l string) bool { return l == "started" })
+	var terms atomic.Int32
+	enough := make(chan struct{})
+	var once sync.Once
+	sel := zklock.NewLeaderSelector(c, leaderPath, "go", func(ctx context.Context) error {
+		if _, err := c.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Errorf("Go's term could not take the marker (another leader?): %v", err)
+			return nil
+		}
+		if _, err := c.Conn().Create(marker+"-log/t-", []byte("go"), zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Errorf("term log: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if err := c.Conn().Delete(marker, -1); err != nil {
+			t.Errorf("marker: %v", err)
+		}
+		if terms.Add(1) >= goTerms {
+			once.Do(func() { close(enough) })
+		}
+		return nil
+	})
+	sel.AutoRequeue()
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	itest.Receive(t, enough, 60*time.Second, "Go's terms")
+	lines := p.drain(t, func(l string) bool { return l == "overlap" })
+	sel.Close()
+	if !slices.Contains(lines, "terms "+strconv.Itoa(javaTerms)) {
+		t.Fatalf("Java said %v, want its %d terms", lines, javaTerms)
+	}
+	// The log of terms, in order: Go and Java took turns, not one after the other.
+	logged := children(t, c, marker+"-log")
+	slices.Sort(logged)
+	var who []string
+	for _, n := range logged {
+		data, _, err := c.Conn().Get(marker + "-log/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		who = append(who, string(data))
+	}
+	switches := 0
+	for i := 1; i < len(who); i++ {
+		if who[i] != who[i-1] {
+			switches++
+		}
+	}
+	if switches < 2 {
+		t.Fatalf("terms %v: Go and Java did not take turns", who)
 	}
 }
