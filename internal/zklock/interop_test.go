@@ -193,7 +193,7 @@ func TestInteropMutexWithJavaCurator(t *testing.T) {
 			javaSaw = append(javaSaw, l)
 		}
 	}
-	<-p.done
+	itest.Receive(t, p.done, 60*time.Second, "the Java peer's exit")
 	if p.err != nil {
 		t.Fatalf("Java peer: %v", p.err)
 	}

@@ -380,10 +380,12 @@ func TestLeaderLatchElectsExactlyOne(t *testing.T) {
 	clients := make([]*zklock.Client, n)
 	latches := make([]*zklock.LeaderLatch, n)
 	var changes atomic.Int32
+	var timeline [n]leadership // who led when: never two at once
 	for i := range n {
 		clients[i] = connect(t)
 		latches[i] = zklock.NewLeaderLatch(clients[i], path, fmt.Sprintf("p%d", i))
 		latches[i].Listen(zklock.LatchListener{IsLeader: func() { changes.Add(1) }})
+		latches[i].Listen(timeline[i].listener())
 		if err := latches[i].Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -413,6 +415,7 @@ func TestLeaderLatchElectsExactlyOne(t *testing.T) {
 	}
 	// The leader's session ends: a new leader within the session timeout.
 	clients[first].Close()
+	timeline[first].endAt(time.Now()) // its session, and leadership, ended here
 	latches[first] = nil
 	start := time.Now()
 	second := leader()
@@ -439,6 +442,13 @@ func TestLeaderLatchElectsExactlyOne(t *testing.T) {
 	}
 	if got := changes.Load(); got != 3 {
 		t.Fatalf("%d isLeader notifications, want 3 (one per leader)", got)
+	}
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			if x, y, found := overlap(timeline[i].snapshot(), timeline[j].snapshot()); found {
+				t.Fatalf("p%d led %v–%v and p%d %v–%v: two leaders at once", i, x[0], x[1], j, y[0], y[1])
+			}
+		}
 	}
 }
 

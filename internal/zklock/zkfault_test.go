@@ -177,6 +177,34 @@ func (l *leadership) snapshot() [][2]time.Time {
 	return append([][2]time.Time(nil), l.spans...)
 }
 
+// endAt ends a span still open at t: the participant's session ended then.
+func (l *leadership) endAt(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.spans); n > 0 && l.spans[n-1][1].IsZero() {
+		l.spans[n-1][1] = t
+	}
+}
+
+// overlap finds a span of a and one of b that overlap (an open span lasts
+// until now): two leaders at once.
+func overlap(a, b [][2]time.Time) (x, y [2]time.Time, found bool) {
+	end := func(s [2]time.Time) time.Time {
+		if s[1].IsZero() {
+			return time.Now().Add(time.Hour)
+		}
+		return s[1]
+	}
+	for _, x := range a {
+		for _, y := range b {
+			if x[0].Before(end(y)) && y[0].Before(end(x)) {
+				return x, y, true
+			}
+		}
+	}
+	return x, y, false
+}
+
 // A leader whose connection stalls is suspended and drops its leadership
 // at once, while it is still stalled (not when the session is found lost
 // or the connection comes back); its session expires meanwhile and the other
@@ -222,18 +250,8 @@ func TestLeaderLatchNeverHasTwoLeadersAcrossAStall(t *testing.T) {
 	if len(spansA) == 0 || len(spansB) == 0 || spansA[0][1].IsZero() {
 		t.Fatalf("timeline A %v, B %v: want A leading then stopping, B leading", spansA, spansB)
 	}
-	for _, x := range spansA {
-		for _, y := range spansB {
-			end := func(s [2]time.Time) time.Time {
-				if s[1].IsZero() {
-					return time.Now().Add(time.Hour)
-				}
-				return s[1]
-			}
-			if x[0].Before(end(y)) && y[0].Before(end(x)) {
-				t.Fatalf("A led %v–%v and B %v–%v: two leaders at once", x[0], x[1], y[0], y[1])
-			}
-		}
+	if x, y, found := overlap(spansA, spansB); found {
+		t.Fatalf("A led %v–%v and B %v–%v: two leaders at once", x[0], x[1], y[0], y[1])
 	}
 	if la.HasLeadership() {
 		t.Error("A leads again after reconnecting behind B")
