@@ -173,16 +173,6 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		case !wait:
 			return ErrLocked
 		}
-		if ownGone == nil {
-			// A shortcut below decides without listing, so it must know that
-			// our node is still there: someone may have deleted it. A watch
-			// on it, set once, off the hand-off's path, tells: ZooKeeper
-			// sends one connection's events in order, so its deletion, if
-			// it came first, is in the channel when the watched node's is.
-			if ownGone, err = q.watchOwn(ctx, node, ownWatch); err != nil {
-				return err
-			}
-		}
 		watched := path.Join(q.dir, watch)
 		ahead := s.local(watched) // nil unless this session created it
 		// A mutex waiter keeps of its listing only how many nodes were ahead
@@ -194,12 +184,28 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 			beforeWatch = q.rule.countAhead(kids, watch)
 			kids = nil
 		}
+		// A shortcut below decides without listing, so it must know that our
+		// node is still there: someone may have deleted it. A watch on it,
+		// set once, off the hand-off's path, tells: ZooKeeper sends one
+		// connection's events in order, so its deletion, if it came first,
+		// is in the channel when the watched node's is. It costs a read, so a
+		// mutex waiter sets it only where a shortcut can follow (its
+		// predecessor is first, or is ours and may become first), unless the
+		// caller's own early read gives it for free.
+		if ownGone == nil && (ownWatch != nil || !q.rule.exclusive || beforeWatch == 0 || ahead != nil) {
+			if ownGone, err = q.watchOwn(ctx, node, ownWatch); err != nil {
+				return err
+			}
+		}
 		ev, err := q.watch(ctx, s, watched)
 		if err != nil {
 			return err
 		}
 		if ev.Type != zk.EventNodeDeleted {
 			continue
+		}
+		if ownGone == nil {
+			continue // no watch on our node: only a listing can say we hold
 		}
 		select {
 		case <-ownGone: // deleted or changed: the listing decides
