@@ -16,6 +16,41 @@ import (
 // Deterministic fault tests: a proxy that reads ZooKeeper's framing strikes
 // at the one request each test is about, every run.
 
+// connectShortThrough connects through p with a short session (shortSession),
+// for tests that make the client lose it, and logs its states.
+func connectShortThrough(t *testing.T, p *itest.ZKProxy) (*zklock.Client, *stateLog) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{
+		SessionTimeout: shortSession,
+		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
+		Dial:           (&reconnectGate{}).dial, // see racegate_test.go
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	states := &stateLog{}
+	c.Listen(states.add)
+	return c, states
+}
+
+// queueBecomes waits at most 10s for the children of dir to satisfy ok, and
+// fails saying why otherwise.
+func queueBecomes(t *testing.T, c *zklock.Client, dir string, ok func(kids []string) bool, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		kids := children(t, c, dir)
+		if ok(kids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %v after 10s: %s", dir, kids, why)
+		}
+	}
+}
+
 // connectThrough connects through p, with a session long enough to outlive the
 // reconnect the fault forces.
 func connectThrough(t *testing.T, p *itest.ZKProxy) *zklock.Client {
@@ -278,19 +313,7 @@ func closeLatch(l *zklock.LeaderLatch) {
 func TestNodesOfALostSessionDoNotOutliveItsResumption(t *testing.T) {
 	ctx := testCtx(t)
 	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	c, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{
-		SessionTimeout: shortSession,
-		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
-		Dial:           (&reconnectGate{}).dial, // see racegate_test.go
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	states := &stateLog{}
-	c.Listen(states.add)
+	c, states := connectShortThrough(t, p)
 	observer := connect(t)
 	lockPath, otherPath := itest.Path(t)+"/lock", itest.Path(t)+"/other"
 
@@ -364,15 +387,7 @@ func TestNodesOfALostSessionDoNotOutliveItsResumption(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		kids := children(t, observer, otherPath)
-		if len(kids) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v still in the second queue 10s after its only other node left: the node of the create whose answer was lost outlived the loss", kids)
-		}
-	}
+	queueBecomes(t, observer, otherPath, func(kids []string) bool { return len(kids) == 0 }, "its only other node left: the node of the create whose answer was lost outlived the loss")
 	if err := m.Acquire(ctx); err != nil { // the same handle, in the resumed session
 		t.Fatalf("acquire again after the session came back: %v", err)
 	}
@@ -483,15 +498,7 @@ func TestCreateAnsweredAfterTheCallerGaveUpLeavesNoNode(t *testing.T) {
 		t.Fatal("Acquire did not return within 10s of its context's end")
 	}
 	held.Release()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		kids := children(t, observer, lockPath)
-		if len(kids) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %v 10s after the create's late answer: the node nobody waits on was left behind", kids)
-		}
-	}
+	queueBecomes(t, observer, lockPath, func(kids []string) bool { return len(kids) == 0 }, "the create's late answer came: the node nobody waits on was left behind")
 	if err := warm.Acquire(ctx); err != nil { // the queue works
 		t.Fatal(err)
 	}
@@ -564,15 +571,7 @@ func TestSemaphoreAcquireNGivesBackWhatItTookOnFailure(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("AcquireN did not return within 10s of its context's end")
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		kids := children(t, other, semPath+"/leases")
-		if len(kids) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leases %v 10s after AcquireN failed: want only the other client's", kids)
-		}
-	}
+	queueBecomes(t, other, semPath+"/leases", func(kids []string) bool { return len(kids) == 1 }, "AcquireN failed: want only the other client's lease")
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -589,19 +588,7 @@ func TestSemaphoreAcquireNGivesBackWhatItTookOnFailure(t *testing.T) {
 func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 	ctx := testCtx(t)
 	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	c, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{
-		SessionTimeout: shortSession,
-		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
-		Dial:           (&reconnectGate{}).dial, // see racegate_test.go
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	states := &stateLog{}
-	c.Listen(states.add)
+	c, states := connectShortThrough(t, p)
 	lockPath := itest.Path(t)
 	h := zklock.NewMutex(c, lockPath)
 	if err := h.Acquire(ctx); err != nil {
