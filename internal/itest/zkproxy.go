@@ -138,17 +138,6 @@ func (p *ZKProxy) arm(match func(op int32, path string) bool, action faultAction
 	return f
 }
 
-// Sessions returns the ids of the sessions the proxy has seen established.
-func (p *ZKProxy) Sessions() []int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var ids []int64
-	for id := range p.sessions {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // ExpireSessions ends every session the proxy has seen established, as
 // ZooKeeper's own tests do: it connects to the server directly with the
 // session's id and password and closes the session. The clients learn it

@@ -331,10 +331,12 @@ func (p *tokenPrefetch) start(node string) *earlyRead {
 }
 
 // watch is joinHooks.ownWatch: the data watch the early read of node set,
-// once it is answered; ok false when it has none to give.
+// once it is answered; ok false when it has none to give. A watch fires
+// once, so it is given once.
 func (p *tokenPrefetch) watch(ctx context.Context, node string) (<-chan zk.Event, bool, error) {
 	p.mu.Lock()
 	r := p.reads[node]
+	delete(p.reads, node)
 	p.mu.Unlock()
 	if r == nil {
 		return nil, false, nil
