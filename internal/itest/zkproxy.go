@@ -168,6 +168,10 @@ func (p *ZKProxy) ExpireSessions() error {
 // they take their sessions straight back. stop closes the keepers'
 // connections without closing the sessions.
 func (p *ZKProxy) KeepSessions() (stop func(), err error) {
+	// The session timeout the keeper asks for: twenty pings' worth, so that
+	// a busy machine does not let the session expire while it is kept; the
+	// server expires it that long after stop.
+	const keeperTimeoutMs = 6000
 	sessions, err := p.seen()
 	if err != nil {
 		return nil, err
@@ -181,7 +185,7 @@ func (p *ZKProxy) KeepSessions() (stop func(), err error) {
 		wg.Wait()
 	}
 	for id, pw := range sessions {
-		conn, err := connectAsZKSession(p.target, id, pw, 2000)
+		conn, err := connectAsZKSession(p.target, id, pw, keeperTimeoutMs)
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("itest: keep session %#x: %w", id, err)
