@@ -55,18 +55,14 @@ func TestMutexWaiterWhoseNodeIsDeletedQueuesAgain(t *testing.T) {
 			if err := observer.Conn().Delete(path.Join(lockPath, waiterNode), -1); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			release(t, h)
 			if err := itest.Receive(t, done, 10*time.Second, "the waiter whose node was deleted"); err != nil {
 				t.Fatalf("the waiter whose node was deleted: %v", err)
 			}
 			if got := children(t, observer, lockPath); len(got) != 1 || got[0] == waiterNode {
 				t.Fatalf("queue %v: want the waiter's new node only (its old one was %s)", got, waiterNode)
 			}
-			if err := w.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			release(t, w)
 		})
 	}
 }
@@ -95,15 +91,11 @@ func TestMutexWaiterWhoseSessionExpiresQueuesAgain(t *testing.T) {
 		kids := children(t, observer, lockPath)
 		return waiterC.Conn().SessionID() != old && len(kids) == 2
 	})
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, h)
 	if err := itest.Receive(t, done, 30*time.Second, "the waiter whose session expired"); err != nil {
 		t.Fatalf("the waiter whose session expired: %v", err)
 	}
-	if err := w.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, w)
 }
 
 // After a short drop that keeps the session, a new hold's Lost is open: the
@@ -127,9 +119,7 @@ func TestLostIsOpenForAHoldAfterAShortDrop(t *testing.T) {
 		t.Fatal("a hold taken after the reconnect is lost at once")
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, m)
 }
 
 // A leader whose connection drops for a moment (its session kept) leaves

@@ -99,9 +99,7 @@ func TestCreateAnswerLostFindsTheProtectedNode(t *testing.T) {
 				if err := warm.Acquire(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if err := warm.Release(ctx); err != nil {
-					t.Fatal(err)
-				}
+				release(t, warm)
 			}
 			fault := p.CutBeforeReply(func(op int32, path string) bool {
 				return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
@@ -122,9 +120,7 @@ func TestCreateAnswerLostFindsTheProtectedNode(t *testing.T) {
 			if len(kids) != 1 || !strings.HasSuffix(m.Node(), kids[0]) {
 				t.Fatalf("queue %v, holder %s: want exactly the holder's node (a second one is an orphan)", kids, m.Node())
 			}
-			if err := m.Release(ctx); err != nil {
-				t.Fatal(err)
-			}
+			release(t, m)
 			waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
 		})
 	}
@@ -153,9 +149,7 @@ func TestConnectionLostDuringReleaseDelete(t *testing.T) {
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatalf("the same handle again: %v", err)
 	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, m)
 	waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
 }
 
@@ -371,9 +365,7 @@ func TestNodesOfALostSessionDoNotOutliveItsResumption(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the waiter is still behind %v 20s after the session came back: the lost holder's node outlived the loss", children(t, observer, lockPath))
 	}
-	if err := w.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, w)
 	giveUp()
 	select {
 	case err := <-waiting:
@@ -383,17 +375,13 @@ func TestNodesOfALostSessionDoNotOutliveItsResumption(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second lock's waiter did not return within 30s of giving up")
 	}
-	if err := blocker.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, blocker)
 	waitFor(t, func() bool { return len(children(t, observer, lockPath)) == 0 })
 	queueBecomes(t, observer, otherPath, func(kids []string) bool { return len(kids) == 0 }, "its only other node left: the node of the create whose answer was lost outlived the loss")
 	if err := m.Acquire(ctx); err != nil { // the same handle, in the resumed session
 		t.Fatalf("acquire again after the session came back: %v", err)
 	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, m)
 }
 
 // A latch whose node is first in line but belongs to another session never
@@ -475,9 +463,7 @@ func TestCreateAnsweredAfterTheCallerGaveUpLeavesNoNode(t *testing.T) {
 	if err := warm.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, warm)
 	held := p.HoldReply(func(op int32, path string) bool {
 		return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
 	})
@@ -502,9 +488,7 @@ func TestCreateAnsweredAfterTheCallerGaveUpLeavesNoNode(t *testing.T) {
 	if err := warm.Acquire(ctx); err != nil { // the queue works
 		t.Fatal(err)
 	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, warm)
 }
 
 // The answer to a lease node's create is lost (CURATOR-315/462: orphan lease
@@ -647,9 +631,7 @@ func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 		t.Fatalf("the old holder acquired (%v) while the waiter holds", err)
 	case <-time.After(500 * time.Millisecond):
 	}
-	if err := w.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, w)
 	select {
 	case err := <-again:
 		if err != nil {
@@ -658,9 +640,7 @@ func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the old holder's handle did not acquire within 30s of the waiter's release")
 	}
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, h)
 }
 
 // A selector whose connection stalls has its term's context ended at the
