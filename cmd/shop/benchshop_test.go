@@ -137,18 +137,25 @@ func benchSale(b *testing.B, strategy string, stock, buyers, conc int) benchRun 
 }
 
 // closedLoad sends buyers purchases of goods 1, conc at a time, round-robin
-// over bases.
+// over bases. Each of the conc buyers keeps one keep-alive connection per
+// base and speaks HTTP/1.1 on it directly, as wrk does: on this two-core
+// machine net/http's Transport (two goroutines per connection and a channel
+// hand-off per request) costs more CPU than the shop's answer, and the load
+// generator would otherwise take the cores the shop is measured on.
 func closedLoad(bases []string, buyers, conc int) ([]timedAnswer, time.Time) {
-	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: conc, MaxConnsPerHost: conc}}
-	defer client.CloseIdleConnections()
 	answers := make([]timedAnswer, buyers)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range conc {
 		wg.Go(func() {
+			conns := make([]*rawConn, len(bases))
+			for k, base := range bases {
+				conns[k] = newRawConn(base)
+				defer conns[k].close()
+			}
 			for i := range next {
-				answers[i] = askPurchase(client, bases[i%len(bases)])
+				answers[i] = conns[i%len(bases)].purchase()
 			}
 		})
 	}
@@ -192,29 +199,46 @@ func median(runs []benchRun, f func(benchRun) float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
+// spread is "min-max" of the rounds' values, shown beside their median.
+func spread(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f-%.2f", slices.Min(v), slices.Max(v))
+}
+
 func benchShopTable(strategies []string, buyers, conc, rounds int, runs map[string]map[string][]benchRun, floor []benchRun, growth map[string][]benchRun) string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	var b strings.Builder
 	fmt.Fprintf(&b, "two instances per strategy, demo.maxSleep=0; (a) and (b): %d buyers, %d at a time, median of %d rounds\n\n", buyers, conc, rounds)
-	fmt.Fprintf(&b, "(a) every buyer buys\n%-8s %12s %9s %9s %10s %9s %s\n", "strategy", "purchases/s", "p50 ms", "p99 ms", "x atomic", "oversold", "other answers")
-	atomicRate := median(runs["a"]["atomic"], func(r benchRun) float64 { return r.purchasesPerSec })
+	fmt.Fprintf(&b, "(a) every buyer buys\n%-8s %12s %9s %9s %10s %12s %9s %s\n", "strategy", "purchases/s", "p50 ms", "p99 ms", "x atomic", "rounds", "oversold", "other answers")
+	atomic := runs["a"]["atomic"]
+	atomicRate := median(atomic, func(r benchRun) float64 { return r.purchasesPerSec })
 	for _, st := range strategies {
 		rs := runs["a"][st]
 		rate := median(rs, func(r benchRun) float64 { return r.purchasesPerSec })
-		fmt.Fprintf(&b, "%-8s %12.0f %9.1f %9.1f %10.2f %9.0f %v\n", st, rate,
+		var ratios []float64 // each round's, to the same round's atomic
+		for i, r := range rs {
+			ratios = append(ratios, r.purchasesPerSec/atomic[i].purchasesPerSec)
+		}
+		fmt.Fprintf(&b, "%-8s %12.0f %9.1f %9.1f %10.2f %12s %9.0f %v\n", st, rate,
 			median(rs, func(r benchRun) float64 { return ms(r.p50) }), median(rs, func(r benchRun) float64 { return ms(r.p99) }),
-			rate/atomicRate, median(rs, func(r benchRun) float64 { return float64(r.oversold) }), rs[len(rs)-1].other)
+			rate/atomicRate, spread(ratios), median(rs, func(r benchRun) float64 { return float64(r.oversold) }), rs[len(rs)-1].other)
 	}
-	fmt.Fprintf(&b, "\n(b) sell-out: stock 100\n%-8s %14s %16s %14s %9s %9s %s\n", "strategy", "sold out at s", "all answered s", "answered/sold", "p99 ms", "oversold", "other answers")
+	fmt.Fprintf(&b, "\n(b) sell-out: stock 100\n%-8s %14s %16s %14s %12s %9s %9s %s\n", "strategy", "sold out at s", "all answered s", "answered/sold", "rounds", "p99 ms", "oversold", "other answers")
 	for _, st := range strategies {
 		rs := runs["b"][st]
 		soldAt := median(rs, func(r benchRun) float64 { return r.firstStock.Seconds() })
 		all := median(rs, func(r benchRun) float64 { return r.elapsed.Seconds() })
-		fmt.Fprintf(&b, "%-8s %14.2f %16.2f %14.2f %9.1f %9.0f %v\n", st, soldAt, all, all/soldAt,
+		var ratios []float64
+		for _, r := range rs {
+			ratios = append(ratios, r.elapsed.Seconds()/r.firstStock.Seconds())
+		}
+		fmt.Fprintf(&b, "%-8s %14.2f %16.2f %14.2f %12s %9.1f %9.0f %v\n", st, soldAt, all, all/soldAt, spread(ratios),
 			median(rs, func(r benchRun) float64 { return ms(r.p99) }), median(rs, func(r benchRun) float64 { return float64(r.oversold) }), rs[len(rs)-1].other)
 	}
-	fmt.Fprintf(&b, "%-8s %14s %16.2f %14s %9.1f %9s   (stock 0: the same buyers, nothing to sell)\n", "floor", "-",
-		median(floor, func(r benchRun) float64 { return r.elapsed.Seconds() }), "-", median(floor, func(r benchRun) float64 { return ms(r.p99) }), "-")
+	fmt.Fprintf(&b, "%-8s %14s %16.2f %14s %12s %9.1f %9s   (stock 0: the same buyers, nothing to sell)\n", "floor", "-",
+		median(floor, func(r benchRun) float64 { return r.elapsed.Seconds() }), "-", "", median(floor, func(r benchRun) float64 { return ms(r.p99) }), "-")
 	fmt.Fprintf(&b, "\n(c) how cost grows: stock 100, every buyer at once\n%-8s %7s %9s %20s %9s %s\n", "strategy", "buyers", "seconds", "peak RSS MB (A / B)", "oversold", "other answers")
 	for _, st := range strategies {
 		for _, r := range growth[st] {

@@ -79,7 +79,8 @@ type Options struct {
 
 // Store is the MySQL store. It implements service.Store.
 type Store struct {
-	db *gorm.DB
+	db    *gorm.DB
+	sales *sql.DB // the purchase under the lock's: several statements per query (see saleTx)
 }
 
 // Open connects to MySQL and checks that it answers. The DSN is the
@@ -122,7 +123,19 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db}
+	// A second pool, of the same size, that lets a query carry several
+	// statements: only saleTx uses it, with fixed statement texts.
+	multi := cfg.Clone()
+	multi.MultiStatements = true
+	connector, err := mysql.NewConnector(multi)
+	if err != nil {
+		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+	}
+	sales := sql.OpenDB(connector)
+	sales.SetMaxOpenConns(opts.MaxOpenConns)
+	sales.SetMaxIdleConns(opts.MaxIdleConns)
+	sales.SetConnMaxLifetime(30 * time.Minute)
+	s := &Store{db: db, sales: sales}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, err)
@@ -133,13 +146,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // SQLDB is the store's connection pool, for its statistics.
 func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 
-// Close closes the connection pool.
+// Close closes the connection pools.
 func (s *Store) Close() error {
 	sqlDB, err := s.db.DB()
 	if err != nil {
-		return err
+		return errors.Join(err, s.sales.Close())
 	}
-	return sqlDB.Close()
+	return errors.Join(sqlDB.Close(), s.sales.Close())
 }
 
 // Ping checks that MySQL answers.
@@ -148,7 +161,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return translate(sqlDB.PingContext(ctx))
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return translate(err)
+	}
+	return translate(s.sales.PingContext(ctx))
 }
 
 // Migrate applies the schema's versions the database lacks (see
@@ -256,18 +272,18 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	return nil
 }
 
-// SellFenced is a purchase under a lock whose fencing token is fence, in one
-// transaction: it claims the goods' row (see claim), asks decide for the new
-// stock, writes it with the token and the order, calls guard and commits.
-// A newer holder's token on the row is service.ErrFenced and a goods without
-// a row service.ErrNotFound, with nothing written; an error from decide or
-// guard rolls back and is returned.
+// SellFenced is a purchase under a lock whose fencing token is fence, in
+// one transaction: it claims the goods' row (see claim), asks decide for the
+// new stock, writes it with the token and the order, calls guard and
+// commits. A newer holder's token on the row is service.ErrFenced and a
+// goods without a row service.ErrNotFound, with nothing written; an error
+// from decide or guard rolls back and is returned. It is a saleTx: two round
+// trips to MySQL before the commit.
 func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
 	row := newOrderRow(order, time.Time{})
-	var committing bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		g, err := claim(tx, goodsNo, fence)
+	err := s.inSaleTx(ctx, func(t *saleTx) error {
+		g, err := t.claim(ctx, goodsNo, fence)
 		if err != nil {
 			return err
 		}
@@ -276,13 +292,13 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 			return err
 		}
 		row.CreatedAt = time.Now().UTC()
-		if err := writeSale(tx, g.ID, stock, fence, &row); err != nil {
+		if err := t.sell(ctx, g.ID, stock, fence, &row); err != nil {
 			return err
 		}
-		return passed(guard, &committing)
+		return guard()
 	})
 	if err != nil {
-		return commitError(err, committing)
+		return err
 	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
@@ -505,8 +521,7 @@ func claim(tx *gorm.DB, goodsNo int32, fence int64) (service.Goods, error) {
 		return service.Goods{}, err // gorm.ErrRecordNotFound: translated to ErrNotFound
 	}
 	if row.Fence > fence {
-		return service.Goods{}, fmt.Errorf("%w: token %d, row fenced at %d (if ZooKeeper's data was wiped, its zxids started again: "+
-			"`shop stock set --reset-fence`)", service.ErrFenced, fence, row.Fence)
+		return service.Goods{}, fenced(fence, row.Fence)
 	}
 	return row.goods(), nil
 }

@@ -1,0 +1,169 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// A purchase under the lock is serial: every round trip it makes to MySQL
+// while it holds the lock is a round trip every buyer behind it waits for.
+// database/sql's Tx makes four before the commit (START TRANSACTION, the
+// claim, the order, the stock). A saleTx sends statements that belong
+// together in one packet, on a connection of the store's multi-statement
+// pool: START TRANSACTION with the claim, the order with the stock and the
+// read of the new order's id. Two round trips, then the COMMIT.
+//
+// Only fixed statement texts are sent this way, their values interpolated
+// by the driver (which escapes them for the connection's character set);
+// the rest of the store keeps a pool that takes one statement per query.
+
+// saleTimeout bounds a ROLLBACK sent after the purchase's context ended.
+const saleTimeout = 5 * time.Second
+
+// saleTx is a transaction on one connection of the multi-statement pool.
+// It begins with its first statement.
+type saleTx struct {
+	conn *sql.Conn
+	open bool // START TRANSACTION went out: the end rolls back or commits
+}
+
+// inSaleTx runs fn in a saleTx and commits when fn returns nil. A failed
+// commit whose connection broke is service.ErrCommitUnknown; any other
+// failure rolls back. A connection whose rollback or commit failed is
+// closed, never handed to another purchase with a transaction open.
+func (s *Store) inSaleTx(ctx context.Context, fn func(*saleTx) error) error {
+	conn, err := s.sales.Conn(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	t := &saleTx{conn: conn}
+	if err := fn(t); err != nil {
+		t.rollback(ctx)
+		return translate(err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.discard()
+		return commitError(err, true)
+	}
+	return conn.Close()
+}
+
+// query sends stmts (one or more statements, separated by semicolons) in
+// one packet, preceded by START TRANSACTION when the transaction has not
+// begun, and returns the rows of the first statement that has any. An
+// error of any of the statements is returned; those after it did not run.
+func (t *saleTx) query(ctx context.Context, stmts string, args ...any) (*sql.Rows, error) {
+	if !t.open {
+		stmts = "START TRANSACTION; " + stmts
+		t.open = true
+	}
+	return t.conn.QueryContext(ctx, stmts, args...)
+}
+
+// rollback ends an open transaction without its writes, also when ctx has
+// ended, and returns the connection to the pool; or closes it when the
+// rollback fails.
+func (t *saleTx) rollback(ctx context.Context) {
+	if t.open {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saleTimeout)
+		defer cancel()
+		if _, err := t.conn.ExecContext(rctx, "ROLLBACK"); err != nil {
+			t.discard()
+			return
+		}
+	}
+	t.conn.Close()
+}
+
+// discard closes the connection instead of pooling it. (A driver.ErrBadConn
+// from Raw's function is database/sql's way to drop a connection; MySQL
+// rolls back what the connection had open.)
+func (t *saleTx) discard() {
+	_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
+	t.conn.Close()
+}
+
+// claim reads the goods' row with a write lock, as claim does in a GORM
+// transaction, and checks its fence against the caller's token.
+func (t *saleTx) claim(ctx context.Context, goodsNo int32, fence int64) (service.Goods, error) {
+	rows, err := t.query(ctx, "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock "+
+		"WHERE goods_no = ? ORDER BY id LIMIT 1 FOR UPDATE", goodsNo)
+	if err != nil {
+		return service.Goods{}, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return service.Goods{}, err
+		}
+		return service.Goods{}, service.ErrNotFound
+	}
+	var (
+		row      goodsStock
+		stock    sql.NullInt32
+		active   sql.NullInt16
+		from, to sql.NullTime
+	)
+	if err := rows.Scan(&row.ID, &row.GoodsNo, &stock, &active, &row.Fence, &from, &to); err != nil {
+		return service.Goods{}, err
+	}
+	if err := rows.Close(); err != nil {
+		return service.Goods{}, err
+	}
+	if stock.Valid {
+		row.Stock = &stock.Int32
+	}
+	if active.Valid {
+		row.IsActive = &active.Int16
+	}
+	if from.Valid {
+		row.SaleStart = &from.Time
+	}
+	if to.Valid {
+		row.SaleEnd = &to.Time
+	}
+	if row.Fence > fence {
+		return service.Goods{}, fenced(fence, row.Fence)
+	}
+	return row.goods(), nil
+}
+
+// sell inserts order and sets the stock of row id with the fence, in one
+// round trip, and sets order.ID.
+func (t *saleTx) sell(ctx context.Context, id uint32, stock int32, fence int64, order *orderInfo) error {
+	rows, err := t.query(ctx, "INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) "+
+		"VALUES (?, ?, ?, ?, ?, ?); UPDATE goods_stock SET stock = ?, fence = ? WHERE id = ?; SELECT LAST_INSERT_ID(), ROW_COUNT()",
+		order.GoodsNo, order.RequestID, order.UserID, order.Limited, order.Status, order.CreatedAt, stock, fence, id)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var orderID uint64
+	var updated int64
+	if !rows.Next() {
+		return errors.Join(errors.New("repo: no answer to the sale's last statement"), rows.Err())
+	}
+	if err := rows.Scan(&orderID, &updated); err != nil {
+		return err
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if updated == 0 {
+		return service.ErrPurchaseFailed
+	}
+	order.ID = orderID
+	return nil
+}
+
+// fenced is the error of a claim whose token is older than the row's.
+func fenced(token, rowFence int64) error {
+	return fmt.Errorf("%w: token %d, row fenced at %d (if ZooKeeper's data was wiped, its zxids started again: "+
+		"`shop stock set --reset-fence`)", service.ErrFenced, token, rowFence)
+}
