@@ -111,6 +111,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return fmt.Errorf("%w: %w", service.ErrUnavailable, err)
 		}
 		defer zc.Close()
+		m.LockStats(zc.Stats)
 		m.ZooKeeperState(zklock.StateConnected)
 		defer zc.Listen(m.ZooKeeperState)()
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(zc)})

@@ -123,6 +123,24 @@ func New(strategy string, db *sql.DB) *Metrics {
 	return m
 }
 
+// LockStats exports a ZooKeeper client's lock counters: how waiters were
+// woken, how often they listed the queue, and how many hand-offs needed no
+// listing (zklock.Stats).
+func (m *Metrics) LockStats(stats func() zklock.Stats) {
+	counter := func(name, help string, v func(zklock.Stats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(stats())) })
+	}
+	m.reg.MustRegister(
+		counter("seckill_lock_wakeups_total", "Lock waiters woken by a watch on the node ahead of theirs.",
+			func(s zklock.Stats) int64 { return s.Wakeups }),
+		counter("seckill_lock_listings_total", "Listings of a lock's queue (getChildren) made for waiters.",
+			func(s zklock.Stats) int64 { return s.Listings }),
+		counter("seckill_lock_shortcuts_total", "Hand-offs a waiter took without listing the queue again.",
+			func(s zklock.Stats) int64 { return s.Shortcuts }),
+	)
+}
+
 // Gather returns the metric families registered, as a scrape would.
 func (m *Metrics) Gather() ([]*dto.MetricFamily, error) { return m.reg.Gather() }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
 // Label values stay bounded whatever the buyers send: goods numbers from
@@ -77,5 +78,27 @@ func TestSnapshot(t *testing.T) {
 	}
 	if s := m.Snapshot(2); s.Sampled {
 		t.Error(fmt.Sprintf("goods 2 was never sampled: %+v", s))
+	}
+}
+
+// A ZooKeeper client's lock counters are read at each scrape.
+func TestLockStatsAreExported(t *testing.T) {
+	m := metrics.New("seed", nil)
+	stats := zklock.Stats{Wakeups: 7, Listings: 3, Shortcuts: 4}
+	m.LockStats(func() zklock.Stats { return stats })
+	stats.Listings = 5 // after registration: the scrape sees the current value
+	families, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "seckill_lock_") && strings.HasSuffix(f.GetName(), "s_total") {
+			got[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{"seckill_lock_wakeups_total": 7, "seckill_lock_listings_total": 5, "seckill_lock_shortcuts_total": 4}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("lock counters %v, want %v", got, want)
 	}
 }

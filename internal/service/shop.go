@@ -242,7 +242,7 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 	if err := s.windows.check(ctx, s.store, p.GoodsNo, time.Now()); err != nil {
 		return s.refuse(ctx, p, err)
 	}
-	if s.soldOut.seen(p.GoodsNo) {
+	if s.soldOut.check(ctx, s.store, p.GoodsNo) {
 		return s.refuse(ctx, p, ErrSoldOut)
 	}
 	if s.waiting != nil {

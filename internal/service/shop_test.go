@@ -434,7 +434,16 @@ func TestSoldOutIsAnsweredWithoutTheLockUntilTheMarkExpires(t *testing.T) {
 	if locker.locks != 1 {
 		t.Fatalf("%d locks for 3 sold-out buyers, want 1: the others are answered from the mark", locker.locks)
 	}
+	time.Sleep(60 * time.Millisecond) // the mark expires; the goods is still sold out
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r1"}); !errors.Is(err, service.ErrSoldOut) {
+		t.Fatalf("Purchase after the mark expired = %v, want ErrSoldOut", err)
+	}
+	if locker.locks != 1 {
+		t.Fatalf("%d locks: a buyer after the mark's expiry queued for the lock; a read without it says sold out", locker.locks)
+	}
+	store.data.Lock()
 	store.goods[1] = service.Goods{ID: 10, GoodsNo: 1, Stock: 5} // restock
+	store.data.Unlock()
 	time.Sleep(60 * time.Millisecond)
 	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r2"}); err != nil {
 		t.Fatalf("after the restock and the mark's expiry: %v, want a sale", err)

@@ -1,18 +1,23 @@
 package service
 
 import (
+	"context"
+	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // soldOutMarks remembers, per goods, that this instance saw it sold out, so
 // that later buyers are answered at once instead of queueing for the lock
 // to hear the same. During a sale the stock only goes down, so the answer
-// stays right until a restock; a mark lasts `ttl`, after which the next
-// buyer asks the database again. That is how a restock reaches every
-// instance: nobody needs to tell them, each finds out within ttl.
+// stays right until a restock; a mark is trusted for `ttl`, after which the
+// stock is read again, without the lock. That is how a restock reaches every
+// instance: nobody needs to tell them, each finds out within ttl and a read.
 type soldOutMarks struct {
-	ttl time.Duration // <0: never mark
+	ttl    time.Duration // <0: never mark
+	probes singleflight.Group
 
 	mu    sync.Mutex
 	until map[int32]time.Time
@@ -32,17 +37,57 @@ func (m *soldOutMarks) mark(goodsNo int32) {
 	m.until[goodsNo] = time.Now().Add(m.ttl)
 }
 
-// seen reports whether goodsNo was seen sold out within ttl.
-func (m *soldOutMarks) seen(goodsNo int32) bool {
+// state says whether goodsNo has a mark, and whether it has expired.
+func (m *soldOutMarks) state(goodsNo int32) (marked, expired bool) {
 	if m == nil {
-		return false
+		return false, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	until, ok := m.until[goodsNo]
-	if ok && time.Now().After(until) {
-		delete(m.until, goodsNo)
-		return false
+	return ok, ok && time.Now().After(until)
+}
+
+// seen reports whether goodsNo was seen sold out within ttl.
+func (m *soldOutMarks) seen(goodsNo int32) bool {
+	marked, expired := m.state(goodsNo)
+	return marked && !expired
+}
+
+// check reports whether goodsNo is sold out as far as this instance knows:
+// marked within ttl or, when its mark has expired, still without stock by a
+// read of the row without the lock. One such read per goods is in flight at
+// a time, its answer shared by the buyers who come meanwhile; it renews the
+// mark or, after a restock, removes it. Without it, every buyer in flight
+// when a mark expires would queue for the lock to hear "sold out" again.
+func (m *soldOutMarks) check(ctx context.Context, store Store, goodsNo int32) bool {
+	marked, expired := m.state(goodsNo)
+	if !marked || !expired {
+		return marked
 	}
-	return ok
+	ch := m.probes.DoChan(strconv.Itoa(int(goodsNo)), func() (any, error) {
+		if marked, expired := m.state(goodsNo); !marked || !expired {
+			return marked, nil // settled by a read that ended as this one began
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		defer cancel()
+		g, err := store.Goods(rctx, goodsNo)
+		if err != nil {
+			return false, err // the purchase will find out for itself
+		}
+		if g.Stock < 1 {
+			m.mark(goodsNo)
+			return true, nil
+		}
+		m.mu.Lock()
+		delete(m.until, goodsNo)
+		m.mu.Unlock()
+		return false, nil
+	})
+	select {
+	case r := <-ch:
+		return r.Err == nil && r.Val.(bool)
+	case <-ctx.Done():
+		return false // the purchase answers for the ended request
+	}
 }
