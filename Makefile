@@ -55,10 +55,11 @@ bench: stack-up
 
 ## bench-shop: the purchase strategies side by side on two instances each (seed, batch, atomic):
 ## every buyer buys, a sell-out, and how time and memory grow with the crowd. Prints the table
-## (also in out/bench-shop.txt). BENCH_SHOP_BUYERS, _CONCURRENCY, _ROUNDS, _SIZES change it.
+## (also in out/bench-shop.txt, and (a)'s chart in out/bench-shop.svg). BENCH_SHOP_BUYERS,
+## _CONCURRENCY, _ROUNDS, _SIZES change it.
 bench-shop: stack-up
 	mkdir -p out
-	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt $(GO) test -count=1 -timeout 60m -run '^$$' \
+	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
 		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ > out/bench-shop.log 2>&1 || { tail -50 out/bench-shop.log; exit 1; }
 	cat out/bench-shop.txt
 

@@ -26,7 +26,8 @@ import (
 //
 // (a) and (b) run BENCH_SHOP_ROUNDS rounds (2), the strategies in a
 // different order each round, and report the medians. The table goes to the
-// log and to BENCH_SHOP_TABLE. Run it once: -benchtime 1x.
+// log and to BENCH_SHOP_TABLE, (a)'s chart to BENCH_SHOP_CHART. Run it
+// once: -benchtime 1x.
 func BenchmarkShop(b *testing.B) {
 	env := func(key string, def int) int {
 		if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
@@ -74,6 +75,11 @@ func BenchmarkShop(b *testing.B) {
 	b.Log("\n" + table)
 	if f := os.Getenv("BENCH_SHOP_TABLE"); f != "" {
 		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
+		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
