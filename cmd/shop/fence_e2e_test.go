@@ -217,13 +217,13 @@ func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 
 // The whole holder stops (SIGSTOP: a GC pause, a frozen VM) in the middle
 // of its purchase, for longer than the session timeout: it has claimed the
-// row and is about to insert its order (the proxy holds that statement so
-// that the stop lands there every run). B gets the lock once A's session has
+// row and is about to insert its order (the proxy holds that packet, the
+// order with the stock, so that the stop lands there every run). B gets the lock once A's session has
 // expired and waits at the row. After SIGCONT nothing is oversold, whichever
 // of the two commits first.
 func TestStoppedHolderDoesNotOversell(t *testing.T) {
 	p := newFaultPair(t, false)
-	insert := p.db.HoldPacket(isStatement("INSERT INTO `order_info`"), nil)
+	insert := p.db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
 	fromA := purchaseAsync(p.a.url)
 	p.heldBy(t, insert, "A's order insert")
 	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
