@@ -56,6 +56,12 @@ up() {
 	done
 	for port in $ports; do
 		for i in $(seq 1 150); do
+			# Ours must be the one answering: a process left on the port
+			# would answer for it while ours exits (address already in use).
+			if ! kill -0 "$(cat "$state/shop-$port.pid")" 2>/dev/null; then
+				log "instance on :$port exited: $(tail -1 "$state/shop-$port.log")"
+				exit 1
+			fi
 			if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then break; fi
 			if [ "$i" = 150 ]; then log "instance on :$port not ready; see $state/shop-$port.log"; exit 1; fi
 			sleep 0.2
