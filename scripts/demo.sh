@@ -46,6 +46,14 @@ up() {
 	mkdir -p "$state"
 	down
 	cd "$root"
+	for port in $ports; do
+		# down stopped the instances this script started; anything still
+		# listening would answer in place of ours.
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			log "port $port is taken by another process; stop it, or pick other ports (DEMO_PORTS)"
+			exit 1
+		fi
+	done
 	"$shop" migrate
 	"$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
 	export SHOP_ORDERS_PAYTIMEOUT=${SHOP_ORDERS_PAYTIMEOUT:-20s} SHOP_ZOOKEEPER_SESSIONTIMEOUT=${SHOP_ZOOKEEPER_SESSIONTIMEOUT:-10s}
