@@ -141,6 +141,7 @@ type Client struct {
 
 	listMu sync.Mutex
 	lists  map[string]*queueListings // the queues with a listing in flight (listing.go)
+	heads  map[string][]string       // per queue, the nodes lately seen first in a listing (handoff.go)
 	// beforeListing, if set (by tests), runs before each shared listing is sent.
 	beforeListing func(dir string)
 }

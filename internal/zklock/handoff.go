@@ -2,7 +2,10 @@ package zklock
 
 import (
 	"slices"
+	"strings"
 	"sync/atomic"
+
+	"github.com/google/uuid"
 )
 
 // Hand-offs without a second listing.
@@ -18,10 +21,15 @@ import (
 // once it is first: ZooKeeper gives every new node a higher sequence number.
 // So when such a node is deleted, every node that was ahead of it in the
 // waiter's last listing is gone too, and the rule can be applied to what is
-// left of that listing. A waiter can know whether a node had been first only
-// if its own process created it; Session keeps that knowledge for the nodes
-// of its queues. Nodes of other processes, Java Curator's among them, are
-// handled as Curator handles them: the waiter lists again.
+// left of that listing. A waiter knows that a node had been first when its
+// own process created it (Session keeps that knowledge for the nodes of its
+// queues), or when any listing of its Client showed the node first: a
+// listing is the server's snapshot of the queue, and a node first in it was
+// first then. The waiters of one Client share listings and list whenever
+// they join, so in a busy queue a node of another process (Java Curator's
+// among them) is often seen first while it holds, and the waiter behind it
+// takes the hand-off without listing. Otherwise it lists again, as Curator
+// does.
 
 // localNode is a queue node created in this session, known from its create
 // until its owner has deleted it. Waiters keep a pointer to the one they
@@ -79,4 +87,68 @@ func (r rule) countAhead(kids []string, node string) int {
 		}
 	}
 	return n
+}
+
+// headsKept is how many nodes seen first a Client remembers per queue, and
+// headQueues for how many queues; past that it forgets them all (a waiter
+// then lists again, as without them).
+const (
+	headsKept  = 4
+	headQueues = 1024
+)
+
+// sawHead records the node first in kids, a listing of dir ordered by
+// markers, as having been first. Only protected names are recorded
+// ("_c_<uuid>-..."): their random UUID makes them unique also when the
+// queue's parent was deleted and made again and the sequence numbers start
+// over.
+func (c *Client) sawHead(dir string, markers, kids []string) {
+	if len(kids) == 0 {
+		return
+	}
+	head, key := kids[0], sequenceKey(kids[0], markers...)
+	for _, k := range kids[1:] {
+		if kk := sequenceKey(k, markers...); kk < key {
+			head, key = k, kk
+		}
+	}
+	if !isProtected(head) {
+		return
+	}
+	q := headsKey(dir, markers)
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	h := c.heads[q]
+	if slices.Contains(h, head) {
+		return
+	}
+	if c.heads == nil || h == nil && len(c.heads) >= headQueues {
+		c.heads = make(map[string][]string)
+	}
+	if len(h) == headsKept {
+		h = h[1:]
+	}
+	c.heads[q] = append(slices.Clip(h), head)
+}
+
+// seenFirst reports whether a listing of dir (ordered by markers) showed
+// node first.
+func (c *Client) seenFirst(dir string, markers []string, node string) bool {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	return slices.Contains(c.heads[headsKey(dir, markers)], node)
+}
+
+func headsKey(dir string, markers []string) string {
+	return dir + "\x00" + strings.Join(markers, "\x00")
+}
+
+// isProtected reports whether name has Curator's protected prefix,
+// "_c_" and a canonical UUID and "-".
+func isProtected(name string) bool {
+	const n = len("_c_") + 36
+	if len(name) <= n || !strings.HasPrefix(name, "_c_") || name[n] != '-' {
+		return false
+	}
+	return uuid.Validate(name[3:n]) == nil
 }

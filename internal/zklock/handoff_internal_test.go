@@ -112,3 +112,34 @@ func playQueue(t *testing.T, trial int, ruleOf func(string) rule, markers []stri
 	}
 	return checked, viaFirst
 }
+
+// A Client remembers, per queue and ordering, the last few nodes it saw
+// first in a listing: protected names only, the first by the queue's
+// markers, not the first in the listing's order.
+func TestSawHeadRecordsTheFirstProtectedNode(t *testing.T) {
+	c := &Client{}
+	name := func(seq int) string {
+		return fmt.Sprintf("_c_%s-lock-%010d", "0f8fad5b-d9cb-469f-a165-70867728950e", seq)
+	}
+	mutex := []string{lockMarker}
+	c.sawHead("/q", mutex, []string{name(7), name(3), name(5)})
+	if !c.seenFirst("/q", mutex, name(3)) || c.seenFirst("/q", mutex, name(5)) || c.seenFirst("/q", mutex, name(7)) {
+		t.Error("want only the lowest sequence, 3, seen first")
+	}
+	if c.seenFirst("/other", mutex, name(3)) || c.seenFirst("/q", []string{readMarker}, name(3)) {
+		t.Error("a head is known only for its queue and ordering")
+	}
+	c.sawHead("/q", mutex, []string{"lock-0000000001", name(3)})
+	if c.seenFirst("/q", mutex, "lock-0000000001") {
+		t.Error("an unprotected name was recorded: after its parent is made again, another node may bear it")
+	}
+	for seq := 10; seq < 10+headsKept; seq++ {
+		c.sawHead("/q", mutex, []string{name(seq)})
+	}
+	if c.seenFirst("/q", mutex, name(3)) || !c.seenFirst("/q", mutex, name(10)) || !c.seenFirst("/q", mutex, name(9+headsKept)) {
+		t.Errorf("want the last %d heads kept: %v", headsKept, c.heads)
+	}
+	if !isProtected(name(1)) || isProtected("_c_not-a-uuid-at-all-but-long-enough-xxxxx-lock-0000000001") {
+		t.Error("isProtected")
+	}
+}

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"sync"
 )
 
 // Shared queue listings.
@@ -28,10 +29,11 @@ import (
 // listing is one getChildren of a queue, shared by the waiters that joined it
 // before it was sent.
 type listing struct {
-	done    chan struct{} // closed when kids and err are set
-	kids    []string      // read-only
-	err     error
-	waiters int // how many asked for it
+	done     chan struct{} // closed when kids and err are set
+	kids     []string      // read-only
+	err      error
+	waiters  int       // how many asked for it
+	headOnce sync.Once // the first waiter to read it records its head (handoff.go)
 }
 
 // queueListings is the state of one queue's listings.
@@ -41,8 +43,9 @@ type queueListings struct {
 
 // sharedChildren lists the children of dir: the result of a listing sent
 // after this call began, shared with the other waiters of this Client that
-// asked meanwhile. The slice must not be changed.
-func (c *Client) sharedChildren(ctx context.Context, dir string) ([]string, error) {
+// asked meanwhile. The slice must not be changed. markers are the queue's
+// (its rule's): the node first by them is recorded as having been first.
+func (c *Client) sharedChildren(ctx context.Context, dir string, markers []string) ([]string, error) {
 	c.listMu.Lock()
 	q, inFlight := c.lists[dir]
 	var l *listing
@@ -69,6 +72,9 @@ func (c *Client) sharedChildren(ctx context.Context, dir string) ([]string, erro
 	c.listMu.Unlock()
 	select {
 	case <-l.done:
+		if l.err == nil {
+			l.headOnce.Do(func() { c.sawHead(dir, markers, l.kids) })
+		}
 		return l.kids, l.err
 	case <-ctx.Done():
 		return nil, ctx.Err()

@@ -151,7 +151,7 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 	name := path.Base(node)
 	var ownGone <-chan zk.Event // a data watch on our own node, once we wait
 	for {
-		kids, err := q.c.sharedChildren(ctx, q.dir)
+		kids, err := q.c.sharedChildren(ctx, q.dir, q.rule.markers)
 		if err != nil {
 			return err
 		}
@@ -216,7 +216,7 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		if ahead == nil {
 			ahead = s.local(watched) // it may have been tracked after our listing
 		}
-		wasFirst := ahead != nil && ahead.first.Load()
+		wasFirst := ahead != nil && ahead.first.Load() || q.c.seenFirst(q.dir, q.rule.markers, watch)
 		if beforeWatch >= 0 {
 			// The watched node was our predecessor: with it gone we are
 			// first if nothing was ahead of it, or if it had been first.
