@@ -47,7 +47,7 @@ func benchShopChart(strategies []string, runs map[string][]benchRun, buyers, con
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y, med*scale, barH, color)
 		// The rounds' spread as a whisker over the bar's end.
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000"/>`+"\n", left+lo*scale, left+hi*scale, y+barH/2, y+barH/2)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.0f/s (%.0f-%.0f)</text>`+"\n", left+med*scale+8, y+barH/2+5, med, lo, hi)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.0f/s (%.0f-%.0f)</text>`+"\n", left+hi*scale+8, y+barH/2+5, med, lo, hi)
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">two instances each; median of the rounds, the line their spread</text>`+"\n", left, h-8)
 	b.WriteString("</svg>\n")
