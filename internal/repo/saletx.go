@@ -51,7 +51,8 @@ func (s *Store) inSaleTx(ctx context.Context, fn func(*saleTx) error) error {
 		t.discard()
 		return commitError(err, true)
 	}
-	return conn.Close()
+	_ = conn.Close() // back to the pool; the sale is committed whatever this says
+	return nil
 }
 
 // query sends stmts (one or more statements, separated by semicolons) in
