@@ -42,7 +42,7 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 // sellLocked is the purchase under the lock, fenced by its token.
 func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
 	goodsNo := order.GoodsNo
-	lease, err := p.lock(ctx, goodsNo)
+	lease, err := p.lockWhileInStock(ctx, goodsNo)
 	if err != nil {
 		return err
 	}
@@ -78,6 +78,27 @@ func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
 		p.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
 	}
 	return err
+}
+
+// lockWhileInStock takes the lock of goodsNo, unless the goods is marked
+// sold out meanwhile: then the buyer leaves the queue (its node is deleted)
+// and hears ErrSoldOut at once, as a buyer who comes after the mark does.
+func (p *Seed) lockWhileInStock(ctx context.Context, goodsNo int32) (Lease, error) {
+	inStock := p.soldOut.whileInStock(goodsNo)
+	if inStock == nil {
+		return p.lock(ctx, goodsNo)
+	}
+	if p.soldOut.seen(goodsNo) {
+		return nil, ErrSoldOut // marked since the shop checked
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(inStock, func() { cancel(ErrSoldOut) })()
+	lease, err := p.lock(lctx, goodsNo)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), ErrSoldOut) {
+		return nil, ErrSoldOut
+	}
+	return lease, err
 }
 
 // sellUnlocked is the seed's purchase without a lock: a plain read, the

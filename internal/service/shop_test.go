@@ -569,3 +569,67 @@ func TestTheLockIsReleasedWithADetachedContext(t *testing.T) {
 		t.Fatalf("unlocks %d with a context ended by %v; want 1 with a live context", locker.unlocks, locker.unlockCtx)
 	}
 }
+
+// queueLocker hands the lock to its first caller; every later one queues
+// until its context ends, as a waiter behind a holder does.
+type queueLocker struct {
+	fakeLocker
+	mu      sync.Mutex
+	held    bool
+	entered chan struct{}
+}
+
+func (q *queueLocker) Lock(ctx context.Context, n int32) (service.Lease, error) {
+	q.mu.Lock()
+	first := !q.held
+	q.held = true
+	q.mu.Unlock()
+	if first {
+		return q.fakeLocker.Lock(ctx, n)
+	}
+	q.entered <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// The buyers waiting for the lock when the last piece is sold leave the
+// queue at once with "sold out", instead of each taking the lock in turn
+// to hear it (seconds of hand-offs with a thousand queued). Fails when a
+// queued buyer waits for its turn: here the lock never comes, and the
+// buyers would wait out the acquire timeout.
+func TestQueuedBuyersHearSoldOutWhenTheLastPieceSells(t *testing.T) {
+	const queued = 5
+	locker := &queueLocker{fakeLocker: fakeLocker{lost: make(chan struct{})}, entered: make(chan struct{}, queued)}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1, IsActive: 1}}}
+	inSale, allQueued := make(chan struct{}), make(chan struct{})
+	store.onSell = func() { close(inSale); <-allQueued } // the holder sells the last piece once the others wait
+	shop := newShop(store, locker, service.Config{AcquireTimeout: time.Hour})
+	holder := make(chan error, 1)
+	go func() {
+		_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "holder"})
+		holder <- err
+	}()
+	itest.Receive(t, inSale, 10*time.Second, "the holder's sale")
+	answers := make(chan error, queued)
+	for i := range queued {
+		go func() {
+			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("queued-", i)})
+			answers <- err
+		}()
+	}
+	for range queued {
+		itest.Receive(t, locker.entered, 10*time.Second, "a buyer queueing for the lock")
+	}
+	close(allQueued)
+	if err := itest.Receive(t, holder, 10*time.Second, "the holder"); err != nil {
+		t.Fatalf("the holder: %v", err)
+	}
+	for range queued {
+		if err := itest.Receive(t, answers, 10*time.Second, "a queued buyer after the last piece sold"); !errors.Is(err, service.ErrSoldOut) {
+			t.Fatalf("a queued buyer: %v, want ErrSoldOut", err)
+		}
+	}
+	if len(store.orders) != 1 {
+		t.Errorf("%d orders, want the holder's only", len(store.orders))
+	}
+}

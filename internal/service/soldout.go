@@ -19,8 +19,16 @@ type soldOutMarks struct {
 	ttl    time.Duration // <0: never mark
 	probes singleflight.Group
 
-	mu    sync.Mutex
-	until map[int32]time.Time
+	mu     sync.Mutex
+	until  map[int32]time.Time
+	queued map[int32]queuedBuyers // per goods, the buyers waiting for its lock
+}
+
+// queuedBuyers ends, when a goods is marked sold out, the context of the
+// buyers that were waiting for its lock then.
+type queuedBuyers struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newSoldOutMarks(ttl time.Duration) *soldOutMarks {
@@ -35,6 +43,33 @@ func (m *soldOutMarks) mark(goodsNo int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.until[goodsNo] = time.Now().Add(m.ttl)
+	if q, ok := m.queued[goodsNo]; ok {
+		q.cancel()
+		delete(m.queued, goodsNo) // whoever queues from now on waits on a fresh one
+	}
+}
+
+// whileInStock returns a context that ends when goodsNo is next marked sold
+// out: the buyers waiting for its lock then leave the queue at once,
+// instead of each taking the lock in turn to hear "sold out" (with a
+// thousand in the queue, seconds of hand-offs after the last piece). nil
+// when m is nil.
+func (m *soldOutMarks) whileInStock(goodsNo int32) context.Context {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.queued[goodsNo]
+	if !ok {
+		ctx, cancel := context.WithCancel(context.Background())
+		q = queuedBuyers{ctx: ctx, cancel: cancel}
+		if m.queued == nil {
+			m.queued = map[int32]queuedBuyers{}
+		}
+		m.queued[goodsNo] = q
+	}
+	return q.ctx
 }
 
 // state says whether goodsNo has a mark, and whether it has expired.
