@@ -24,7 +24,7 @@ import (
 //	(c) how cost grows: stock 100 and BENCH_SHOP_SIZES buyers (1500,3000,6000),
 //	    all at once; seconds, and each instance's peak RSS.
 //
-// (a) and (b) run BENCH_SHOP_ROUNDS rounds (2), the strategies in a
+// (a) and (b) run BENCH_SHOP_ROUNDS rounds (3), the strategies in a
 // different order each round, and report the medians. The table goes to the
 // log and to BENCH_SHOP_TABLE, (a)'s chart to BENCH_SHOP_CHART. Run it
 // once: -benchtime 1x.
@@ -35,7 +35,7 @@ func BenchmarkShop(b *testing.B) {
 		}
 		return def
 	}
-	buyers, conc, rounds := env("BENCH_SHOP_BUYERS", 3000), env("BENCH_SHOP_CONCURRENCY", 200), env("BENCH_SHOP_ROUNDS", 2)
+	buyers, conc, rounds := env("BENCH_SHOP_BUYERS", 3000), env("BENCH_SHOP_CONCURRENCY", 200), env("BENCH_SHOP_ROUNDS", 3)
 	sizes := []int{1500, 3000, 6000}
 	if v := os.Getenv("BENCH_SHOP_SIZES"); v != "" {
 		sizes = nil
