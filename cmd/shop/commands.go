@@ -276,7 +276,8 @@ func httpLimits(cfg Config) limits {
 		var rl syscall.Rlimit
 		l.connections = 4096
 		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<30 {
-			l.connections = max(64, int(rl.Cur)-cfg.MySQL.MaxOpenConns-64)
+			// The store has two pools of mysql.maxOpenConns (see repo.Open).
+			l.connections = max(64, int(rl.Cur)-2*cfg.MySQL.MaxOpenConns-64)
 		}
 	}
 	return l

@@ -30,7 +30,7 @@ func withOpenFileLimit(t *testing.T, binary string, n int) string {
 	return script
 }
 
-// An instance allowed 256 open files is held 300 idle keep-alive
+// An instance allowed 400 open files is held 300 idle keep-alive
 // connections, more than it may open: the connection cap keeps it from
 // failing accept ("too many open files"), the idle timeout closes the idle
 // ones, and a buyer meanwhile is answered. Without the cap and the timeout
@@ -40,10 +40,10 @@ func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 	s := newStack(t, "SHOP_SERVER_IDLETIMEOUT=2s")
 	s.shop(t, "migrate")
 	s.shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
-	s.binary = withOpenFileLimit(t, shopBinary, 256)
+	s.binary = withOpenFileLimit(t, shopBinary, 400)
 	in := s.serve(t)
-	if !strings.Contains(in.logs(), "maxConnections=92") {
-		t.Fatalf("want the cap derived from 256 open files (256 - 100 - 64 = 92)\n%s", in.logs())
+	if !strings.Contains(in.logs(), "maxConnections=136") {
+		t.Fatalf("want the cap derived from 400 open files (400 - two pools of 100 - 64 = 136)\n%s", in.logs())
 	}
 	addr := strings.TrimPrefix(in.url, "http://")
 
