@@ -92,6 +92,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	m := metrics.New(cfg.Purchase.Strategy, pool)
+	m.Pool("seckill_sales", store.SalesDB())
 	m.Track(cfg.Dashboard.Goods)
 
 	var locker service.Locker

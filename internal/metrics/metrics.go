@@ -123,6 +123,12 @@ func New(strategy string, db *sql.DB) *Metrics {
 	return m
 }
 
+// Pool exports the statistics of another connection pool, as go_sql_*
+// with db_name name.
+func (m *Metrics) Pool(name string, db *sql.DB) {
+	m.reg.MustRegister(collectors.NewDBStatsCollector(db, name))
+}
+
 // LockStats exports a ZooKeeper client's lock counters: how waiters were
 // woken, how often they listed the queue, and how many hand-offs needed no
 // listing (zklock.Stats).

@@ -1,10 +1,13 @@
 package metrics_test
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
@@ -101,4 +104,32 @@ func TestLockStatsAreExported(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("lock counters %v, want %v", got, want)
 	}
+}
+
+// A second pool's statistics show under its own db_name.
+func TestPoolStatsAreExportedByName(t *testing.T) {
+	db, err := sql.Open("mysql", "u:p@tcp(127.0.0.1:1)/x") // never connects: statistics only
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m := metrics.New("seed", nil)
+	m.Pool("seckill_sales", db)
+	families, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "go_sql_max_open_connections" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "db_name" && l.GetValue() == "seckill_sales" {
+					return
+				}
+			}
+		}
+	}
+	t.Error("no go_sql_max_open_connections{db_name=\"seckill_sales\"}")
 }

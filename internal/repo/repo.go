@@ -146,6 +146,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // SQLDB is the store's connection pool, for its statistics.
 func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 
+// SalesDB is the pool of the purchase under the lock (see saleTx), for its
+// statistics.
+func (s *Store) SalesDB() *sql.DB { return s.sales }
+
 // Close closes the connection pools.
 func (s *Store) Close() error {
 	sqlDB, err := s.db.DB()
