@@ -372,6 +372,55 @@ func TestSoldOutAnswersTakeNoLockAndARestockSellsAgain(t *testing.T) {
 	}
 }
 
+// The buyers waiting for the lock when the last piece sells leave the queue
+// at once: the buyer who bought held the lock, and at most the one it passed
+// to while its sale committed (the mark comes with the commit's answer). The
+// holder's sale is held at the MySQL proxy until every other buyer has its
+// node in the lock's queue. Fails when each queued buyer takes the lock in
+// turn to hear "sold out" (ten holds).
+func TestQueuedBuyersLeaveTheLockQueueAtTheSellOut(t *testing.T) {
+	const buyers = 10
+	s := newStack(t, "SHOP_LOG_LEVEL=info")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
+	db := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
+	sale := db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
+	in := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, db.Addr()))
+	var answers []<-chan answer
+	for range buyers {
+		answers = append(answers, purchaseAsync(in.url))
+	}
+	select {
+	case <-sale.Held():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the holder's sale never came\n%s", in.logs())
+	}
+	conn := zkConn(t, s.zkServers)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		kids, _, err := conn.Children(s.lockPath)
+		if err == nil && len(kids) == buyers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock's queue %v (%v): want the %d buyers in it within 30s", kids, err, buyers)
+		}
+	}
+	sale.Release()
+	codes := map[string]int{}
+	for _, ch := range answers {
+		codes[await(t, "a buyer", ch).code]++
+	}
+	if codes["ok"] != 1 || codes["sold_out"] != buyers-1 {
+		t.Errorf("answers %v, want 1 ok and %d sold_out", codes, buyers-1)
+	}
+	if holds := metricValue(t, in.url, `seckill_lock_hold_seconds_count{path="`+s.lockPath+`"}`); holds > 2 {
+		t.Errorf("%v lock holds, want 1 or 2: the queued buyers took the lock in turn to hear sold out", holds)
+	}
+	if stock, orders := s.counts(t); stock != 0 || orders != 1 {
+		t.Errorf("stock %d with %d orders, want 0 with 1", stock, orders)
+	}
+}
+
 // SIGINT while purchases are in flight: they finish (and are answered and
 // written), the locks are released, and the process exits 0.
 func TestShutdownFinishesInFlightPurchases(t *testing.T) {
