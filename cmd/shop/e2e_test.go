@@ -372,6 +372,21 @@ func TestSoldOutAnswersTakeNoLockAndARestockSellsAgain(t *testing.T) {
 	}
 }
 
+// waitForQueue waits until the lock's queue holds n nodes (bounded: 30s).
+func (s stack) waitForQueue(t *testing.T, n int) {
+	t.Helper()
+	conn := zkConn(t, s.zkServers)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		kids, _, err := conn.Children(s.lockPath)
+		if err == nil && len(kids) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock's queue %v (%v): want the %d buyers in it within 30s", kids, err, n)
+		}
+	}
+}
+
 // The buyers waiting for the lock when the last piece sells leave the queue
 // at once: the buyer who bought held the lock, and at most the one it passed
 // to while its sale committed (the mark comes with the commit's answer). The
@@ -395,16 +410,7 @@ func TestQueuedBuyersLeaveTheLockQueueAtTheSellOut(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the holder's sale never came\n%s", in.logs())
 	}
-	conn := zkConn(t, s.zkServers)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		kids, _, err := conn.Children(s.lockPath)
-		if err == nil && len(kids) == buyers {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lock's queue %v (%v): want the %d buyers in it within 30s", kids, err, buyers)
-		}
-	}
+	s.waitForQueue(t, buyers)
 	sale.Release()
 	codes := map[string]int{}
 	for _, ch := range answers {
@@ -445,16 +451,7 @@ func TestShutdownFinishesInFlightPurchases(t *testing.T) {
 	}
 	// All three are in the handler when each has its node in the lock's
 	// queue (one holds, two wait).
-	conn := zkConn(t, s.zkServers)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		kids, _, err := conn.Children(s.lockPath)
-		if err == nil && len(kids) == buyers {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lock's queue %v (%v): want the %d buyers in it within 30s", kids, err, buyers)
-		}
-	}
+	s.waitForQueue(t, buyers)
 	if err := in.stop(t); err != nil {
 		t.Fatalf("exit after SIGINT: %v\n%s", err, in.logs())
 	}
