@@ -36,6 +36,21 @@ func connectShortThrough(t *testing.T, p *itest.ZKProxy) (*zklock.Client, *state
 	return c, states
 }
 
+// connectStallable connects through p with a 4s session and the default
+// retry policy, for the election tests that stall its connection until the
+// server expires the session.
+func connectStallable(t *testing.T, p *itest.ZKProxy) *zklock.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{SessionTimeout: 4 * time.Second, Dial: (&reconnectGate{}).dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // queueBecomes waits at most 10s for the children of dir to satisfy ok, and
 // fails saying why otherwise.
 func queueBecomes(t *testing.T, c *zklock.Client, dir string, ok func(kids []string) bool, why string) {
@@ -241,13 +256,7 @@ func overlap(a, b [][2]time.Time) (x, y [2]time.Time, found bool) {
 func TestLeaderLatchNeverHasTwoLeadersAcrossAStall(t *testing.T) {
 	ctx := testCtx(t)
 	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	stalled, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{SessionTimeout: 4 * time.Second, Dial: (&reconnectGate{}).dial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stalled.Close()
+	stalled := connectStallable(t, p)
 	path := itest.Path(t)
 	var a, b leadership
 	la := zklock.NewLeaderLatch(stalled, path, "A")
@@ -651,15 +660,8 @@ func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 // whole session timeout after the suspension: later than the server's
 // expiry.
 func TestLeaderSelectorTermEndsBeforeAnotherBegins(t *testing.T) {
-	ctx := testCtx(t)
 	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	stalled, err := zklock.Connect(cctx, []string{p.Addr()}, zklock.Options{SessionTimeout: 4 * time.Second, Dial: (&reconnectGate{}).dial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stalled.Close()
+	stalled := connectStallable(t, p)
 	type span struct {
 		who      string
 		from, to time.Time
