@@ -68,6 +68,36 @@ func Path(t testing.TB) string {
 	return p
 }
 
+// CreateNode creates the persistent node p with data, and its missing
+// ancestors as persistent nodes; p itself must be new. The tests' common
+// root may have been made a container by a lock (as Curator's recipes make
+// parents), and the server reaps an empty container on its own schedule:
+// an ancestor that vanishes between two creates is made again, a bounded
+// number of times.
+func CreateNode(t testing.TB, conn *zk.Conn, p string, data []byte) {
+	t.Helper()
+	acl := zk.WorldACL(zk.PermAll)
+	for attempt := 0; attempt < 5; attempt++ {
+		for i := 1; i < len(p); i++ {
+			if p[i] != '/' {
+				continue
+			}
+			if _, err := conn.Create(p[:i], nil, zk.FlagPersistent, acl); err != nil &&
+				!errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) {
+				t.Fatalf("create %s: %v", p[:i], err)
+			}
+		}
+		_, err := conn.Create(p, data, zk.FlagPersistent, acl)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	t.Fatalf("create %s: an ancestor kept vanishing (reaped container?)", p)
+}
+
 // deleteTree deletes p and everything below it, children first.
 func deleteTree(servers []string, p string) error {
 	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))

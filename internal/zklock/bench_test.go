@@ -2,7 +2,6 @@ package zklock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -29,8 +28,8 @@ func BenchmarkUncontended(b *testing.B) {
 	path := itest.Path(b)
 	conn := c.Conn()
 	acl := zk.WorldACL(zk.PermAll)
-	mkdirs(b, conn, path+"/raw")
-	mkdirs(b, conn, path+"/zklock")
+	itest.CreateNode(b, conn, path+"/raw", nil)
+	itest.CreateNode(b, conn, path+"/zklock", nil)
 	m := zklock.NewMutex(c, path+"/mutex")
 	fm := zklock.NewMutex(c, path+"/fenced")
 	fm.FetchTokenEarly() // as the shop does
@@ -122,7 +121,7 @@ func benchContended(b *testing.B, sessions, waiters int) {
 		clients[i] = connect(b)
 	}
 	path := itest.Path(b)
-	mkdirs(b, clients[0].Conn(), path+"/zklock")
+	itest.CreateNode(b, clients[0].Conn(), path+"/zklock", nil)
 	ctx := context.Background()
 	acl := zk.WorldACL(zk.PermAll)
 	ours := func(w int) (func() error, func() error) {
@@ -218,17 +217,4 @@ func contend(b *testing.B, waiters int, target int64, newLock func(w int) (lock,
 	}
 	wg.Wait()
 	return done.Load(), time.Since(start)
-}
-
-// mkdirs creates p and its parents as persistent nodes (not containers,
-// which the server may reap while a benchmark briefly leaves them empty).
-func mkdirs(b *testing.B, conn *zk.Conn, p string) {
-	b.Helper()
-	for i := 1; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			if _, err := conn.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				b.Fatalf("create %s: %v", p[:i], err)
-			}
-		}
-	}
 }

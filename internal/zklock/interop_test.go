@@ -121,21 +121,13 @@ func (p *peer) await(t *testing.T, what string, match func(string) bool) string 
 	}
 }
 
-// createNode creates a persistent node for a test.
-func createNode(t *testing.T, c *zklock.Client, p string, data []byte) {
-	t.Helper()
-	if _, err := c.Conn().Create(p, data, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatalf("create %s: %v", p, err)
-	}
-}
-
 // counterFixture is what the lock interop tests share: two Go clients, a lock
 // path and a counter node at 0 beside it.
 func counterFixture(t *testing.T) (clients []*zklock.Client, lockPath, counter string) {
 	clients = []*zklock.Client{connect(t), connect(t)}
 	base := itest.Path(t)
-	createNode(t, clients[0], base, nil)
-	createNode(t, clients[0], base+"/counter", []byte("0"))
+	itest.CreateNode(t, clients[0].Conn(), base, nil)
+	itest.CreateNode(t, clients[0].Conn(), base+"/counter", []byte("0"))
 	return clients, base + "/lock", base + "/counter"
 }
 
@@ -368,8 +360,8 @@ func TestInteropSemaphoreWithSharedCountWithJavaCurator(t *testing.T) {
 	clients := []*zklock.Client{connect(t), connect(t)}
 	base := itest.Path(t)
 	semPath, countPath, inside := base+"/sem", base+"/count", base+"/inside"
-	createNode(t, clients[0], base, nil)
-	createNode(t, clients[0], inside, nil)
+	itest.CreateNode(t, clients[0].Conn(), base, nil)
+	itest.CreateNode(t, clients[0].Conn(), inside, nil)
 	const leases = 2
 	count := zklock.NewSharedCount(clients[0], countPath, leases)
 	if err := count.Start(ctx); err != nil {
@@ -433,8 +425,8 @@ func TestInteropLeaderSelectorWithJavaCurator(t *testing.T) {
 	base := itest.Path(t)
 	leaderPath, marker := base+"/leader", base+"/marker"
 	c := connect(t)
-	createNode(t, c, base, nil)
-	createNode(t, c, marker+"-log", nil)
+	itest.CreateNode(t, c.Conn(), base, nil)
+	itest.CreateNode(t, c.Conn(), marker+"-log", nil)
 	const javaTerms, goTerms = 15, 15
 	p := startPeer(t, append(java, "selector", leaderPath, marker, strconv.Itoa(javaTerms), "java")...)
 	p.await(t, "start", func(l string) bool { return l == "started" })
