@@ -9,7 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,10 +200,10 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 		}
 	}
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint", RequestID: c.GetString(requestIDKey)})
+		c.JSON(http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint", RequestID: requestIDOf(c)})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		c.JSON(http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed", RequestID: c.GetString(requestIDKey)})
+		c.JSON(http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed", RequestID: requestIDOf(c)})
 	})
 	return r
 }
@@ -243,9 +243,10 @@ func (h *handler) purchase(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
-	rid := c.GetString(requestIDKey)
+	rid := requestIDOf(c)
 	order, err := h.shop.Purchase(c.Request.Context(), service.PurchaseRequest{
-		GoodsNo: goodsNo, RequestID: rid, ClientRequestID: c.GetBool(clientRequestIDKey), UserID: user})
+		// A request id in the request got past requestID: it is the client's.
+		GoodsNo: goodsNo, RequestID: rid, ClientRequestID: len(c.Request.Header[headerRequestID]) > 0, UserID: user})
 	h.observe(goodsNo, err, start)
 	if err != nil {
 		h.fail(c, goodsNo, err)
@@ -265,12 +266,15 @@ func (h *handler) purchase(c *gin.Context) {
 // userID is the buyer's id from X-User-ID or the userId query parameter,
 // "" when neither is given. Both given must agree.
 func userID(c *gin.Context) (string, error) {
-	vals := append(c.Request.Header.Values("X-User-ID"), c.QueryArray("userId")...)
+	vals := c.Request.Header[headerUserID]
+	if c.Request.URL.RawQuery != "" { // parsing an absent query would cost a map
+		vals = append(slices.Clip(vals), c.QueryArray("userId")...)
+	}
 	if len(vals) == 0 {
 		return "", nil
 	}
 	for _, v := range vals {
-		if v != vals[0] || !validRequestID.MatchString(v) {
+		if v != vals[0] || !validID(v) {
 			return "", service.ErrInvalidUserID
 		}
 	}
@@ -384,16 +388,18 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 		}
 	case status >= 500:
 		if ok, held := h.logs.allow("500 "+code, time.Now()); ok {
-			h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", c.GetString(requestIDKey), "err", err, "similarSuppressed", held)
+			h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", requestIDOf(c), "err", err, "similarSuppressed", held)
 		}
 	}
-	body := Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: c.GetString(requestIDKey)}
+	body := Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: requestIDOf(c)}
+	// errors.As costs an allocation, so it is asked only of the errors that
+	// can carry more (not of the crowd's sold out).
 	var bought *service.AlreadyBoughtError
-	if errors.As(err, &bought) {
+	if errors.Is(err, service.ErrAlreadyBought) && errors.As(err, &bought) {
 		body.OrderID, body.UserID = bought.Order.ID, bought.Order.UserID
 	}
 	var window *service.WindowError
-	if errors.As(err, &window) {
+	if (errors.Is(err, service.ErrNotStarted) || errors.Is(err, service.ErrEnded)) && errors.As(err, &window) {
 		at := window.At.UTC()
 		if errors.Is(err, service.ErrNotStarted) {
 			body.SaleStart = &at
@@ -409,29 +415,50 @@ func (h *handler) recovered(c *gin.Context, rec any) {
 	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal})
 }
 
+// Header names in their canonical form, so that looking one up or setting
+// it does not copy the name to canonicalize it.
 const (
-	requestIDKey       = "requestId"
-	clientRequestIDKey = "clientRequestId" // the client sent the request id
+	headerRequestID = "X-Request-Id" // X-Request-ID
+	headerUserID    = "X-User-Id"    // X-User-ID
 )
 
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+// validID reports whether s is 1-64 of A-Za-z0-9._:- (request and user ids).
+func validID(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == ':', b == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// requestIDOf is the request's id, as requestID set it on the answer.
+func requestIDOf(c *gin.Context) string {
+	if v := c.Writer.Header()[headerRequestID]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // requestID takes the client's X-Request-ID, or makes one when there is
 // none, and echoes it. It is the order row's idempotency key, compared
 // exactly (case counts). A malformed or repeated header is refused with 400
 // invalid_request_id, nothing done: a client that sends an id relies on it.
 func (h *handler) requestID(c *gin.Context) {
-	vals := c.Request.Header.Values("X-Request-ID")
+	vals := c.Request.Header[headerRequestID]
 	rid := ""
-	if len(vals) == 1 && validRequestID.MatchString(vals[0]) {
+	if len(vals) == 1 && validID(vals[0]) {
 		rid = vals[0]
 	}
 	if rid == "" {
 		rid = uuid.NewString()
 	}
-	c.Set(requestIDKey, rid)
-	c.Set(clientRequestIDKey, len(vals) == 1 && rid == vals[0])
-	c.Header("X-Request-ID", rid)
+	c.Header(headerRequestID, rid)
 	if len(vals) > 0 && rid != vals[0] || len(vals) > 1 {
 		h.fail(c, 0, ErrInvalidRequestID)
 		c.Abort()
@@ -441,6 +468,10 @@ func (h *handler) requestID(c *gin.Context) {
 }
 
 func (h *handler) accessLog(c *gin.Context) {
+	if !h.log.Enabled(c.Request.Context(), slog.LevelDebug) { // the line's arguments would cost allocations even unlogged
+		c.Next()
+		return
+	}
 	start := time.Now()
 	c.Next()
 	h.log.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
