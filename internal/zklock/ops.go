@@ -125,12 +125,25 @@ func (c *Client) children(ctx context.Context, p string) ([]string, error) {
 
 // ensurePath creates p and its missing ancestors as CONTAINER nodes, or
 // PERSISTENT ones where the server has no containers (before 3.5), as
-// Curator's creatingParentContainersIfNeeded does.
+// Curator's creatingParentContainersIfNeeded does. An ancestor found
+// existing may be an empty container that the server reaps before its
+// child is made: the walk then starts again from the root, a bounded
+// number of times.
 func (c *Client) ensurePath(ctx context.Context, p string) error {
 	if p == "/" {
 		return nil
 	}
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = c.makePath(ctx, parts); !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return err
+}
+
+func (c *Client) makePath(ctx context.Context, parts []string) error {
 	cur := ""
 	for _, part := range parts {
 		cur += "/" + part
@@ -266,7 +279,11 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 	prefix := protectedPrefix()
 	want := path.Join(parent, prefix+marker)
 	orphanCheck := func() { c.deleteProtectedOrphans(parent, prefix, s) }
-	parentsMade := false
+	// The server reaps an empty container parent on its own schedule, also
+	// between the create that made it and the node's: the parents are made
+	// again then, a bounded number of times.
+	const maxParentMakes = 3
+	parentMakes := 0
 	for n := 0; ; {
 		created, err := call(ctx, func() (string, error) {
 			return c.conn.Create(want, data, zk.FlagEphemeralSequential, openACL)
@@ -279,11 +296,11 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 		case err == nil:
 			c.created(s, created)
 			return created, nil
-		case errors.Is(err, zk.ErrNoNode) && !parentsMade:
+		case errors.Is(err, zk.ErrNoNode) && parentMakes < maxParentMakes:
 			if err := c.ensurePath(ctx, parent); err != nil {
 				return "", err
 			}
-			parentsMade = true
+			parentMakes++
 			continue
 		case ctx.Err() != nil:
 			return "", ctx.Err()

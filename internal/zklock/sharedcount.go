@@ -49,15 +49,23 @@ func (s *SharedCount) Start(ctx context.Context) error {
 	if err := ValidatePath(s.path); err != nil {
 		return err
 	}
-	if err := s.c.ensurePath(ctx, path.Dir(s.path)); err != nil {
-		return err
+	var err error
+	// The parent is made again if the server reaps it (an empty container)
+	// before the count's create, a bounded number of times.
+	for attempt := 0; attempt < 3; attempt++ {
+		if err := s.c.ensurePath(ctx, path.Dir(s.path)); err != nil {
+			return err
+		}
+		err = s.c.retry(ctx, func() error {
+			_, err := call(ctx, func() (string, error) {
+				return s.c.conn.Create(s.path, encodeCount(s.seed), zk.FlagPersistent, openACL)
+			}, nil)
+			return err
+		})
+		if !errors.Is(err, zk.ErrNoNode) {
+			break
+		}
 	}
-	err := s.c.retry(ctx, func() error {
-		_, err := call(ctx, func() (string, error) {
-			return s.c.conn.Create(s.path, encodeCount(s.seed), zk.FlagPersistent, openACL)
-		}, nil)
-		return err
-	})
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("zklock: shared count %s: %w", s.path, err)
 	}

@@ -709,3 +709,57 @@ func TestLeaderSelectorTermEndsBeforeAnotherBegins(t *testing.T) {
 		t.Fatalf("A's term ran %v–%v, B's began %v: two leaders at once", spans[0].from, spans[0].to, spans[1].from)
 	}
 }
+
+// The server reaps an empty container on its own schedule, so a recipe's
+// parent can vanish between the create that made it and the next create
+// under it. Here it is deleted while the answer to its create is held back:
+// the lock's parent (the lock node's create then finds no parent), its
+// grandparent (the parent's create finds none), and a shared count's parent.
+// The recipe makes them again and goes on. Fails when the parents are made
+// once, and when a walk that finds an ancestor gone is not started again.
+func TestParentReapedBeforeTheNodeIsCreated(t *testing.T) {
+	type recipe struct {
+		name, gone string // gone: relative to the test's base
+		use        func(ctx context.Context, c, observer *zklock.Client, base string) error
+	}
+	lock := func(ctx context.Context, c, observer *zklock.Client, base string) error {
+		m := zklock.NewMutex(c, base+"/a/lock")
+		if err := m.Acquire(ctx); err != nil {
+			return err
+		}
+		if kids := children(t, observer, base+"/a/lock"); len(kids) != 1 {
+			t.Errorf("queue %v: want the holder's node", kids)
+		}
+		return m.Release(ctx)
+	}
+	count := func(ctx context.Context, c, _ *zklock.Client, base string) error {
+		n := zklock.NewSharedCount(c, base+"/a/count", 7)
+		if err := n.Start(ctx); err != nil {
+			return err
+		}
+		defer n.Close()
+		if got := n.Count(); got != 7 {
+			t.Errorf("count %d, want the seed 7", got)
+		}
+		return nil
+	}
+	for _, r := range []recipe{{"lock parent", "/a/lock", lock}, {"lock grandparent", "/a", lock}, {"count parent", "/a", count}} {
+		t.Run(r.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			c, observer := connectThrough(t, p), connect(t)
+			base := itest.Path(t)
+			held := p.HoldReply(func(op int32, p string) bool { return op == itest.ZKOpCreateContainer && p == base+r.gone })
+			done := make(chan error, 1)
+			go func() { done <- r.use(ctx, c, observer, base) }()
+			awaitFault(t, held, "the create of "+r.gone)
+			if err := observer.Conn().Delete(base+r.gone, -1); err != nil { // as the reaper would
+				t.Fatal(err)
+			}
+			held.Release()
+			if err := itest.Receive(t, done, 10*time.Second, r.name); err != nil {
+				t.Fatalf("after %s vanished: %v", r.gone, err)
+			}
+		})
+	}
+}
