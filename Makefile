@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve failover k6 jmeter stack-up stack-down stack-status demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down demo demo-stop clean
 
 all: build
 
@@ -22,14 +22,23 @@ stack-down:
 stack-status:
 	scripts/stack.sh status
 
+## galera-up: a 3-node MariaDB Galera cluster on 127.0.0.1:23301-23303 (Debian's galera-4,
+## mariabackup state transfer; state in .stack/galera) for the cluster tests; idempotent
+galera-up:
+	scripts/stack.sh galera $(CURDIR)/.stack/galera
+
+## galera-down: stop that cluster's nodes
+galera-down:
+	scripts/stack.sh galera-down $(CURDIR)/.stack/galera
+
 vet:
 	$(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
 
-## test: bring the stack up, vet, and run every test with the race detector
-test: stack-up fmt-check vet
+## test: bring the stack and the Galera cluster up, vet, and run every test with the race detector
+test: stack-up galera-up fmt-check vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 ## unit: the tests that need neither ZooKeeper nor MariaDB

@@ -10,6 +10,16 @@
 #   scripts/stack.sh ensemble-node DIR N [BASE]   (re)start node N of that ensemble; waits until it
 #                                          answers ruok (it may still be joining the quorum)
 #   scripts/stack.sh ensemble-down DIR     stop the ensemble's nodes
+#   scripts/stack.sh galera DIR [BASE]     start a 3-node MariaDB Galera cluster on loopback (Debian's
+#                                          galera-4, mariabackup state transfer): node N (1..3) serves
+#                                          SQL on 127.0.0.1:BASE+N (BASE 23300), datadir, socket, log and
+#                                          pid in DIR/nodeN; the first node bootstraps, the others join;
+#                                          waits until every node is Synced, creates the shop's user and
+#                                          prints the SQL addresses
+#   scripts/stack.sh galera-node DIR N [BASE]  (re)start node N: it joins the running nodes (state
+#                                          transfer: IST or SST) and is waited for until Synced
+#   scripts/stack.sh galera-kill DIR N     SIGKILL node N (by the pid in DIR/nodeN/pid)
+#   scripts/stack.sh galera-down DIR       stop the cluster's nodes
 #
 # Idempotent. State lives in .stack/ (git-ignored). Environment overrides:
 #   ZK_PORT (2181), MYSQL_HOST (127.0.0.1), MYSQL_PORT (3306),
@@ -209,6 +219,144 @@ stop_pidfile() { # stop_pidfile NAME
 	rm -f "$f"
 }
 
+# --- MariaDB Galera: three nodes on loopback, for the cluster tests and `make cluster-demo`.
+# Node N: SQL on BASE+N, group communication on BASE+10+N, IST on BASE+20+N, SST on BASE+30+N.
+
+galera_install() {
+	[ -f /usr/lib/galera/libgalera_smm.so ] || apt_install galera-4
+	command -v mariabackup >/dev/null || command -v mariadb-backup >/dev/null || apt_install mariadb-backup
+	{ command -v mariadb-install-db >/dev/null && [ -x /usr/sbin/mariadbd ]; } || apt_install mariadb-server mariadb-client
+	# The SST script of mariabackup streams with socat where it finds it (else nc) and
+	# reads its configuration with my_print_defaults.
+	command -v socat >/dev/null || apt_install socat
+}
+
+galera_cnf() { # galera_cnf DIR N BASE
+	local d=$1/node$2 base=$3 gcomm="" n
+	for n in 1 2 3; do gcomm="$gcomm${gcomm:+,}127.0.0.1:$((base + 10 + n))"; done
+	cat <<CNF
+[mysqld]
+user=root
+datadir=$d/data
+socket=$d/mysqld.sock
+port=$((base + $2))
+bind-address=127.0.0.1
+pid-file=$d/mysqld.pid
+log-error=$d/error.log
+skip-name-resolve
+max_connections=1000
+innodb_buffer_pool_size=64M
+innodb_log_file_size=32M
+innodb_flush_log_at_trx_commit=1
+default_storage_engine=InnoDB
+binlog_format=ROW
+innodb_autoinc_lock_mode=2
+wsrep_on=ON
+wsrep_provider=/usr/lib/galera/libgalera_smm.so
+wsrep_cluster_name=seckill
+wsrep_cluster_address=gcomm://$gcomm
+wsrep_node_name=node$2
+wsrep_node_address=127.0.0.1:$((base + 10 + $2))
+wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$((base + 10 + $2));ist.recv_addr=127.0.0.1:$((base + 20 + $2));gcache.size=64M"
+wsrep_sst_receive_address=127.0.0.1:$((base + 30 + $2))
+wsrep_sst_method=mariabackup
+wsrep_sst_auth=root:
+[sst]
+sockopt=",reuseaddr"
+CNF
+}
+
+galera_sql() { # galera_sql DIR N SQL...: as root over node N's socket
+	local d=$1/node$2
+	shift 2
+	"$(command -v mariadb || command -v mysql)" --no-defaults -uroot --socket="$d/mysqld.sock" -N -B "$@"
+}
+
+galera_state() { # galera_state DIR N: the node's wsrep_local_state_comment, or nothing
+	galera_sql "$1" "$2" -e "SHOW STATUS LIKE 'wsrep_local_state_comment'" 2>/dev/null | awk '{print $2}'
+}
+
+galera_synced() { [ "$(galera_state "$1" "$2")" = Synced ]; }
+
+galera_running() { # galera_running DIR N
+	[ -f "$1/node$2/pid" ] && alive "$(cat "$1/node$2/pid")"
+}
+
+# galera_start DIR N BASE [--wsrep-new-cluster]: initialise the datadir if new, start the node.
+galera_start() {
+	local dir=$1 n=$2 base=$3 d=$1/node$2
+	shift 3
+	local p
+	for p in $((base + n)) $((base + 10 + n)); do
+		port_open 127.0.0.1 "$p" && die "galera node $n: port $p is taken by another process (another cluster? stop it with scripts/stack.sh galera-down ITS-DIR, or choose another BASE)"
+	done
+	mkdir -p "$d"
+	galera_cnf "$dir" "$n" "$base" >"$d/my.cnf"
+	if [ ! -d "$d/data/mysql" ]; then
+		log "galera node $n: initialising $d/data"
+		mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=socket >"$d/install.log" 2>&1 ||
+			die "galera node $n: mariadb-install-db failed (see $d/install.log)"
+	fi
+	if [ "${1:-}" = --wsrep-new-cluster ] && [ -f "$d/data/grastate.dat" ]; then
+		# The node bootstraps a cluster none of whose nodes runs: it has the newest state.
+		sed -i 's/^safe_to_bootstrap: 0/safe_to_bootstrap: 1/' "$d/data/grastate.dat"
+	fi
+	log "galera node $n: starting on 127.0.0.1:$((base + n)) ${1:+(bootstrap)}"
+	nohup /usr/sbin/mariadbd --defaults-file="$d/my.cnf" "$@" >>"$d/server.log" 2>&1 </dev/null &
+	echo $! >"$d/pid"
+}
+
+galera_wait() { # galera_wait DIR N: until the node is Synced, or its process ends
+	local secs=180
+	for _ in $(seq 1 $((secs * 5))); do
+		galera_synced "$1" "$2" && return 0
+		galera_running "$1" "$2" || die "galera node $2 exited while starting: $(tail -n 5 "$1/node$2/error.log" 2>/dev/null)"
+		sleep 0.2
+	done
+	die "galera node $2 is not Synced after ${secs}s (state: $(galera_state "$1" "$2"); log $1/node$2/error.log)"
+}
+
+galera_node() { # galera_node DIR N BASE: start node N unless it runs, joining the others
+	if galera_running "$1" "$2"; then
+		log "galera node $2 is running (pid $(cat "$1/node$2/pid"))"
+	else
+		galera_start "$1" "$2" "$3"
+	fi
+	galera_wait "$1" "$2"
+	log "galera node $2 is Synced (127.0.0.1:$(($3 + $2)), pid $(cat "$1/node$2/pid"))"
+}
+
+galera_up() { # galera_up DIR BASE
+	local dir=$1 base=$2 n first=""
+	galera_install
+	mkdir -p "$dir"
+	for n in 1 2 3; do galera_running "$dir" "$n" && { first=$n; break; }; done
+	if [ -z "$first" ]; then
+		galera_start "$dir" 1 "$base" --wsrep-new-cluster
+		galera_wait "$dir" 1
+		log "galera node 1 bootstrapped the cluster"
+	fi
+	for n in 1 2 3; do galera_node "$dir" "$n" "$base"; done
+	# The shop's user, created through one node: Galera replicates it to the others.
+	galera_sql "$dir" "${first:-1}" <<SQL
+CREATE USER IF NOT EXISTS '$db_user'@'127.0.0.1' IDENTIFIED BY '$db_pass';
+GRANT ALL PRIVILEGES ON \`seckill%\`.* TO '$db_user'@'127.0.0.1';
+GRANT PROCESS ON *.* TO '$db_user'@'127.0.0.1';
+CREATE DATABASE IF NOT EXISTS \`$db_name\` CHARACTER SET utf8mb4;
+SQL
+	log "galera cluster up: 127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3)) (user $db_user, state in $dir)"
+	echo "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
+}
+
+galera_kill() { # galera_kill DIR N
+	local f=$1/node$2/pid
+	[ -f "$f" ] || die "galera node $2: no pid file in $1/node$2"
+	kill -9 "$(cat "$f")" 2>/dev/null || true
+	for _ in $(seq 1 50); do alive "$(cat "$f")" || break; sleep 0.1; done
+	rm -f "$f"
+	log "galera node $2 killed"
+}
+
 case "${1:-up}" in
 up)
 	mkdir -p "$state"
@@ -252,9 +400,33 @@ ensemble-down)
 		rm -f "$2/zk$n/pid"
 	done
 	;;
+galera)
+	[ -n "${2:-}" ] || die "usage: $0 galera DIR [BASE]"
+	galera_up "$2" "${3:-23300}"
+	;;
+galera-node)
+	[ -n "${2:-}" ] && [ -n "${3:-}" ] || die "usage: $0 galera-node DIR N [BASE]"
+	galera_install
+	galera_node "$2" "$3" "${4:-23300}"
+	;;
+galera-kill)
+	[ -n "${2:-}" ] && [ -n "${3:-}" ] || die "usage: $0 galera-kill DIR N"
+	galera_kill "$2" "$3"
+	;;
+galera-down)
+	[ -n "${2:-}" ] || die "usage: $0 galera-down DIR"
+	for n in 3 2 1; do
+		if galera_running "$2" "$n"; then
+			kill "$(cat "$2/node$n/pid")" 2>/dev/null || true
+			for _ in $(seq 1 150); do galera_running "$2" "$n" || break; sleep 0.2; done
+			galera_running "$2" "$n" && kill -9 "$(cat "$2/node$n/pid")" 2>/dev/null
+		fi
+		rm -f "$2/node$n/pid"
+	done
+	;;
 status)
 	if zk_ok; then echo "zookeeper: up (127.0.0.1:$zk_port)"; else echo "zookeeper: down"; fi
 	if port_open "$mysql_host" "$mysql_port"; then echo "mysql: up ($mysql_host:$mysql_port)"; else echo "mysql: down"; fi
 	;;
-*) die "usage: $0 up|down|status|ensemble DIR|ensemble-node DIR N|ensemble-down DIR" ;;
+*) die "usage: $0 up|down|status|ensemble DIR|ensemble-node DIR N|ensemble-down DIR|galera DIR|galera-node DIR N|galera-kill DIR N|galera-down DIR" ;;
 esac

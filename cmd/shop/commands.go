@@ -130,6 +130,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		MaxWaiting:     cfg.Purchase.MaxWaiting,
 		BatchMax:       cfg.Purchase.BatchMax,
 		OnePerBuyer:    cfg.Purchase.OnePerBuyer,
+		// Row locks of a Galera cluster are each node's own: the next holder,
+		// on another node, starts only after the commit has answered.
+		HandOffAfterCommit: store.Cluster(),
+	}
+	if store.Cluster() {
+		log.Info("mysql is a Galera cluster node: causal reads, commits confirmed, the lock handed on after the commit")
 	}
 	var purchaser service.Purchaser
 	switch cfg.Purchase.Strategy {

@@ -141,7 +141,13 @@ func MySQLDSN() string {
 // and returns a DSN for it.
 func Database(t testing.TB) string {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(MySQLDSN())
+	return databaseAt(t, MySQLDSN(), howToStart)
+}
+
+// databaseAt creates a test database on the server of the admin DSN.
+func databaseAt(t testing.TB, adminDSN, howToStart string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(adminDSN)
 	if err != nil {
 		t.Fatalf("SECKILL_TEST_MYSQL_DSN: %v", err)
 	}

@@ -79,8 +79,9 @@ type Options struct {
 
 // Store is the MySQL store. It implements service.Store.
 type Store struct {
-	db    *gorm.DB
-	sales *sql.DB // the purchase under the lock's: several statements per query (see saleTx)
+	db      *gorm.DB
+	sales   *sql.DB // the purchase under the lock's: several statements per query (see saleTx)
+	cluster bool    // a Galera node (wsrep_on): see Open
 }
 
 // Open connects to MySQL and checks that it answers. The DSN is the
@@ -88,6 +89,13 @@ type Store struct {
 // UPDATE that writes an unchanged value still counts as matched), values
 // interpolated into the statements, parsed times in UTC and, unless given,
 // a 5s dial timeout.
+//
+// On a MariaDB Galera node (wsrep_on) the store is a cluster store: every
+// statement's reads are causal (wsrep_sync_wait=1: the node first applies
+// what the cluster had committed when the statement came), and every sale's
+// commit is confirmed by reading its orders back before the buyer hears of
+// it (see verifyOrders). The shop then hands the lock on after the commit
+// (Cluster).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -102,6 +110,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg.Loc = time.UTC
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	cluster, err := isCluster(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, translate(err))
+	}
+	if cluster {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		if _, set := cfg.Params["wsrep_sync_wait"]; !set {
+			cfg.Params["wsrep_sync_wait"] = "1"
+		}
 	}
 	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSN: cfg.FormatDSN()}), &gorm.Config{
 		Logger:                 logger.Discard,
@@ -135,12 +155,72 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sales.SetMaxOpenConns(opts.MaxOpenConns)
 	sales.SetMaxIdleConns(opts.MaxIdleConns)
 	sales.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, sales: sales}
+	s := &Store{db: db, sales: sales, cluster: cluster}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, err)
 	}
 	return s, nil
+}
+
+// erUnknownSystemVariable: a MySQL server without wsrep_on.
+const erUnknownSystemVariable = 1193
+
+// isCluster asks the server of cfg whether it is a Galera node that
+// replicates (wsrep_on). A server that does not know the variable is not.
+func isCluster(ctx context.Context, cfg *mysql.Config) (bool, error) {
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return false, err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	var on bool
+	err = db.QueryRowContext(ctx, "SELECT @@GLOBAL.wsrep_on").Scan(&on)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erUnknownSystemVariable {
+		return false, nil
+	}
+	return on, err
+}
+
+// Cluster reports whether the store is a node of a multi-primary Galera
+// cluster: its row locks do not span the cluster, so a purchase under the
+// lock must hand the lock on only after its commit
+// (service.Config.HandOffAfterCommit).
+func (s *Store) Cluster() bool { return s.cluster }
+
+// verifyOrders confirms, after a commit that answered OK, that the orders
+// of ids are in the database. On a Galera node a transaction can be rolled
+// back by a brute-force abort (a replicated write-set that needs its row
+// locks) without its client being told: the COMMIT that follows finds no
+// transaction and answers OK for nothing. The read is causal (the cluster
+// store's wsrep_sync_wait), and a commit is applied on its own node before
+// it answers, so a missing order is a sale that did not happen:
+// service.ErrConflict, to be tried again. On one server it is not needed
+// and not made.
+func (s *Store) verifyOrders(ctx context.Context, ids ...uint64) error {
+	if !s.cluster || len(ids) == 0 {
+		return nil
+	}
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&orderInfo{}).Where("id IN ?", ids).Count(&n).Error; err != nil {
+		return commitError(err, true)
+	}
+	return checkVerified(n, len(ids))
+}
+
+// checkVerified compares the orders found after a commit with those it wrote.
+func checkVerified(found int64, wrote int) error {
+	switch {
+	case found == int64(wrote):
+		return nil
+	case found == 0:
+		return fmt.Errorf("%w: the commit answered OK but none of its %d orders is in the database "+
+			"(a Galera brute-force abort whose error did not reach the client)", service.ErrConflict, wrote)
+	default:
+		return fmt.Errorf("%w: %d of the commit's %d orders are in the database", service.ErrCommitUnknown, found, wrote)
+	}
 }
 
 // SQLDB is the store's connection pool, for its statistics.
@@ -272,6 +352,9 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	if err != nil {
 		return commitError(err, committing)
 	}
+	if err := s.verifyOrders(ctx, row.ID); err != nil {
+		return err
+	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
 }
@@ -296,7 +379,7 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 			return err
 		}
 		row.CreatedAt = time.Now().UTC()
-		if err := t.sell(ctx, g.ID, stock, fence, &row); err != nil {
+		if err := t.sell(ctx, stock, fence, &row); err != nil {
 			return err
 		}
 		return guard()
@@ -322,7 +405,7 @@ func passed(guard func() error, committing *bool) error {
 // during the commit itself, the outcome is unknown: service.ErrCommitUnknown.
 func commitError(err error, committing bool) error {
 	err = translate(err)
-	if committing && errors.Is(err, service.ErrUnavailable) {
+	if committing && errors.Is(err, service.ErrUnavailable) && !errors.Is(err, service.ErrConflict) {
 		return fmt.Errorf("%w: %w", service.ErrCommitUnknown, err)
 	}
 	return err
@@ -409,10 +492,11 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 	var committing bool
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
-		g, err := claim(tx, goodsNo, fence)
+		read, err := claim(tx, goodsNo, fence)
 		if err != nil {
 			return err
 		}
+		g := read.goods()
 		ids := make([]string, len(orders))
 		var buyers []string
 		for i, o := range orders {
@@ -465,7 +549,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 			if err := tx.Create(&rows).Error; err != nil {
 				return err
 			}
-			if err := writeStock(tx, g.ID, g.Stock-int32(len(chosen)), fence); err != nil {
+			if err := writeClaimed(tx, read, g.Stock-int32(len(chosen)), fence); err != nil {
 				return err
 			}
 		}
@@ -473,6 +557,13 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 	})
 	if err != nil {
 		return nil, commitError(err, committing)
+	}
+	ids := make([]uint64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	if err := s.verifyOrders(ctx, ids...); err != nil {
+		return nil, err
 	}
 	for i, o := range chosen {
 		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
@@ -507,6 +598,9 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	if err != nil {
 		return commitError(err, committing)
 	}
+	if err := s.verifyOrders(ctx, row.ID); err != nil {
+		return err
+	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
 }
@@ -518,16 +612,43 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 // under a newer lock (service.ErrFenced). The row stays locked until the
 // transaction ends, and the sale writes the token into the fence with the
 // stock, so no older holder can write after it.
-func claim(tx *gorm.DB, goodsNo int32, fence int64) (service.Goods, error) {
+func claim(tx *gorm.DB, goodsNo int32, fence int64) (goodsStock, error) {
 	var row goodsStock
 	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
 	if err != nil {
-		return service.Goods{}, err // gorm.ErrRecordNotFound: translated to ErrNotFound
+		return goodsStock{}, err // gorm.ErrRecordNotFound: translated to ErrNotFound
 	}
 	if row.Fence > fence {
-		return service.Goods{}, fenced(fence, row.Fence)
+		return goodsStock{}, fenced(fence, row.Fence)
 	}
-	return row.goods(), nil
+	return row, nil
+}
+
+// claimedStock is the condition of a claimed row's write: the row as the
+// claim read it. Under the claim's row lock it always holds on one server;
+// on a Galera cluster, where a read can miss a commit of another node, it
+// makes a sale on a stale read write nothing (service.ErrConflict) instead
+// of overwriting that commit.
+const claimedStock = "id = ? AND stock <=> ? AND fence = ?"
+
+// writeClaimed writes the stock and the fence of a row read by claim, if
+// the row is still as read.
+func writeClaimed(tx *gorm.DB, read goodsStock, stock int32, fence int64) error {
+	res := tx.Model(&goodsStock{}).Where(claimedStock, read.ID, read.Stock, read.Fence).
+		Updates(map[string]any{"stock": stock, "fence": fence})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return changedSinceClaim(read)
+	}
+	return nil
+}
+
+// changedSinceClaim is the error of a claimed row's write that found the
+// row changed.
+func changedSinceClaim(read goodsStock) error {
+	return fmt.Errorf("%w: goods row %d changed after the claim read it (a stale read)", service.ErrConflict, read.ID)
 }
 
 // StockReset says what else `shop stock set` resets besides the stock.
@@ -628,7 +749,9 @@ func translate(err error) error {
 				return fmt.Errorf("%w: %w", service.ErrAlreadyBought, err)
 			}
 			return fmt.Errorf("%w: %w", service.ErrDuplicateRequest, err)
-		case erLockWaitTimeout, erLockDeadlock, erTooManyConnections, erAccessDenied, erBadDB, erServerShutdown:
+		case erLockDeadlock:
+			return fmt.Errorf("%w: mysql: %w", service.ErrConflict, err)
+		case erLockWaitTimeout, erTooManyConnections, erAccessDenied, erBadDB, erServerShutdown:
 			return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
 		}
 		return err

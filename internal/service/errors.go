@@ -52,6 +52,12 @@ var (
 	ErrEnded = errors.New("service: the sale has ended")
 	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
 	ErrUnavailable = errors.New("service: dependency unavailable")
+	// ErrConflict: the database refused the purchase's transaction for a
+	// conflict with another one (a deadlock, or on a Galera cluster a
+	// certification failure or a brute-force abort) and nothing of it was
+	// written. The shop tries the purchase again; a buyer hears it only when
+	// every try conflicted, as ErrUnavailable.
+	ErrConflict = fmt.Errorf("%w: the database refused the transaction for a conflict, nothing was written", ErrUnavailable)
 )
 
 // AlreadyBoughtError is ErrAlreadyBought with the buyer's order.

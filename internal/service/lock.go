@@ -73,7 +73,9 @@ func (l locking) pause(ctx context.Context, lost <-chan struct{}) error {
 // and then reads its commit (or, had it rolled back, the row as it was). The
 // fence still orders the two: the next holder's token is the larger. The
 // ZooKeeper lock decides who is next; the row lock keeps the two
-// transactions apart for the one round trip they may overlap.
+// transactions apart for the one round trip they may overlap. Where row
+// locks do not span the store (a Galera cluster: Config.HandOffAfterCommit)
+// the guard only checks the lock, and the release follows the commit.
 type handOff struct {
 	l       locking
 	ctx     context.Context
@@ -82,6 +84,7 @@ type handOff struct {
 	lost    <-chan struct{}
 
 	mu       sync.Mutex
+	guarded  bool // the guard passed once
 	started  bool
 	released chan struct{}
 }
@@ -113,8 +116,15 @@ func (h *handOff) guard() error {
 		return ErrLockLost
 	default:
 	}
-	if !h.start() {
+	h.mu.Lock()
+	again := h.guarded || h.started
+	h.guarded = true
+	h.mu.Unlock()
+	if again {
 		return ErrLockLost // a second commit under one hold: never
+	}
+	if !h.l.cfg.HandOffAfterCommit {
+		h.start()
 	}
 	return nil
 }

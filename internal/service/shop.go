@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 )
 
@@ -150,6 +151,18 @@ type Config struct {
 	// is trusted before it is read again: a changed window shows within
 	// it. Default 1s.
 	WindowFor time.Duration
+	// ConflictRetries bounds how often a purchase that the database refused
+	// for a conflict (ErrConflict: nothing was written) is tried again,
+	// after a short random wait, within the request's deadline. Default 5;
+	// negative: never.
+	ConflictRetries int
+	// HandOffAfterCommit makes the locking strategies release the lock
+	// only once the commit has answered, instead of during the commit. The
+	// overlap is safe on one server, where the next holder's locking read
+	// waits for this transaction's row lock; on a multi-primary cluster
+	// (Galera) row locks are local to a node, so the next holder, on
+	// another node, must start after the commit. The store says which.
+	HandOffAfterCommit bool
 }
 
 func (c *Config) setDefaults() {
@@ -170,6 +183,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.WindowFor <= 0 {
 		c.WindowFor = time.Second
+	}
+	if c.ConflictRetries == 0 {
+		c.ConflictRetries = 5
 	}
 }
 
@@ -254,7 +270,7 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 		}
 	}
 	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer}
-	err := s.purchaser.Purchase(ctx, order)
+	err := s.purchase(ctx, order)
 	if errors.Is(err, ErrCommitUnknown) {
 		return s.outcome(ctx, order, err)
 	}
@@ -265,6 +281,27 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 		return s.refuse(ctx, p, err)
 	}
 	return order, nil
+}
+
+// purchase runs the strategy, and again, after a random wait that grows,
+// while the database refuses it for a conflict (nothing was written: a
+// retry cannot sell twice, and the request id would tell if it did), up to
+// ConflictRetries times and within ctx.
+func (s *Shop) purchase(ctx context.Context, order *Order) error {
+	err := s.purchaser.Purchase(ctx, order)
+	for try, wait := 0, 2*time.Millisecond; try < s.cfg.ConflictRetries && errors.Is(err, ErrConflict); try, wait = try+1, 2*wait {
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		s.log.Debug("purchase refused for a conflict, trying again", "requestId", order.RequestID, "try", try+1, "err", err)
+		*order = Order{GoodsNo: order.GoodsNo, RequestID: order.RequestID, UserID: order.UserID, OnePerBuyer: order.OnePerBuyer}
+		err = s.purchaser.Purchase(ctx, order)
+	}
+	return err
 }
 
 // refuse turns a refusal into what the buyer should hear. A purchase

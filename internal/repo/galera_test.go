@@ -1,0 +1,219 @@
+package repo_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// memLocker is one lock per goods shared by the shops of a test, in this
+// process: the ZooKeeper lock's order without ZooKeeper. Its tokens grow
+// from holder to holder, as the lock nodes' zxids do.
+type memLocker struct {
+	mu    sync.Mutex
+	held  map[int32]chan struct{}
+	token atomic.Int64
+}
+
+func newMemLocker() *memLocker { return &memLocker{held: map[int32]chan struct{}{}} }
+
+func (l *memLocker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error) {
+	l.mu.Lock()
+	sem, ok := l.held[goodsNo]
+	if !ok {
+		sem = make(chan struct{}, 1)
+		l.held[goodsNo] = sem
+	}
+	l.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return &memLease{sem: sem, token: l.token.Add(1), lost: make(chan struct{})}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type memLease struct {
+	sem   chan struct{}
+	token int64
+	lost  chan struct{}
+	once  sync.Once
+}
+
+func (m *memLease) Lost() <-chan struct{}                { return m.lost }
+func (m *memLease) Token(context.Context) (int64, error) { return m.token, nil }
+func (m *memLease) Unlock(context.Context) error         { m.once.Do(func() { <-m.sem }); return nil }
+
+// retryCounter is a log handler that counts the purchases tried again
+// after a conflict.
+type retryCounter struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+func (h retryCounter) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h retryCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "purchase refused for a conflict, trying again" {
+		h.n.Add(1)
+		return nil
+	}
+	if r.Level < slog.LevelInfo {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// saleTally is what the buyers of one sale heard.
+type saleTally struct {
+	mu       sync.Mutex
+	ok       map[uint64]string // order id -> request id, of every 200
+	refused  map[string]int    // sold out and the like, by error
+	failures map[string]int    // what would be a 5xx, by error
+}
+
+func (s *saleTally) add(o *service.Order, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		s.ok[o.ID] = o.RequestID
+	case errors.Is(err, service.ErrSoldOut):
+		s.refused["sold out"]++
+	default:
+		s.failures[err.Error()]++
+	}
+}
+
+// galeraSale sells stock pieces to buyers buyers, concurrency at a time,
+// spread over the shops in turn, and checks the outcome through checkDSN:
+// every 200 has its order row in the cluster, no piece is sold twice, the
+// stock plus the orders is what it was.
+func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, round, stock, buyers, concurrency int) (phantoms, oversold int, tally *saleTally) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tally = &saleTally{ok: map[uint64]string{}, refused: map[string]int{}, failures: map[string]int{}}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				shop := shops[(w+i)%len(shops)]
+				o, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprintf("r%d-%d", round, i)})
+				tally.add(o, err)
+			}
+		}()
+	}
+	for i := range buyers {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	rows, err := check.QueryContext(ctx, "SELECT id FROM order_info WHERE goods_no = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[uint64]bool{}
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = true
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := check.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	for id, rid := range tally.ok {
+		if !stored[id] {
+			phantoms++
+			t.Errorf("round %d: request %s was answered with order %d, which is in no node of the cluster", round, rid, id)
+		}
+	}
+	if sold := len(stored); sold+left != stock || sold > stock {
+		oversold = sold + left - stock
+		t.Errorf("round %d: %d orders and %d left of a stock of %d", round, sold, left, stock)
+	}
+	if len(stored) > len(tally.ok) {
+		t.Errorf("round %d: %d orders stored, %d buyers answered 200", round, len(stored), len(tally.ok))
+	}
+	return phantoms, oversold, tally
+}
+
+// TestGaleraSalesAcrossNodesAreExact sells on a 3-node Galera cluster from
+// two shops writing through different nodes (one lock between them, handed
+// on as fast as the lock allows): every strategy sells exactly the stock,
+// every 200 has its order in the cluster, and no buyer hears a 5xx for a
+// certification conflict.
+func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
+	nodes := itest.Galera(t)
+	const stock, buyers, concurrency, rounds = 100, 600, 100, 4
+	strategies := map[string]func(s *repo.Store, l service.Locker, cfg service.Config) service.Purchaser{
+		"seed": func(s *repo.Store, l service.Locker, cfg service.Config) service.Purchaser {
+			return service.NewSeed(s, l, cfg, slog.Default())
+		},
+		"batch": func(s *repo.Store, l service.Locker, cfg service.Config) service.Purchaser {
+			return service.NewBatch(s, l, cfg, slog.Default())
+		},
+		"atomic": func(s *repo.Store, _ service.Locker, _ service.Config) service.Purchaser { return service.NewAtomic(s) },
+	}
+	for _, name := range []string{"seed", "batch", "atomic"} {
+		t.Run(name, func(t *testing.T) {
+			dsns := itest.GaleraDatabase(t, nodes)
+			a := openMigrated(t, dsns[0])
+			b := openMigrated(t, dsns[1])
+			check, err := sql.Open("mysql", dsns[2]+"&wsrep_sync_wait=15")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer check.Close()
+			locker := newMemLocker()
+			var retries atomic.Int64
+			log := slog.New(retryCounter{Handler: slog.Default().Handler(), n: &retries})
+			var shops []*service.Shop
+			for _, s := range []*repo.Store{a, b} {
+				if !s.Cluster() {
+					t.Fatal("the store does not see a Galera cluster (wsrep_on)")
+				}
+				cfg := service.Config{SoldOutFor: -1, HandOffAfterCommit: s.Cluster()}
+				p := strategies[name](s, locker, cfg)
+				if c, ok := p.(interface{ Close() }); ok {
+					defer c.Close()
+				}
+				shops = append(shops, service.New(s, p, cfg, log))
+			}
+			var phantoms, oversold, failures int
+			for round := range rounds {
+				if err := a.SetStock(context.Background(), 1, stock, repo.StockReset{ClearOrders: true}); err != nil {
+					t.Fatal(err)
+				}
+				p, o, tally := galeraSale(t, shops, check, round, stock, buyers, concurrency)
+				phantoms, oversold = phantoms+p, oversold+o
+				for msg, n := range tally.failures {
+					failures += n
+					t.Errorf("round %d: %d buyers heard %s", round, n, msg)
+				}
+			}
+			t.Logf("%s, %d rounds of %d buyers: %d phantom sales, %d oversold, %d failures, %d purchases tried again after a conflict",
+				name, rounds, buyers, phantoms, oversold, failures, retries.Load())
+		})
+	}
+}
