@@ -163,6 +163,14 @@ func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, round, stock
 // on as fast as the lock allows): every strategy sells exactly the stock,
 // every 200 has its order in the cluster, and no buyer hears a 5xx for a
 // certification conflict.
+//
+// "seed, hand-off during the commit" keeps the single server's overlap of
+// the hand-off with the commit, which does not serialise across nodes: the
+// next holder's claim reads the row before the previous commit reached its
+// node, and the brute-force abort that follows ends its transaction without
+// telling it. On the code before the fix that sale answered 200 for an
+// order that is in no node (2-8 per run of 4 sales); the sale must see that
+// its transaction is gone, write nothing and be tried again.
 func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 	nodes := itest.Galera(t)
 	const stock, buyers, concurrency, rounds = 100, 600, 100, 4
@@ -175,8 +183,17 @@ func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 		},
 		"atomic": func(s *repo.Store, _ service.Locker, _ service.Config) service.Purchaser { return service.NewAtomic(s) },
 	}
-	for _, name := range []string{"seed", "batch", "atomic"} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, strategy  string
+		handOffInCommit bool
+	}{
+		{"seed", "seed", false},
+		{"batch", "batch", false},
+		{"atomic", "atomic", false},
+		{"seed, hand-off during the commit", "seed", true},
+	} {
+		name := tc.strategy
+		t.Run(tc.name, func(t *testing.T) {
 			dsns := itest.GaleraDatabase(t, nodes)
 			a := openMigrated(t, dsns[0])
 			b := openMigrated(t, dsns[1])
@@ -193,7 +210,7 @@ func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 				if !s.Cluster() {
 					t.Fatal("the store does not see a Galera cluster (wsrep_on)")
 				}
-				cfg := service.Config{SoldOutFor: -1, HandOffAfterCommit: s.Cluster()}
+				cfg := service.Config{SoldOutFor: -1, HandOffAfterCommit: s.Cluster() && !tc.handOffInCommit}
 				p := strategies[name](s, locker, cfg)
 				if c, ok := p.(interface{ Close() }); ok {
 					defer c.Close()
@@ -213,7 +230,7 @@ func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 				}
 			}
 			t.Logf("%s, %d rounds of %d buyers: %d phantom sales, %d oversold, %d failures, %d purchases tried again after a conflict",
-				name, rounds, buyers, phantoms, oversold, failures, retries.Load())
+				tc.name, rounds, buyers, phantoms, oversold, failures, retries.Load())
 		})
 	}
 }

@@ -178,7 +178,7 @@ func (t *saleTx) claim(ctx context.Context, goodsNo int32, fence int64) (service
 // sets order.ID.
 func (t *saleTx) sell(ctx context.Context, stock int32, fence int64, order *orderInfo) error {
 	rows, err := t.query(ctx, "INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) "+
-		"VALUES (?, ?, ?, ?, ?, ?); UPDATE goods_stock SET stock = ?, fence = ? WHERE "+claimedStock+"; SELECT LAST_INSERT_ID(), ROW_COUNT()",
+		"VALUES (?, ?, ?, ?, ?, ?); UPDATE goods_stock SET stock = ?, fence = ? WHERE "+claimedStock+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
 		order.GoodsNo, order.RequestID, order.UserID, order.Limited, order.Status, order.CreatedAt, stock, fence,
 		t.read.ID, t.read.Stock, t.read.Fence)
 	if err != nil {
@@ -187,14 +187,22 @@ func (t *saleTx) sell(ctx context.Context, stock int32, fence int64, order *orde
 	defer rows.Close()
 	var orderID uint64
 	var updated int64
+	var inTx bool
 	if !rows.Next() {
 		return errors.Join(errors.New("repo: no answer to the sale's last statement"), rows.Err())
 	}
-	if err := rows.Scan(&orderID, &updated); err != nil {
+	if err := rows.Scan(&orderID, &updated, &inTx); err != nil {
 		return err
 	}
 	if err := rows.Close(); err != nil {
 		return err
+	}
+	if !inTx {
+		// Seen on Galera: the claim's transaction was rolled back by a
+		// brute-force abort (its read was stale, and the other node's
+		// write-set needed the row) and nobody was told; the sale's
+		// statements then ran outside any transaction and were lost.
+		return fmt.Errorf("%w: the sale's transaction had ended before its statements ran (a brute-force abort)", service.ErrConflict)
 	}
 	if updated == 0 {
 		return changedSinceClaim(t.read)
