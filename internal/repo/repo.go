@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -75,6 +77,14 @@ func (orderInfo) TableName() string { return "order_info" }
 type Options struct {
 	MaxOpenConns int // default 100
 	MaxIdleConns int // default 10
+	// IdleTransactionTimeout, on MariaDB, has the server end a transaction
+	// of the store's that waits this long for its client's next statement
+	// (idle_transaction_timeout, whole seconds): it rolls back and its
+	// connection is closed. A lock holder cut off from the database after
+	// its claim holds the goods' row lock while its transaction stays open,
+	// and no other holder can sell meanwhile; set it to the lock's session
+	// timeout, after which the lock has passed on anyway. 0: no bound.
+	IdleTransactionTimeout time.Duration
 }
 
 // Store is the MySQL store. It implements service.Store.
@@ -111,17 +121,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	cluster, err := isCluster(ctx, cfg)
+	mariadb, cluster, err := probe(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, translate(err))
 	}
-	if cluster {
-		if cfg.Params == nil {
-			cfg.Params = map[string]string{}
-		}
-		if _, set := cfg.Params["wsrep_sync_wait"]; !set {
-			cfg.Params["wsrep_sync_wait"] = "1"
-		}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, set := cfg.Params["wsrep_sync_wait"]; cluster && !set {
+		cfg.Params["wsrep_sync_wait"] = "1"
+	}
+	if _, set := cfg.Params["idle_transaction_timeout"]; mariadb && opts.IdleTransactionTimeout > 0 && !set {
+		cfg.Params["idle_transaction_timeout"] = strconv.Itoa(int(math.Ceil(opts.IdleTransactionTimeout.Seconds())))
 	}
 	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSN: cfg.FormatDSN()}), &gorm.Config{
 		Logger:                 logger.Discard,
@@ -166,22 +177,27 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // erUnknownSystemVariable: a MySQL server without wsrep_on.
 const erUnknownSystemVariable = 1193
 
-// isCluster asks the server of cfg whether it is a Galera node that
-// replicates (wsrep_on). A server that does not know the variable is not.
-func isCluster(ctx context.Context, cfg *mysql.Config) (bool, error) {
+// probe asks the server of cfg whether it is MariaDB, and whether it is a
+// Galera node that replicates (wsrep_on; a server that does not know the
+// variable is not).
+func probe(ctx context.Context, cfg *mysql.Config) (mariadb, cluster bool, err error) {
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
-	var on bool
-	err = db.QueryRowContext(ctx, "SELECT @@GLOBAL.wsrep_on").Scan(&on)
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return false, false, err
+	}
+	mariadb = strings.Contains(version, "MariaDB")
+	err = db.QueryRowContext(ctx, "SELECT @@GLOBAL.wsrep_on").Scan(&cluster)
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == erUnknownSystemVariable {
-		return false, nil
+		return mariadb, false, nil
 	}
-	return on, err
+	return mariadb, cluster, err
 }
 
 // Cluster reports whether the store is a node of a multi-primary Galera
