@@ -261,8 +261,6 @@ wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$((base + 10 + $2));i
 wsrep_sst_receive_address=127.0.0.1:$((base + 30 + $2))
 wsrep_sst_method=mariabackup
 wsrep_sst_auth=root:
-[sst]
-sockopt=",reuseaddr"
 CNF
 }
 

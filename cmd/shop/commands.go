@@ -23,14 +23,11 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
-// openStore opens the MySQL store. A sale's transaction that waits longer
-// than the lock's session timeout (plus the demo's pause, which it may
-// sleep with its row claimed) for its next statement belongs to a holder
-// cut off from the database, whose lock has passed on: the server ends it,
-// so that its row lock does not stop the sale (repo.Options).
+// openStore opens the MySQL store; MariaDB ends its transactions that wait
+// longer than cfg.IdleTransaction() for their next statement.
 func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
 	return repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns,
-		IdleTransactionTimeout: cfg.ZooKeeper.SessionTimeout + cfg.Demo.MaxSleep})
+		IdleTransactionTimeout: cfg.IdleTransaction()})
 }
 
 func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {

@@ -29,6 +29,8 @@ type Config struct {
 		DSN          string
 		MaxOpenConns int
 		MaxIdleConns int
+		// IdleTransactionTimeout: 0 derives it (IdleTransaction).
+		IdleTransactionTimeout time.Duration
 	}
 	ZooKeeper struct {
 		Servers           []string
@@ -84,6 +86,7 @@ var settings = []setting{
 	{"mysql.dsn", "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form)"},
 	{"mysql.maxOpenConns", "100", "size of each of the two connection pools (the seed's Druid maxActive; the purchase under the lock has its own)"},
 	{"mysql.maxIdleConns", "10", "idle connections kept (the seed's Druid minIdle)"},
+	{"mysql.idleTransactionTimeout", "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep"},
 	{"zookeeper.servers", "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port"},
 	{"zookeeper.sessionTimeout", "25s", "ZooKeeper session timeout"},
 	{"zookeeper.connectionTimeout", "20s", "how long start-up waits for a ZooKeeper session"},
@@ -170,6 +173,7 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	c.MySQL.DSN = p.str("mysql.dsn")
 	c.MySQL.MaxOpenConns = p.positive("mysql.maxOpenConns")
 	c.MySQL.MaxIdleConns = p.positive("mysql.maxIdleConns")
+	c.MySQL.IdleTransactionTimeout = p.duration("mysql.idleTransactionTimeout", true)
 	c.ZooKeeper.Servers = p.list("zookeeper.servers")
 	c.ZooKeeper.SessionTimeout = p.duration("zookeeper.sessionTimeout", false)
 	c.ZooKeeper.ConnectionTimeout = p.duration("zookeeper.connectionTimeout", false)
@@ -210,6 +214,19 @@ func parseConfig(v *viper.Viper) (Config, error) {
 		return Config{}, p.err
 	}
 	return c, nil
+}
+
+// IdleTransaction is how long a transaction of the shop's may wait for its
+// next statement before MariaDB ends it: mysql.idleTransactionTimeout, or
+// by default the lock's session timeout plus the demo's pause (which a sale
+// may sleep with its row claimed). A sale's transaction idle longer belongs
+// to a holder cut off from the database, whose lock has passed on; its row
+// lock must not stop the sale.
+func (c Config) IdleTransaction() time.Duration {
+	if c.MySQL.IdleTransactionTimeout > 0 {
+		return c.MySQL.IdleTransactionTimeout
+	}
+	return c.ZooKeeper.SessionTimeout + c.Demo.MaxSleep
 }
 
 // parser converts viper values strictly (viper's own getters turn garbage

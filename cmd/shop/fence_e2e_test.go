@@ -174,9 +174,13 @@ func (p faultPair) heldBy(t *testing.T, h *itest.Hold, what string) {
 // commit and build on it. Without the fencing claim B reads 10 (A's write is
 // not committed), writes 9 after A's commit lands, and two buyers have paid
 // for one piece: this test then fails with OVERSOLD 1.
+//
+// MariaDB would end A's transaction, idle while its COMMIT is held, after
+// mysql.idleTransactionTimeout (by default the session timeout): the test
+// sets it longer than the hold, so that the commit does outlive the lock.
 func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
-	p := newFaultPair(t, true, "SHOP_DEMO_MAXSLEEP=200ms")
-	commit := p.db.HoldPacket(itest.IsQuery("COMMIT"), p.zk.Stall)
+	p := newFaultPair(t, true, "SHOP_DEMO_MAXSLEEP=200ms", "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
+	commit := p.db.HoldPacket(isSaleCommit, p.zk.Stall)
 	fromA := purchaseAsync(p.a.url)
 	p.heldBy(t, commit, "A's COMMIT")
 	fromB := purchaseAsync(p.b.url) // waits for the lock until A's session expires
@@ -220,9 +224,11 @@ func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 // row and is about to insert its order (the proxy holds that packet, the
 // order with the stock, so that the stop lands there every run). B gets the lock once A's session has
 // expired and waits at the row. After SIGCONT nothing is oversold, whichever
-// of the two commits first.
+// of the two commits first. (The test sets mysql.idleTransactionTimeout
+// past the stop, so that A's transaction, and its row lock, outlive the
+// lock; TestStoppedHolderDoesNotStopTheSale has the default.)
 func TestStoppedHolderDoesNotOversell(t *testing.T) {
-	p := newFaultPair(t, false)
+	p := newFaultPair(t, false, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
 	insert := p.db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
 	fromA := purchaseAsync(p.a.url)
 	p.heldBy(t, insert, "A's order insert")
@@ -244,6 +250,41 @@ func TestStoppedHolderDoesNotOversell(t *testing.T) {
 	p.checkNoOrphans(t)
 }
 
+// The holder stops as in TestStoppedHolderDoesNotOversell, with the default
+// mysql.idleTransactionTimeout (the 2 s session timeout): MariaDB ends A's
+// idle transaction, and B sells while A is still stopped, instead of
+// waiting at A's row lock for as long as A stays stopped. After SIGCONT A
+// writes nothing. Without the timeout B waits at the row past InnoDB's
+// lock wait timeout (50 s) and gets no 200.
+func TestStoppedHolderDoesNotStopTheSale(t *testing.T) {
+	p := newFaultPair(t, false)
+	insert := p.db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
+	fromA := purchaseAsync(p.a.url)
+	p.heldBy(t, insert, "A's order insert")
+	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	ansB := await(t, "B", purchaseAsync(p.b.url))
+	if ansB.status != http.StatusOK {
+		t.Errorf("B answered %d %s while A was stopped, want 200", ansB.status, ansB.code)
+	}
+	if err := p.a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	insert.Release()
+	ansA := await(t, "A", fromA)
+	if ansA.status == http.StatusOK {
+		t.Errorf("A answered 200 after its transaction was ended")
+	}
+	p.checkNoOversell(t, 10, ansA, ansB)
+	p.checkNoOrphans(t)
+}
+
+// isSaleCommit matches the COMMIT of the purchase under the lock (sent with
+// the count of its orders, see internal/repo/saletx.go).
+var isSaleCommit = isStatement("COMMIT; SELECT COUNT(*) FROM order_info")
+
 // A COMMIT whose answer is lost (the connection dies with it in flight):
 // the buyer is told the truth, found by the order's request id once MySQL
 // answers again: 200 when the commit went through, 503 when it did not.
@@ -251,7 +292,7 @@ func TestPurchaseWhoseCommitWasCutOff(t *testing.T) {
 	for _, reached := range []bool{true, false} {
 		t.Run(map[bool]string{true: "the server committed", false: "the commit never arrived"}[reached], func(t *testing.T) {
 			p := newFaultPair(t, false)
-			commit := p.db.HoldPacket(itest.IsQuery("COMMIT"), nil)
+			commit := p.db.HoldPacket(isSaleCommit, nil)
 			fromA := purchaseAsync(p.a.url)
 			p.heldBy(t, commit, "A's COMMIT")
 			if reached {

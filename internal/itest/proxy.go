@@ -1,7 +1,6 @@
 package itest
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
@@ -272,17 +271,6 @@ func (p *Proxy) HoldPacket(match func(payload []byte) bool, onHold func()) *Hold
 	defer p.mu.Unlock()
 	p.hold = h
 	return h
-}
-
-// comQuery is the MySQL command byte of a text query.
-const comQuery = 0x03
-
-// IsQuery matches a text query (COM_QUERY) whose SQL is sql, ignoring case:
-// IsQuery("COMMIT") is the packet go-sql-driver sends to commit.
-func IsQuery(sql string) func(payload []byte) bool {
-	return func(payload []byte) bool {
-		return len(payload) > 0 && payload[0] == comQuery && bytes.EqualFold(bytes.TrimSpace(payload[1:]), []byte(sql))
-	}
 }
 
 // listenLoopback listens on a free loopback port.
