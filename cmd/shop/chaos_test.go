@@ -482,20 +482,7 @@ func (e *ensemble) kill(t *testing.T, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill ZooKeeper node %d (pid %d): %v", n, pid, err)
-	}
-	// Not our child (the script started it), so no Wait: it is dead once it
-	// is gone or a zombie.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if f := strings.Fields(string(stat)); err != nil || len(f) > 2 && f[2] == "Z" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ZooKeeper node %d (pid %d) still runs 30s after SIGKILL", n, pid)
-		}
-	}
+	itest.KillPID(t, pid, fmt.Sprintf("ZooKeeper node %d", n))
 	t.Logf("killed ZooKeeper node %d (pid %d)", n, pid)
 }
 

@@ -3,7 +3,13 @@ package itest
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,4 +78,95 @@ func GaleraDatabase(t testing.TB, nodes []string) []string {
 		out[i] = c.FormatDSN()
 	}
 	return out
+}
+
+// GaleraCluster is a 3-node Galera cluster of the test's own, started by
+// scripts/stack.sh in a directory of the test's; its nodes are killed by
+// PID and restarted by the test, and stopped at cleanup.
+type GaleraCluster struct {
+	dir, base string
+	Nodes     []string // SQL addresses of nodes 1..3
+}
+
+// StartGalera starts a cluster whose node N serves SQL on 127.0.0.1:base+N
+// (and uses base+10+N, +20+N, +30+N for replication and state transfer).
+// It takes about half a minute.
+func StartGalera(t testing.TB, base int) *GaleraCluster {
+	t.Helper()
+	c := &GaleraCluster{dir: t.TempDir(), base: strconv.Itoa(base)}
+	t.Cleanup(func() {
+		if out, err := exec.Command(stackScript(t), "galera-down", c.dir).CombinedOutput(); err != nil {
+			t.Errorf("stop the test's Galera cluster: %v\n%s", err, out)
+		}
+	})
+	out, err := exec.Command(stackScript(t), "galera", c.dir, c.base).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("start a Galera cluster (scripts/stack.sh galera %s %s): %v\n%s", c.dir, c.base, err, stderr)
+	}
+	c.Nodes = strings.Split(strings.TrimSpace(string(out)), ",")
+	return c
+}
+
+// Kill SIGKILLs node n (1..3) by its PID and waits until it is gone.
+func (c *GaleraCluster) Kill(t testing.TB, n int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d", n), "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	KillPID(t, pid, fmt.Sprintf("Galera node %d", n))
+}
+
+// Restart starts node n again; it rejoins the cluster (state transfer) and
+// is waited for until Synced.
+func (c *GaleraCluster) Restart(t testing.TB, n int) {
+	t.Helper()
+	if out, err := exec.Command(stackScript(t), "galera-node", c.dir, strconv.Itoa(n), c.base).CombinedOutput(); err != nil {
+		t.Fatalf("restart Galera node %d: %v\n%s", n, err, out)
+	}
+}
+
+// KillPID SIGKILLs a server a test started (through a script: not the
+// test's child) and waits, at most 30 s, until it is gone or a zombie.
+func KillPID(t testing.TB, pid int, what string) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s (pid %d): %v", what, pid, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if f := strings.Fields(string(stat)); err != nil || len(f) > 2 && f[2] == "Z" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs 30s after SIGKILL", what, pid)
+		}
+	}
+}
+
+// stackScript is scripts/stack.sh of the module the test runs in.
+func stackScript(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "scripts", "stack.sh")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }

@@ -89,16 +89,19 @@ type Options struct {
 
 // Store is the MySQL store. It implements service.Store.
 type Store struct {
-	db      *gorm.DB
-	sales   *sql.DB // the purchase under the lock's: several statements per query (see saleTx)
-	cluster bool    // a Galera node (wsrep_on): see Open
+	db       *gorm.DB
+	sales    *sql.DB   // the purchase under the lock's: several statements per query (see saleTx)
+	cluster  bool      // a Galera node (wsrep_on): see Open
+	addr     string    // the DSN's server
+	failover *failover // the DSN's servers, when it names several (see failover.go)
 }
 
 // Open connects to MySQL and checks that it answers. The DSN is the
 // go-sql-driver form; the store always asks for found-rows counts (so an
 // UPDATE that writes an unchanged value still counts as matched), values
 // interpolated into the statements, parsed times in UTC and, unless given,
-// a 5s dial timeout.
+// a 5s dial timeout. Its tcp(...) may name several servers, comma
+// separated: see failover.go.
 //
 // On a MariaDB Galera node (wsrep_on) the store is a cluster store: every
 // statement's reads are causal (wsrep_sync_wait=1: the node first applies
@@ -107,9 +110,15 @@ type Store struct {
 // it (see verifyOrders). The shop then hands the lock on after the commit
 // (Cluster).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	dsn, addrs := splitAddrs(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+	}
+	var fo *failover
+	if len(addrs) > 1 {
+		fo = &failover{addrs: addrs}
+		cfg.DialFunc = fo.dial
 	}
 	cfg.ClientFoundRows = true
 	// One text query per statement instead of prepare, execute and close:
@@ -134,11 +143,19 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if _, set := cfg.Params["idle_transaction_timeout"]; mariadb && opts.IdleTransactionTimeout > 0 && !set {
 		cfg.Params["idle_transaction_timeout"] = strconv.Itoa(int(math.Ceil(opts.IdleTransactionTimeout.Seconds())))
 	}
-	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSN: cfg.FormatDSN()}), &gorm.Config{
+	// The pool is made from the config, not its DSN text, which would lose
+	// the failover's dial function.
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+	}
+	pool := sql.OpenDB(connector)
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: pool}), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
 	})
 	if err != nil {
+		pool.Close()
 		return nil, fmt.Errorf("repo: open %s: %w", cfg.Addr, translate(err))
 	}
 	sqlDB, err := db.DB()
@@ -158,7 +175,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	// statements: only saleTx uses it, with fixed statement texts.
 	multi := cfg.Clone()
 	multi.MultiStatements = true
-	connector, err := mysql.NewConnector(multi)
+	connector, err = mysql.NewConnector(multi)
 	if err != nil {
 		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
 	}
@@ -166,7 +183,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sales.SetMaxOpenConns(opts.MaxOpenConns)
 	sales.SetMaxIdleConns(opts.MaxIdleConns)
 	sales.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, sales: sales, cluster: cluster}
+	s := &Store{db: db, sales: sales, cluster: cluster, addr: cfg.Addr, failover: fo}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, err)
@@ -419,7 +436,13 @@ func passed(guard func() error, committing *bool) error {
 
 // commitError translates a transaction's error. When the connection failed
 // during the commit itself, the outcome is unknown: service.ErrCommitUnknown.
+//
+// Before the commit, a broken connection is service.ErrConnectionLost: the
+// server rolls back what the connection had open, so nothing was written.
 func commitError(err error, committing bool) error {
+	if !committing && connBroken(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: mysql: %w", service.ErrConnectionLost, err)
+	}
 	err = translate(err)
 	if committing && errors.Is(err, service.ErrUnavailable) && !errors.Is(err, service.ErrConflict) {
 		return fmt.Errorf("%w: %w", service.ErrCommitUnknown, err)
@@ -743,6 +766,7 @@ const (
 	erAccessDenied       = 1045
 	erBadDB              = 1049
 	erServerShutdown     = 1053
+	erUnknownComError    = 1047 // a Galera node that is not ready: "WSREP has not yet prepared node for application use"
 )
 
 // translate turns driver and GORM errors into the service's sentinel errors,
@@ -767,17 +791,23 @@ func translate(err error) error {
 			return fmt.Errorf("%w: %w", service.ErrDuplicateRequest, err)
 		case erLockDeadlock:
 			return fmt.Errorf("%w: mysql: %w", service.ErrConflict, err)
-		case erLockWaitTimeout, erTooManyConnections, erAccessDenied, erBadDB, erServerShutdown:
+		case erLockWaitTimeout, erUnknownComError, erTooManyConnections, erAccessDenied, erBadDB, erServerShutdown:
 			return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
 		}
 		return err
 	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+	if connBroken(err) {
 		return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
 	}
 	return err
+}
+
+// connBroken: err is the network's or a broken connection's, not the
+// server's answer.
+func connBroken(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // ActiveOrderOfBuyer reads the order of goodsNo that userID holds under the

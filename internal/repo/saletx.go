@@ -43,12 +43,12 @@ type saleTx struct {
 func (s *Store) inSaleTx(ctx context.Context, fn func(*saleTx) error) error {
 	conn, err := s.sales.Conn(ctx)
 	if err != nil {
-		return translate(err)
+		return commitError(err, false)
 	}
 	t := &saleTx{conn: conn}
 	if err := fn(t); err != nil {
 		t.rollback(ctx)
-		return translate(err)
+		return commitError(err, false)
 	}
 	if err := t.commit(ctx); err != nil {
 		t.discard()

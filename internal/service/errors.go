@@ -58,6 +58,12 @@ var (
 	// written. The shop tries the purchase again; a buyer hears it only when
 	// every try conflicted, as ErrUnavailable.
 	ErrConflict = fmt.Errorf("%w: the database refused the transaction for a conflict, nothing was written", ErrUnavailable)
+	// ErrConnectionLost: the connection to the database broke and nothing of
+	// the purchase was written: before its commit was sent, or its commit
+	// was cut off and the order is not there. The shop tries the purchase
+	// again, as after ErrConflict: a store that fails over to another
+	// server (a Galera node) sells there.
+	ErrConnectionLost = fmt.Errorf("%w: the connection to the database broke, nothing was written", ErrUnavailable)
 )
 
 // AlreadyBoughtError is ErrAlreadyBought with the buyer's order.

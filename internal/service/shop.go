@@ -151,10 +151,10 @@ type Config struct {
 	// is trusted before it is read again: a changed window shows within
 	// it. Default 1s.
 	WindowFor time.Duration
-	// ConflictRetries bounds how often a purchase that the database refused
-	// for a conflict (ErrConflict: nothing was written) is tried again,
-	// after a short random wait, within the request's deadline. Default 5;
-	// negative: never.
+	// ConflictRetries bounds how often a purchase that wrote nothing for a
+	// conflict (ErrConflict) or a broken connection (ErrConnectionLost) is
+	// tried again, after a short random wait, within the request's deadline.
+	// Default 5; negative: never.
 	ConflictRetries int
 	// HandOffAfterCommit makes the locking strategies release the lock
 	// only once the commit has answered, instead of during the commit. The
@@ -270,38 +270,53 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 		}
 	}
 	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer}
-	err := s.purchase(ctx, order)
-	if errors.Is(err, ErrCommitUnknown) {
-		return s.outcome(ctx, order, err)
-	}
+	bought, err := s.purchase(ctx, order)
 	if errors.Is(err, ErrSoldOut) {
 		s.soldOut.mark(p.GoodsNo)
 	}
 	if err != nil {
 		return s.refuse(ctx, p, err)
 	}
-	return order, nil
+	return bought, nil
 }
 
-// purchase runs the strategy, and again, after a random wait that grows,
-// while the database refuses it for a conflict (nothing was written: a
-// retry cannot sell twice, and the request id would tell if it did), up to
-// ConflictRetries times and within ctx.
-func (s *Shop) purchase(ctx context.Context, order *Order) error {
-	err := s.purchaser.Purchase(ctx, order)
-	for try, wait := 0, 2*time.Millisecond; try < s.cfg.ConflictRetries && errors.Is(err, ErrConflict); try, wait = try+1, 2*wait {
+// purchase runs the strategy and finds out how a purchase whose commit was
+// cut off ended (outcome). It runs the strategy again, after a random wait
+// that grows, while the purchase wrote nothing for a reason that may pass
+// at once (a conflict, a broken connection, a cut-off commit that did not
+// happen: a retry cannot sell twice, and the request id would tell if it
+// did), up to ConflictRetries times and within ctx.
+func (s *Shop) purchase(ctx context.Context, order *Order) (*Order, error) {
+	for try, wait := 0, 2*time.Millisecond; ; try, wait = try+1, 2*wait {
+		err := s.purchaser.Purchase(ctx, order)
+		if errors.Is(err, ErrCommitUnknown) {
+			var bought *Order
+			if bought, err = s.outcome(ctx, order, err); err == nil {
+				return bought, nil
+			}
+		}
+		if err == nil {
+			return order, nil
+		}
+		if try >= s.cfg.ConflictRetries || !retryable(err) {
+			return nil, err
+		}
 		t := time.NewTimer(wait/2 + rand.N(wait))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return nil, err
 		}
-		s.log.Debug("purchase refused for a conflict, trying again", "requestId", order.RequestID, "try", try+1, "err", err)
+		s.log.Debug("purchase wrote nothing, trying again", "requestId", order.RequestID, "try", try+1, "err", err)
 		*order = Order{GoodsNo: order.GoodsNo, RequestID: order.RequestID, UserID: order.UserID, OnePerBuyer: order.OnePerBuyer}
-		err = s.purchaser.Purchase(ctx, order)
 	}
-	return err
+}
+
+// retryable: the purchase failed having written nothing, for a reason
+// that may be gone at once.
+func retryable(err error) bool {
+	return errors.Is(err, ErrConflict) || errors.Is(err, ErrConnectionLost)
 }
 
 // refuse turns a refusal into what the buyer should hear. A purchase
@@ -350,7 +365,7 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 			s.log.Warn("commit was cut off but went through", "requestId", order.RequestID, "orderId", o.ID)
 			return &o, nil
 		case err == nil:
-			return nil, fmt.Errorf("%w: the commit was cut off and did not happen (%v)", ErrUnavailable, commitErr)
+			return nil, fmt.Errorf("%w: the commit was cut off and did not happen (%v)", ErrConnectionLost, commitErr)
 		}
 		t := time.NewTimer(wait)
 		select {

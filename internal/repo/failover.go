@@ -1,0 +1,91 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// A DSN may name several servers, tcp(host1:port1,host2:port2,...): the
+// nodes of a Galera cluster, for one. The store then connects to the first
+// of them that answers, starting with the last one that did, so that when a
+// node dies its connections fail once and the new ones go to the next node
+// in the list. A shop instance lists its own node first. (A node that
+// answers but is not ready, say still joining the cluster, is not skipped:
+// its statements fail with 1047 and the buyers hear 503 until it is; a
+// load balancer with a health check of the node's wsrep state, such as
+// HAProxy with clustercheck, does that instead.)
+
+// failoverDialTimeout bounds one address's dial, so that a node that does
+// not answer at all (a partition) costs the next connection no more than
+// this.
+const failoverDialTimeout = 2 * time.Second
+
+// splitAddrs takes the addresses out of a DSN whose tcp(...) holds several,
+// comma separated. It returns the DSN with the first of them, and the list;
+// a DSN with one address comes back as it is, with no list.
+func splitAddrs(dsn string) (string, []string) {
+	slash := strings.LastIndex(dsn, "/") // the database name follows the last slash, as the driver reads it
+	if slash < 0 || !strings.HasSuffix(dsn[:slash], ")") {
+		return dsn, nil
+	}
+	open := strings.LastIndex(dsn[:slash], "tcp(")
+	if open < 0 {
+		return dsn, nil
+	}
+	inner := dsn[open+len("tcp(") : slash-1]
+	if !strings.Contains(inner, ",") {
+		return dsn, nil
+	}
+	var addrs []string
+	for _, a := range strings.Split(inner, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return dsn, nil
+	}
+	return dsn[:open+len("tcp(")] + addrs[0] + dsn[slash-1:], addrs
+}
+
+// failover dials the first of its addresses that answers, starting with the
+// last one that did.
+type failover struct {
+	addrs   []string
+	current atomic.Int32 // index of the address that answered last
+}
+
+func (f *failover) dial(ctx context.Context, network, _ string) (net.Conn, error) {
+	start := int(f.current.Load())
+	var errs []error
+	for i := range f.addrs {
+		n := (start + i) % len(f.addrs)
+		actx, cancel := context.WithTimeout(ctx, failoverDialTimeout)
+		var d net.Dialer
+		conn, err := d.DialContext(actx, network, f.addrs[n])
+		cancel()
+		if err == nil {
+			f.current.CompareAndSwap(int32(start), int32(n))
+			return conn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("none of %s answers: %w", strings.Join(f.addrs, ","), errors.Join(errs...))
+}
+
+// Addr is the address the store's new connections go to: the first of the
+// DSN's that answered last.
+func (s *Store) Addr() string {
+	if s.failover == nil {
+		return s.addr
+	}
+	return s.failover.addrs[s.failover.current.Load()]
+}
