@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,7 @@ type composeFile struct {
 
 type composeService struct {
 	Image       string            `yaml:"image"`
+	Profiles    []string          `yaml:"profiles"`
 	Build       *composeBuild     `yaml:"build"`
 	Environment map[string]string `yaml:"environment"`
 	Ports       []string          `yaml:"ports"`
@@ -59,11 +62,12 @@ func readCompose(t *testing.T) composeFile {
 }
 
 // shopServices are the services that serve, built from the Dockerfile's
-// shop stage (the migrate service is built from it too).
-func shopServices(c composeFile) []string {
+// shop stage (the migrate service is built from it too), of the default
+// stack (profile "") or of a profile.
+func shopServices(c composeFile, profile ...string) []string {
 	var names []string
 	for name, s := range c.Services {
-		if s.Build != nil && s.Build.Target == "shop" && !slices.Contains(s.Command, "migrate") {
+		if s.Build != nil && s.Build.Target == "shop" && !slices.Contains(s.Command, "migrate") && slices.Equal(s.Profiles, profile) {
 			names = append(names, name)
 		}
 	}
@@ -359,4 +363,121 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("the shop image exposes %q, %s listens on %s", byName["shop"].expose, name, port)
 		}
 	}
+}
+
+// The profile "cluster": three ZooKeeper servers in one ensemble, three
+// Galera nodes of one cluster (one bootstraps, the others join it), and
+// three instances, each on its own node and ZooKeeper server, its DSN
+// listing the other nodes after its own (the store's failover).
+func TestComposeCluster(t *testing.T) {
+	c := readCompose(t)
+	profile := func(name string) composeService {
+		t.Helper()
+		s, ok := c.Services[name]
+		if !ok || !slices.Equal(s.Profiles, []string{"cluster"}) {
+			t.Fatalf("no service %s in the profile cluster", name)
+		}
+		return s
+	}
+	nodes := []string{"galera1", "galera2", "galera3"}
+	zks := []string{"zk1", "zk2", "zk3"}
+
+	t.Run("one ZooKeeper ensemble", func(t *testing.T) {
+		servers := profile("zk1").Environment["ZOO_SERVERS"]
+		for i, name := range zks {
+			s := profile(name)
+			if s.Environment["ZOO_MY_ID"] != strconv.Itoa(i+1) || s.Environment["ZOO_SERVERS"] != servers {
+				t.Errorf("%s: ZOO_MY_ID %q, ZOO_SERVERS %q; want id %d in the ensemble %q", name, s.Environment["ZOO_MY_ID"], s.Environment["ZOO_SERVERS"], i+1, servers)
+			}
+			if !strings.Contains(servers, fmt.Sprintf("server.%d=%s:", i+1, name)) {
+				t.Errorf("ZOO_SERVERS %q lacks %s", servers, name)
+			}
+		}
+	})
+	t.Run("one Galera cluster", func(t *testing.T) {
+		cnf, err := os.ReadFile("../../deploy/galera/galera.cnf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"wsrep_on = ON", "wsrep_provider = /usr/lib/galera/libgalera_smm.so",
+			"wsrep_cluster_address = gcomm://galera1,galera2,galera3", "wsrep_sst_method = mariabackup",
+			"binlog_format = ROW", "innodb_autoinc_lock_mode = 2"} {
+			if !strings.Contains(string(cnf), want) {
+				t.Errorf("deploy/galera/galera.cnf lacks %q", want)
+			}
+		}
+		bootstraps := 0
+		for _, name := range nodes {
+			s := profile(name)
+			if !strings.HasPrefix(s.Image, "mariadb:") {
+				t.Errorf("%s image %q, want MariaDB's (it ships Galera)", name, s.Image)
+			}
+			if !slices.Contains(s.Volumes, "./deploy/galera/galera.cnf:/etc/mysql/conf.d/galera.cnf:ro") {
+				t.Errorf("%s does not mount deploy/galera/galera.cnf", name)
+			}
+			if !slices.Contains(s.Command, "--wsrep-node-address="+name) {
+				t.Errorf("%s command %v lacks --wsrep-node-address=%s", name, s.Command, name)
+			}
+			if slices.Contains(s.Command, "--wsrep-new-cluster") {
+				bootstraps++
+			} else if s.DependsOn["galera1"].Condition != "service_healthy" {
+				t.Errorf("%s joins before galera1 is healthy", name)
+			}
+			if s.Healthcheck == nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), "Synced") {
+				t.Errorf("%s: the health check does not wait for Synced", name)
+			}
+		}
+		if bootstraps != 1 || !slices.Contains(profile("galera1").Command, "--wsrep-new-cluster") {
+			t.Errorf("%d nodes bootstrap, want galera1 alone", bootstraps)
+		}
+	})
+	shops := shopServices(c, "cluster")
+	if len(shops) != 3 {
+		t.Fatalf("cluster shops %v, want three", shops)
+	}
+	me := profile("galera1").Environment
+	for i, name := range shops {
+		s := c.Services[name]
+		t.Run(name, func(t *testing.T) {
+			dsn := s.Environment["SHOP_MYSQL_DSN"]
+			m := regexp.MustCompile(`^([^:]+):([^@]+)@tcp\(([^)]*)\)/(\w+)$`).FindStringSubmatch(dsn)
+			if m == nil {
+				t.Fatalf("SHOP_MYSQL_DSN %q is not user:password@tcp(node,node,node)/db", dsn)
+			}
+			if m[1] != me["MARIADB_USER"] || m[2] != me["MARIADB_PASSWORD"] || m[4] != me["MARIADB_DATABASE"] {
+				t.Errorf("SHOP_MYSQL_DSN %q does not match the nodes' user, password and database", dsn)
+			}
+			var hosts []string
+			for _, a := range strings.Split(m[3], ",") {
+				host, _, _ := strings.Cut(a, ":")
+				hosts = append(hosts, host)
+			}
+			if len(hosts) != 3 || hosts[0] != nodes[i] || !slices.Contains(hosts, "galera1") || !slices.Contains(hosts, "galera2") || !slices.Contains(hosts, "galera3") {
+				t.Errorf("SHOP_MYSQL_DSN lists %v; want %s first, then the other nodes", hosts, nodes[i])
+			}
+			if zk := s.Environment["SHOP_ZOOKEEPER_SERVERS"]; zk != zks[i]+":2181" {
+				t.Errorf("SHOP_ZOOKEEPER_SERVERS %q, want its own server %s:2181", zk, zks[i])
+			}
+			for _, dep := range append(slices.Clone(nodes), zks...) {
+				if s.DependsOn[dep].Condition != "service_healthy" {
+					t.Errorf("depends_on %s: %q, want service_healthy", dep, s.DependsOn[dep].Condition)
+				}
+			}
+			if s.DependsOn["cluster-migrate"].Condition != "service_completed_successfully" {
+				t.Error("does not wait for cluster-migrate")
+			}
+			_, port, _ := net.SplitHostPort(s.Environment["SHOP_SERVER_ADDR"])
+			if len(s.Ports) != 1 || s.Ports[0] != fmt.Sprintf("%d:%s", 8091+i, port) {
+				t.Errorf("ports %v, want %d:%s", s.Ports, 8091+i, port)
+			}
+		})
+	}
+	t.Run("the load tester targets every cluster shop", func(t *testing.T) {
+		cmd := strings.Join(profile("cluster-loadtest").Command, " ")
+		for _, name := range shops {
+			if !strings.Contains(cmd, "http://"+name+":8080") {
+				t.Errorf("cluster-loadtest %q does not target %s", cmd, name)
+			}
+		}
+	})
 }
