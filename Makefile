@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down demo demo-stop clean
+.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
 
 all: build
 
@@ -63,10 +63,11 @@ bench: stack-up
 	done | scripts/benchtable.sh
 
 ## bench-shop: the purchase strategies side by side on two instances each (seed, batch, atomic):
-## every buyer buys, a sell-out, and how time and memory grow with the crowd. Prints the table
+## every buyer buys, a sell-out, how time and memory grow with the crowd, and each strategy on one
+## MariaDB, one Galera node and three Galera nodes. Prints the table
 ## (also in out/bench-shop.txt, and (a)'s chart in out/bench-shop.svg). BENCH_SHOP_BUYERS,
 ## _CONCURRENCY, _ROUNDS, _SIZES change it.
-bench-shop: stack-up
+bench-shop: stack-up galera-up
 	mkdir -p out
 	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
 		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ > out/bench-shop.log 2>&1 || { tail -50 out/bench-shop.log; exit 1; }
@@ -86,6 +87,11 @@ chaos: stack-up
 ## tables side by side, the verdict, and out/demo-report.html with a chart per run
 demo: stack-up build
 	scripts/demo.sh compare
+
+## cluster-demo: the demo's three runs on 3 Galera nodes, 3 ZooKeeper servers and 3 instances,
+## each instance on its own node and server; the table and out/cluster-report.html
+cluster-demo: stack-up build
+	scripts/demo.sh cluster
 
 ## k6: build k6 (Go module proxy) and run loadtest/k6/seckill.js briefly against two local instances
 k6: stack-up build

@@ -12,6 +12,12 @@
 #   scripts/demo.sh failover on the instances "up" started: three orders (one paid), then the
 #                            instance that leads the sweeper's election is SIGKILLed; shows the
 #                            other one take over and expire the two unpaid orders
+#   scripts/demo.sh cluster  "compare" on a cluster: three Galera nodes (scripts/stack.sh galera,
+#                            .stack/galera, 127.0.0.1:23301-23303), three ZooKeeper servers
+#                            (scripts/stack.sh ensemble, .stack/cluster-zk, 127.0.0.1:22281-22283) and
+#                            three instances (:8091-8093), instance N on node N and ZooKeeper server N
+#                            (its DSN lists the other nodes after its own, for failover); the
+#                            ensemble is stopped at the end, the Galera cluster (the tests') left up
 #
 # Environment: DEMO_PORTS ("8081 8082"), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500), DEMO_BUYERS
 # (0: anonymous buyers; N: N buyer ids, one purchase each allowed, the table shows already_bought),
@@ -41,6 +47,15 @@ down() {
 	done
 }
 
+# instance_env N: the environment of the Nth instance (1-based): on a cluster, its own
+# Galera node first in its DSN and its own ZooKeeper server.
+instance_env() {
+	[ -n "${cluster:-}" ] || return 0
+	local n=$1 addrs="" k
+	for k in $n $(((n % 3) + 1)) $((((n + 1) % 3) + 1)); do addrs="$addrs${addrs:+,}127.0.0.1:$((23300 + k))"; done
+	echo "SHOP_MYSQL_DSN=seckill:seckill@tcp($addrs)/seckill SHOP_ZOOKEEPER_SERVERS=127.0.0.1:$((22280 + n))"
+}
+
 up() {
 	[ -x "$shop" ] || { log "build first: make build"; exit 1; }
 	mkdir -p "$state"
@@ -54,12 +69,17 @@ up() {
 			exit 1
 		fi
 	done
-	"$shop" migrate
-	"$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
+	# shellcheck disable=SC2046 # instance_env's words are NAME=value pairs
+	env $(instance_env 1) "$shop" migrate
+	# shellcheck disable=SC2046
+	env $(instance_env 1) "$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
 	export SHOP_ORDERS_PAYTIMEOUT=${SHOP_ORDERS_PAYTIMEOUT:-20s} SHOP_ZOOKEEPER_SESSIONTIMEOUT=${SHOP_ZOOKEEPER_SESSIONTIMEOUT:-10s}
+	local n=0
 	for port in $ports; do
+		n=$((n + 1))
+		# shellcheck disable=SC2046
 		SHOP_DASHBOARD_PEERS=${SHOP_DASHBOARD_PEERS:-$(urls)} \
-			nohup "$shop" serve --server.addr="127.0.0.1:$port" >"$state/shop-$port.log" 2>&1 </dev/null &
+			nohup env $(instance_env $n) "$shop" serve --server.addr="127.0.0.1:$port" >"$state/shop-$port.log" 2>&1 </dev/null &
 		echo $! >"$state/shop-$port.pid"
 	done
 	for port in $ports; do
@@ -87,7 +107,7 @@ urls() {
 compare() {
 	[ -x "$loadtest" ] || { log "build first: make build"; exit 1; }
 	mkdir -p "$out"
-	trap down EXIT
+	trap 'down; stop_ensemble' EXIT
 	# 1500 buyers pass the lock one at a time, each holding it for the read, the sleep and the
 	# write: with the seed's 0-1000 ms sleep the locked run would take ~12 minutes. 50 ms keeps
 	# it near a minute and still makes every unlocked buyer read before the others write.
@@ -105,12 +125,26 @@ compare() {
 			--concurrency "${DEMO_CONCURRENCY:-1500}" --buyers "${DEMO_BUYERS:-0}" --out "$out/lock-$mode.json" >/dev/null
 	done
 	down
-	trap - EXIT
+	trap stop_ensemble EXIT
 	echo
-	"$loadtest" compare --html "$out/demo-report.html" --svg "$out/demo-chart.svg" \
+	"$loadtest" compare --html "$out/${report}.html" --svg "$out/${chart}.svg" \
 		--expect oversell,exact,exact "$out/lock-off.json" "$out/lock-on.json" "$out/lock-batched.json"
 	echo
-	echo "report: $out/demo-report.html (chart: $out/demo-chart.svg)"
+	echo "report: $out/${report}.html (chart: $out/${chart}.svg)"
+}
+
+# stop_ensemble stops the cluster demo's ZooKeeper ensemble, if this is one.
+stop_ensemble() {
+	[ -z "${cluster:-}" ] || "$root/scripts/stack.sh" ensemble-down "$root/.stack/cluster-zk"
+}
+
+# cluster: compare on three Galera nodes, three ZooKeeper servers and three instances.
+cluster() {
+	"$root/scripts/stack.sh" galera "$root/.stack/galera" >/dev/null
+	trap stop_ensemble EXIT
+	"$root/scripts/stack.sh" ensemble "$root/.stack/cluster-zk" 22280 >/dev/null
+	log "Galera nodes 127.0.0.1:23301-23303 and ZooKeeper servers 127.0.0.1:22281-22283 are up"
+	compare
 }
 
 # field JSON KEY: a scalar field of a flat JSON object (enough for the shop's answers).
@@ -145,8 +179,13 @@ failover() {
 	log "the survivor's log: $state/shop-$other.log (grep leading)"
 }
 
+report=demo-report chart=demo-chart
 case "${1:-compare}" in
 compare) compare ;;
+cluster)
+	cluster=1 ports=${CLUSTER_PORTS:-8091 8092 8093} report=cluster-report chart=cluster-chart
+	cluster
+	;;
 up)
 	up
 	cat >&2 <<MSG
@@ -161,5 +200,5 @@ MSG
 	;;
 down) down ;;
 failover) failover ;;
-*) echo "usage: $0 compare|up|down|failover" >&2; exit 2 ;;
+*) echo "usage: $0 compare|cluster|up|down|failover" >&2; exit 2 ;;
 esac

@@ -22,9 +22,14 @@ import (
 //	    at a time (200), a stock larger than the buyers;
 //	(b) a sell-out: stock 100, the same buyers and concurrency;
 //	(c) how cost grows: stock 100 and BENCH_SHOP_SIZES buyers (1500,3000,6000),
-//	    all at once; seconds, and each instance's peak RSS.
+//	    all at once; seconds, and each instance's peak RSS;
+//	(d) the engines: (a) on one MariaDB (two instances), on one node of
+//	    the Galera cluster of `make galera-up` (two instances), and on its
+//	    three nodes (three instances, each on its own node); purchases/s,
+//	    5xx, oversold, phantoms (200s without their order row), and
+//	    whether this run met the targets.
 //
-// (a) and (b) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
+// (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. The table goes to the
 // log and to BENCH_SHOP_TABLE, (a)'s chart to BENCH_SHOP_CHART. Run it
 // once: -benchtime 1x.
@@ -71,7 +76,23 @@ func BenchmarkShop(b *testing.B) {
 			growth[st] = append(growth[st], benchSale(b, st, 100, n, n))
 		}
 	}
-	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth)
+	nodes := itest.Galera(b)
+	engines := map[string]map[string][]benchRun{}
+	for _, e := range benchEngines {
+		engines[e.name] = map[string][]benchRun{}
+	}
+	for r := range rounds {
+		order := slices.Clone(strategies)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, st := range order {
+			for _, e := range benchEngines {
+				engines[e.name][st] = append(engines[e.name][st], benchSaleOn(b, st, buyers+1000, buyers, conc, e.instances(b, nodes)))
+			}
+		}
+	}
+	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines)
 	b.Log("\n" + table)
 	if f := os.Getenv("BENCH_SHOP_TABLE"); f != "" {
 		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
@@ -94,21 +115,65 @@ type benchRun struct {
 	firstStock      time.Duration // to the answer that sold the last piece
 	p50, p99        time.Duration
 	oversold        int
-	peakRSS         [2]int64 // bytes, per instance
+	phantoms        int // 200s without an order row
+	fiveXX          int
+	peakRSS         [2]int64 // bytes, per instance (the first two)
 	purchasesPerSec float64
 }
 
-// benchSale starts two instances of strategy on a fresh stock and sends
-// buyers purchases, conc at a time.
+// benchSale starts two instances of strategy on one MariaDB, a fresh
+// stock, and sends buyers purchases, conc at a time.
 func benchSale(b *testing.B, strategy string, stock, buyers, conc int) benchRun {
 	b.Helper()
-	s := newStack(b, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+	return benchSaleOn(b, strategy, stock, buyers, conc, benchEngines[0].instances(b, nil))
+}
+
+// benchEngine is where a sale's instances write: the DSN of each instance
+// (the first also migrates, sets the stock and counts), one database of
+// the benchmark's own.
+type benchEngine struct {
+	name      string
+	instances func(b *testing.B, nodes []string) []string
+}
+
+var benchEngines = []benchEngine{
+	{"mariadb", func(b *testing.B, _ []string) []string {
+		dsn := itest.Database(b)
+		return []string{dsn, dsn}
+	}},
+	{"galera, one node", func(b *testing.B, nodes []string) []string {
+		dsns := itest.GaleraDatabase(b, nodes)
+		return []string{dsns[0], dsns[0]}
+	}},
+	{"galera, 3 nodes", func(b *testing.B, nodes []string) []string {
+		// Each instance on its own node, the others after it (failover).
+		dsns := itest.GaleraDatabase(b, nodes)
+		var out []string
+		for i := range nodes {
+			list := append(slices.Clone(nodes[i:]), nodes[:i]...)
+			out = append(out, strings.Replace(dsns[i], "tcp("+nodes[i]+")", "tcp("+strings.Join(list, ",")+")", 1))
+		}
+		return out
+	}},
+}
+
+// benchSaleOn starts an instance of strategy per DSN, a fresh stock, and
+// sends buyers purchases, conc at a time, round-robin over the instances.
+func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []string) benchRun {
+	b.Helper()
+	// The counts after the sale are causal reads on a cluster.
+	s := newStackOn(b, dsns[0]+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
 		"SHOP_LOCK_PATH="+itest.Path(b)+"/locks/goods/{goodsNo}", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
 	s.binary = shopBinaryNoRace
 	s.shop(b, "migrate")
 	s.shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
-	a, c := s.serve(b), s.serve(b)
-	answers, start := closedLoad([]string{a.url, c.url}, buyers, conc)
+	var ins []*instance
+	var urls []string
+	for _, dsn := range dsns {
+		in := s.serve(b, "SHOP_MYSQL_DSN="+dsn)
+		ins, urls = append(ins, in), append(urls, in.url)
+	}
+	answers, start := closedLoad(urls, buyers, conc)
 	run := benchRun{buyers: buyers, other: map[string]int{}}
 	var lat []time.Duration
 	var okEnds []time.Duration
@@ -126,6 +191,9 @@ func benchSale(b *testing.B, strategy string, stock, buyers, conc int) benchRun 
 		default:
 			run.other[x.code]++
 		}
+		if x.err == nil && x.status >= 500 {
+			run.fiveXX++
+		}
 	}
 	slices.Sort(lat)
 	slices.Sort(okEnds)
@@ -138,12 +206,13 @@ func benchSale(b *testing.B, strategy string, stock, buyers, conc int) benchRun 
 	}
 	left, orders := s.counts(b)
 	run.oversold = orders - (stock - left)
-	run.peakRSS = [2]int64{peakRSS(a), peakRSS(c)}
+	run.phantoms = max(run.ok-orders, 0)
+	run.peakRSS = [2]int64{peakRSS(ins[0]), peakRSS(ins[1])}
 	// Stopped now, not at the benchmark's end: an idle instance still samples
 	// its stock (a count of the orders) and its lock queue every second and
 	// takes part in the sweeper's election, and forty of them left running
 	// made the later sales of a run measurably slower than the earlier ones.
-	for _, in := range []*instance{a, c} {
+	for _, in := range ins {
 		if err := in.stop(b); err != nil {
 			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.logs())
 		}
@@ -267,5 +336,56 @@ func benchShopTable(strategies []string, buyers, conc, rounds int, runs map[stri
 				float64(r.peakRSS[0])/(1<<20), float64(r.peakRSS[1])/(1<<20), r.oversold, r.other)
 		}
 	}
+	return b.String()
+}
+
+// benchEngineTable is (d): each strategy on each engine, with the targets'
+// verdicts of this run.
+func benchEngineTable(strategies []string, buyers, conc, rounds int, engines map[string]map[string][]benchRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "(d) every buyer buys, by engine: %d buyers, %d at a time, median of %d rounds; 5xx, oversold and phantoms summed over the rounds\n", buyers, conc, rounds)
+	fmt.Fprintf(&b, "%-8s %-18s %12s %12s %12s %6s %9s %9s %s\n", "strategy", "engine", "purchases/s", "x mariadb", "rounds", "5xx", "oversold", "phantoms", "other answers")
+	sum := func(rs []benchRun, f func(benchRun) int) (n int) {
+		for _, r := range rs {
+			n += f(r)
+		}
+		return n
+	}
+	var bad []string
+	for _, st := range strategies {
+		base := engines[benchEngines[0].name][st]
+		for _, e := range benchEngines {
+			rs := engines[e.name][st]
+			var ratios []float64
+			for i, r := range rs {
+				ratios = append(ratios, r.purchasesPerSec/base[i].purchasesPerSec)
+			}
+			fiveXX, oversold, phantoms := sum(rs, func(r benchRun) int { return r.fiveXX }), sum(rs, func(r benchRun) int { return r.oversold }), sum(rs, func(r benchRun) int { return r.phantoms })
+			fmt.Fprintf(&b, "%-8s %-18s %12.0f %12.2f %12s %6d %9d %9d %v\n", st, e.name,
+				median(rs, func(r benchRun) float64 { return r.purchasesPerSec }), medianOf(ratios), spread(ratios), fiveXX, oversold, phantoms, rs[len(rs)-1].other)
+			if oversold != 0 || phantoms != 0 {
+				bad = append(bad, fmt.Sprintf("%s on %s: %d oversold, %d phantoms", st, e.name, oversold, phantoms))
+			}
+			if float64(fiveXX) > 0.001*float64(len(rs)*buyers) {
+				bad = append(bad, fmt.Sprintf("%s on %s: %d 5xx of %d buyers (more than 0.1%%)", st, e.name, fiveXX, len(rs)*buyers))
+			}
+		}
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	fmt.Fprintf(&b, "target: 0 phantoms, 0 oversold, at most 0.1%% 5xx in every run: %s", verdict(len(bad) == 0))
+	for _, m := range bad {
+		fmt.Fprintf(&b, "; %s", m)
+	}
+	var ratios []float64
+	for i, r := range engines[benchEngines[2].name]["batch"] {
+		ratios = append(ratios, r.purchasesPerSec/engines[benchEngines[0].name]["batch"][i].purchasesPerSec)
+	}
+	x := medianOf(ratios)
+	fmt.Fprintf(&b, "\ntarget: batch on 3 Galera nodes >= 0.8x batch on one MariaDB: %.2fx, %s\n", x, verdict(x >= 0.8))
 	return b.String()
 }
