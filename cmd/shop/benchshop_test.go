@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,12 +158,17 @@ var benchEngines = []benchEngine{
 	}},
 }
 
+// firstServer matches a DSN's list of servers; $1 is the first.
+var firstServer = regexp.MustCompile(`tcp\(([^,)]*)[^)]*\)`)
+
 // benchSaleOn starts an instance of strategy per DSN, a fresh stock, and
 // sends buyers purchases, conc at a time, round-robin over the instances.
 func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []string) benchRun {
 	b.Helper()
-	// The counts after the sale are causal reads on a cluster.
-	s := newStackOn(b, dsns[0]+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+	// The first instance's node migrates, sets the stock and counts; the
+	// counts after the sale are causal reads on a cluster.
+	admin := firstServer.ReplaceAllString(dsns[0], "tcp($1)")
+	s := newStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
 		"SHOP_LOCK_PATH="+itest.Path(b)+"/locks/goods/{goodsNo}", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
 	s.binary = shopBinaryNoRace
 	s.shop(b, "migrate")
