@@ -31,7 +31,8 @@ import (
 //	    whether this run met the targets.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
-// different order each round, and report the medians. The table goes to the
+// different order each round, and report the medians. BENCH_SHOP_ENGINES=only
+// runs (d) alone. The table goes to the
 // log and to BENCH_SHOP_TABLE, (a)'s chart to BENCH_SHOP_CHART. Run it
 // once: -benchtime 1x.
 func BenchmarkShop(b *testing.B) {
@@ -54,6 +55,12 @@ func BenchmarkShop(b *testing.B) {
 		}
 	}
 	strategies := []string{"atomic", "seed", "batch"}
+	nodes := itest.Galera(b)
+	engines := benchEngineSales(b, strategies, nodes, buyers, conc, rounds)
+	if os.Getenv("BENCH_SHOP_ENGINES") == "only" {
+		writeBenchTable(b, benchEngineTable(strategies, buyers, conc, rounds, engines))
+		return
+	}
 	runs := map[string]map[string][]benchRun{"a": {}, "b": {}}
 	for r := range rounds {
 		order := slices.Clone(strategies)
@@ -77,31 +84,20 @@ func BenchmarkShop(b *testing.B) {
 			growth[st] = append(growth[st], benchSale(b, st, 100, n, n))
 		}
 	}
-	nodes := itest.Galera(b)
-	engines := map[string]map[string][]benchRun{}
-	for _, e := range benchEngines {
-		engines[e.name] = map[string][]benchRun{}
-	}
-	for r := range rounds {
-		order := slices.Clone(strategies)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, st := range order {
-			for _, e := range benchEngines {
-				engines[e.name][st] = append(engines[e.name][st], benchSaleOn(b, st, buyers+1000, buyers, conc, e.instances(b, nodes)))
-			}
-		}
-	}
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines)
-	b.Log("\n" + table)
-	if f := os.Getenv("BENCH_SHOP_TABLE"); f != "" {
-		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
+	writeBenchTable(b, table)
+	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
+		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
-		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {
+}
+
+// writeBenchTable logs the table and writes it to BENCH_SHOP_TABLE.
+func writeBenchTable(b *testing.B, table string) {
+	b.Log("\n" + table)
+	if f := os.Getenv("BENCH_SHOP_TABLE"); f != "" {
+		if err := os.WriteFile(f, []byte(table), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -133,21 +129,30 @@ func benchSale(b *testing.B, strategy string, stock, buyers, conc int) benchRun 
 // (the first also migrates, sets the stock and counts), one database of
 // the benchmark's own.
 type benchEngine struct {
-	name      string
-	instances func(b *testing.B, nodes []string) []string
+	name string
+	// alternative: a way the shop could run that it does not, measured to
+	// show why (its rows are left out of the targets)
+	alternative bool
+	instances   func(b *testing.B, nodes []string) []string
 }
 
 var benchEngines = []benchEngine{
-	{"mariadb", func(b *testing.B, _ []string) []string {
+	{"mariadb", false, func(b *testing.B, _ []string) []string {
 		dsn := itest.Database(b)
 		return []string{dsn, dsn}
 	}},
-	{"galera, one node", func(b *testing.B, nodes []string) []string {
+	{"galera, one node", false, func(b *testing.B, nodes []string) []string {
 		dsns := itest.GaleraDatabase(b, nodes)
 		return []string{dsns[0], dsns[0]}
 	}},
-	{"galera, 3 nodes", func(b *testing.B, nodes []string) []string {
-		// Each instance on its own node, the others after it (failover).
+	{"galera, 3 own nodes", true, func(b *testing.B, nodes []string) []string {
+		// Each instance on its own node alone: its sales write there, and
+		// conflict with the other nodes' at certification.
+		return itest.GaleraDatabase(b, nodes)
+	}},
+	{"galera, 3 nodes", false, func(b *testing.B, nodes []string) []string {
+		// Each instance on its own node, the others after it: failover,
+		// and each goods' sales on one writer node (see repo).
 		dsns := itest.GaleraDatabase(b, nodes)
 		var out []string
 		for i := range nodes {
@@ -345,6 +350,26 @@ func benchShopTable(strategies []string, buyers, conc, rounds int, runs map[stri
 	return b.String()
 }
 
+// benchEngineSales runs (d): every buyer buys, each strategy on each engine.
+func benchEngineSales(b *testing.B, strategies, nodes []string, buyers, conc, rounds int) map[string]map[string][]benchRun {
+	engines := map[string]map[string][]benchRun{}
+	for _, e := range benchEngines {
+		engines[e.name] = map[string][]benchRun{}
+	}
+	for r := range rounds {
+		order := slices.Clone(strategies)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, st := range order {
+			for _, e := range benchEngines {
+				engines[e.name][st] = append(engines[e.name][st], benchSaleOn(b, st, buyers+1000, buyers, conc, e.instances(b, nodes)))
+			}
+		}
+	}
+	return engines
+}
+
 // benchEngineTable is (d): each strategy on each engine, with the targets'
 // verdicts of this run.
 func benchEngineTable(strategies []string, buyers, conc, rounds int, engines map[string]map[string][]benchRun) string {
@@ -369,10 +394,10 @@ func benchEngineTable(strategies []string, buyers, conc, rounds int, engines map
 			fiveXX, oversold, phantoms := sum(rs, func(r benchRun) int { return r.fiveXX }), sum(rs, func(r benchRun) int { return r.oversold }), sum(rs, func(r benchRun) int { return r.phantoms })
 			fmt.Fprintf(&b, "%-8s %-18s %12.0f %12.2f %12s %6d %9d %9d %v\n", st, e.name,
 				median(rs, func(r benchRun) float64 { return r.purchasesPerSec }), medianOf(ratios), spread(ratios), fiveXX, oversold, phantoms, rs[len(rs)-1].other)
-			if oversold != 0 || phantoms != 0 {
+			if oversold != 0 || phantoms != 0 { // every engine, the alternative too
 				bad = append(bad, fmt.Sprintf("%s on %s: %d oversold, %d phantoms", st, e.name, oversold, phantoms))
 			}
-			if float64(fiveXX) > 0.001*float64(len(rs)*buyers) {
+			if float64(fiveXX) > 0.001*float64(len(rs)*buyers) && !e.alternative {
 				bad = append(bad, fmt.Sprintf("%s on %s: %d 5xx of %d buyers (more than 0.1%%)", st, e.name, fiveXX, len(rs)*buyers))
 			}
 		}
@@ -383,12 +408,13 @@ func benchEngineTable(strategies []string, buyers, conc, rounds int, engines map
 		}
 		return "MISSED"
 	}
+	fmt.Fprintf(&b, "\"galera, 3 own nodes\": each instance writes through its own node (not the shop's way: it sends a goods' sales to one writer node); left out of the 5xx target\n")
 	fmt.Fprintf(&b, "target: 0 phantoms, 0 oversold, at most 0.1%% 5xx in every run: %s", verdict(len(bad) == 0))
 	for _, m := range bad {
 		fmt.Fprintf(&b, "; %s", m)
 	}
 	var ratios []float64
-	for i, r := range engines[benchEngines[2].name]["batch"] {
+	for i, r := range engines[benchEngines[3].name]["batch"] {
 		ratios = append(ratios, r.purchasesPerSec/engines[benchEngines[0].name]["batch"][i].purchasesPerSec)
 	}
 	x := medianOf(ratios)

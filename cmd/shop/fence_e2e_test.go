@@ -230,13 +230,7 @@ func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 // lock; TestStoppedHolderDoesNotStopTheSale has the default.)
 func TestStoppedHolderDoesNotOversell(t *testing.T) {
 	p := newFaultPair(t, false, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
-	insert := p.db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
-	fromA := purchaseAsync(p.a.url)
-	p.heldBy(t, insert, "A's order insert")
-	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	insert, fromA := p.stopAfterClaim(t)
 	fromB := purchaseAsync(p.b.url)
 	itest.WaitForBlockedUpdate(t, p.dsn) // B holds the lock (A's session expired) and waits at the row
 	if err := p.a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
@@ -260,13 +254,7 @@ func TestStoppedHolderDoesNotOversell(t *testing.T) {
 // B waits at the row past InnoDB's lock wait timeout (50 s) and gets no 200.
 func TestStoppedHolderDoesNotStopTheSale(t *testing.T) {
 	p := newFaultPair(t, false)
-	insert := p.db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
-	fromA := purchaseAsync(p.a.url)
-	p.heldBy(t, insert, "A's order insert")
-	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	insert, fromA := p.stopAfterClaim(t)
 	ansB := await(t, "B", purchaseAsync(p.b.url))
 	if ansB.status != http.StatusOK {
 		t.Errorf("B answered %d %s while A was stopped, want 200", ansB.status, ansB.code)
@@ -278,6 +266,20 @@ func TestStoppedHolderDoesNotStopTheSale(t *testing.T) {
 	ansA := await(t, "A", fromA)
 	p.checkNoOversell(t, 10, ansA, ansB)
 	p.checkNoOrphans(t)
+}
+
+// stopAfterClaim has A claim the row and SIGSTOPs it as it sends its order
+// (the packet held at the proxy until the test releases it).
+func (p faultPair) stopAfterClaim(t *testing.T) (insert *itest.Hold, fromA <-chan answer) {
+	t.Helper()
+	insert = p.db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
+	fromA = purchaseAsync(p.a.url)
+	p.heldBy(t, insert, "A's order insert")
+	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	return insert, fromA
 }
 
 // isSaleCommit matches the COMMIT of the purchase under the lock (sent with

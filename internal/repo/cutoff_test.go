@@ -48,21 +48,8 @@ func testCutOffHolder(t *testing.T, cutDSN, dsn string) {
 	viaProxy := cfg.Clone()
 	viaProxy.Addr = proxy.Addr()
 	const idle = 2 * time.Second
-	open := func(dsn string) *repo.Store {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		s, err := repo.Open(ctx, dsn, repo.Options{IdleTransactionTimeout: idle})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if _, err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	next := open(dsn)
-	cut := open(viaProxy.FormatDSN())
+	next := openMigratedWith(t, dsn, repo.Options{IdleTransactionTimeout: idle})
+	cut := openMigratedWith(t, viaProxy.FormatDSN(), repo.Options{IdleTransactionTimeout: idle})
 	ctx := context.Background()
 	if err := next.SetStock(ctx, 1, 10, repo.StockReset{}); err != nil {
 		t.Fatal(err)

@@ -2,12 +2,19 @@ package repo
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // A DSN may name several servers, tcp(host1:port1,host2:port2,...): the
@@ -88,4 +95,63 @@ func (s *Store) Addr() string {
 		return s.addr
 	}
 	return s.failover.addrs[s.failover.current.Load()]
+}
+
+// salePool is a pool for the sale transactions: several statements per
+// query for saleTx, and GORM over the same connections.
+type salePool struct {
+	sql  *sql.DB
+	gorm *gorm.DB
+}
+
+func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return salePool{}, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(opts.MaxOpenConns)
+	db.SetMaxIdleConns(opts.MaxIdleConns)
+	db.SetConnMaxLifetime(30 * time.Minute)
+	// GORM asks the server's version: on MariaDB 10.5+ it reads a multi-row
+	// INSERT's ids back with RETURNING, which a Galera node needs (its
+	// auto-increment steps by the cluster's size, not by one).
+	g, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: db}), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		db.Close()
+		return salePool{}, err
+	}
+	return salePool{sql: db, gorm: g}, nil
+}
+
+// On a Galera cluster that the DSN names by several nodes, the sales of
+// one goods all go to one node, its writer, as Galera advises for a hot
+// row: there the row lock serialises them as on one server, and the other
+// nodes certify write-sets that never conflict. Every instance finds the
+// same writer whatever order its DSN lists the nodes in: the writer of
+// goods g is node g mod n of the sorted list, and when it does not answer,
+// the next one in that list (each writer's pool fails over on its own).
+// Reads stay with the store's pool, on the instance's own node.
+
+// writerConfigs returns a config per writer: node i of the sorted
+// addresses first, the others after it.
+func writerConfigs(cfg *mysql.Config, addrs []string) []*mysql.Config {
+	sorted := slices.Sorted(slices.Values(addrs))
+	out := make([]*mysql.Config, len(sorted))
+	for i := range sorted {
+		w := cfg.Clone()
+		fo := &failover{addrs: sorted}
+		fo.current.Store(int32(i))
+		w.DialFunc = fo.dial
+		out[i] = w
+	}
+	return out
+}
+
+// salesFor is the pool of goodsNo's sale transactions.
+func (s *Store) salesFor(goodsNo int32) salePool {
+	return s.sales[int(uint32(goodsNo))%len(s.sales)]
 }

@@ -118,9 +118,14 @@ func TestSellFenced(t *testing.T) {
 
 func openMigrated(t *testing.T, dsn string) *repo.Store {
 	t.Helper()
+	return openMigratedWith(t, dsn, repo.Options{})
+}
+
+func openMigratedWith(t *testing.T, dsn string, opts repo.Options) *repo.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := repo.Open(ctx, dsn, repo.Options{})
+	s, err := repo.Open(ctx, dsn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

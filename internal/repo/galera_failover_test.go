@@ -50,22 +50,8 @@ func TestGaleraNodeKilledMidSale(t *testing.T) {
 				t.Fatal(err)
 			}
 			locker := newMemLocker()
-			var shops []*service.Shop
-			for _, s := range []*repo.Store{a, b} {
-				cfg := service.Config{SoldOutFor: -1, HandOffAfterCommit: s.Cluster(), AcquireTimeout: 30 * time.Second}
-				var p service.Purchaser
-				switch strategy {
-				case "seed":
-					p = service.NewSeed(s, locker, cfg, slog.Default())
-				case "batch":
-					bt := service.NewBatch(s, locker, cfg, slog.Default())
-					defer bt.Close()
-					p = bt
-				default:
-					p = service.NewAtomic(s)
-				}
-				shops = append(shops, service.New(s, p, cfg, slog.Default()))
-			}
+			cfg := service.Config{SoldOutFor: -1, HandOffAfterCommit: true, AcquireTimeout: 30 * time.Second}
+			shops := newShops(t, strategy, locker, cfg, slog.Default(), a, b)
 
 			var (
 				mu                       sync.Mutex
@@ -141,25 +127,7 @@ func TestGaleraNodeKilledMidSale(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer check.Close()
-				stored := map[uint64]bool{}
-				rows, err := check.QueryContext(ctx, "SELECT id FROM order_info WHERE goods_no = 1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				for rows.Next() {
-					var id uint64
-					if err := rows.Scan(&id); err != nil {
-						t.Fatal(err)
-					}
-					stored[id] = true
-				}
-				if err := rows.Close(); err != nil {
-					t.Fatal(err)
-				}
-				var left int
-				if err := check.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&left); err != nil {
-					t.Fatal(err)
-				}
+				stored, left := goodsState(t, check)
 				for id, rid := range ok {
 					if !stored[id] {
 						t.Errorf("request %s was answered with order %d, which is not on %s", rid, id, dsn)

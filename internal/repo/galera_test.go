@@ -95,6 +95,56 @@ func (s *saleTally) add(o *service.Order, err error) {
 	}
 }
 
+// newShops returns a shop selling with strategy on each store, all under
+// locker; a batch strategy is closed when the test ends.
+func newShops(t *testing.T, strategy string, locker service.Locker, cfg service.Config, log *slog.Logger, stores ...*repo.Store) []*service.Shop {
+	t.Helper()
+	var shops []*service.Shop
+	for _, s := range stores {
+		var p service.Purchaser
+		switch strategy {
+		case "seed":
+			p = service.NewSeed(s, locker, cfg, log)
+		case "batch":
+			b := service.NewBatch(s, locker, cfg, log)
+			t.Cleanup(b.Close)
+			p = b
+		case "atomic":
+			p = service.NewAtomic(s)
+		default:
+			t.Fatalf("no strategy %q", strategy)
+		}
+		shops = append(shops, service.New(s, p, cfg, log))
+	}
+	return shops
+}
+
+// goodsState reads goods 1's order ids and stock through db.
+func goodsState(t *testing.T, db *sql.DB) (orders map[uint64]bool, stock int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, "SELECT id FROM order_info WHERE goods_no = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders = map[uint64]bool{}
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		orders[id] = true
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	return orders, stock
+}
+
 // galeraSale sells stock pieces to buyers buyers, concurrency at a time,
 // spread over the shops in turn, and checks the outcome through checkDSN:
 // every 200 has its order row in the cluster, no piece is sold twice, the
@@ -123,25 +173,7 @@ func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, round, stock
 	close(next)
 	wg.Wait()
 
-	rows, err := check.QueryContext(ctx, "SELECT id FROM order_info WHERE goods_no = 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[uint64]bool{}
-	for rows.Next() {
-		var id uint64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		stored[id] = true
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var left int
-	if err := check.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&left); err != nil {
-		t.Fatal(err)
-	}
+	stored, left := goodsState(t, check)
 	for id, rid := range tally.ok {
 		if !stored[id] {
 			phantoms++
@@ -174,15 +206,6 @@ func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, round, stock
 func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 	nodes := itest.Galera(t)
 	const stock, buyers, concurrency, rounds = 100, 600, 100, 4
-	strategies := map[string]func(s *repo.Store, l service.Locker, cfg service.Config) service.Purchaser{
-		"seed": func(s *repo.Store, l service.Locker, cfg service.Config) service.Purchaser {
-			return service.NewSeed(s, l, cfg, slog.Default())
-		},
-		"batch": func(s *repo.Store, l service.Locker, cfg service.Config) service.Purchaser {
-			return service.NewBatch(s, l, cfg, slog.Default())
-		},
-		"atomic": func(s *repo.Store, _ service.Locker, _ service.Config) service.Purchaser { return service.NewAtomic(s) },
-	}
 	for _, tc := range []struct {
 		name, strategy  string
 		handOffInCommit bool
@@ -205,18 +228,12 @@ func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 			locker := newMemLocker()
 			var retries atomic.Int64
 			log := slog.New(retryCounter{Handler: slog.Default().Handler(), n: &retries})
-			var shops []*service.Shop
 			for _, s := range []*repo.Store{a, b} {
 				if !s.Cluster() {
 					t.Fatal("the store does not see a Galera cluster (wsrep_on)")
 				}
-				cfg := service.Config{SoldOutFor: -1, HandOffAfterCommit: s.Cluster() && !tc.handOffInCommit}
-				p := strategies[name](s, locker, cfg)
-				if c, ok := p.(interface{ Close() }); ok {
-					defer c.Close()
-				}
-				shops = append(shops, service.New(s, p, cfg, log))
 			}
+			shops := newShops(t, name, locker, service.Config{SoldOutFor: -1, HandOffAfterCommit: !tc.handOffInCommit}, log, a, b)
 			var phantoms, oversold, failures int
 			for round := range rounds {
 				if err := a.SetStock(context.Background(), 1, stock, repo.StockReset{ClearOrders: true}); err != nil {

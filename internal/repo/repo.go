@@ -20,7 +20,6 @@ import (
 	"github.com/pressly/goose/v3"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -89,11 +88,11 @@ type Options struct {
 
 // Store is the MySQL store. It implements service.Store.
 type Store struct {
-	db       *gorm.DB
-	sales    *sql.DB   // the purchase under the lock's: several statements per query (see saleTx)
-	cluster  bool      // a Galera node (wsrep_on): see Open
-	addr     string    // the DSN's server
-	failover *failover // the DSN's servers, when it names several (see failover.go)
+	db       *gorm.DB   // reads, orders, stock settings: causal reads on a cluster
+	sales    []salePool // the sale transactions', one per writer node (see salesFor)
+	cluster  bool       // a Galera node (wsrep_on): see Open
+	addr     string     // the DSN's server
+	failover *failover  // the DSN's servers, when it names several (see failover.go)
 }
 
 // Open connects to MySQL and checks that it answers. The DSN is the
@@ -103,12 +102,13 @@ type Store struct {
 // a 5s dial timeout. Its tcp(...) may name several servers, comma
 // separated: see failover.go.
 //
-// On a MariaDB Galera node (wsrep_on) the store is a cluster store: every
-// statement's reads are causal (wsrep_sync_wait=1: the node first applies
-// what the cluster had committed when the statement came), and every sale's
-// commit is confirmed by reading its orders back before the buyer hears of
-// it (see verifyOrders). The shop then hands the lock on after the commit
-// (Cluster).
+// On a MariaDB Galera node (wsrep_on) the store is a cluster store: its
+// reads are causal (wsrep_sync_wait=1: the node first applies what the
+// cluster had committed when the statement came); in a sale's transaction
+// only the claim is (the statements after it read what it locked), and
+// every sale's commit is confirmed by reading its orders back before the
+// buyer hears of it (see verifyOrders). The shop then hands the lock on
+// after the commit (Cluster).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	dsn, addrs := splitAddrs(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
@@ -171,19 +171,27 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	// A second pool, of the same size, that lets a query carry several
-	// statements: only saleTx uses it, with fixed statement texts.
+	s := &Store{db: db, cluster: cluster, addr: cfg.Addr, failover: fo}
+	// The sale transactions' pools, of the same size, that let a query carry
+	// several statements (saleTx sends fixed statement texts so). On a
+	// cluster named by several nodes, one per node: the writer of a goods.
 	multi := cfg.Clone()
 	multi.MultiStatements = true
-	connector, err = mysql.NewConnector(multi)
-	if err != nil {
-		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+	if cluster {
+		multi.Params["wsrep_sync_wait"] = "0" // the claim asks for its own (causal)
 	}
-	sales := sql.OpenDB(connector)
-	sales.SetMaxOpenConns(opts.MaxOpenConns)
-	sales.SetMaxIdleConns(opts.MaxIdleConns)
-	sales.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, sales: sales, cluster: cluster, addr: cfg.Addr, failover: fo}
+	writers := []*mysql.Config{multi}
+	if cluster && fo != nil {
+		writers = writerConfigs(multi, addrs)
+	}
+	for _, w := range writers {
+		sp, err := newSalePool(w, opts)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("repo: open %s: %w", cfg.Addr, translate(err))
+		}
+		s.sales = append(s.sales, sp)
+	}
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, err)
@@ -228,16 +236,18 @@ func (s *Store) Cluster() bool { return s.cluster }
 // back by a brute-force abort (a replicated write-set that needs its row
 // locks) without its client being told: the COMMIT that follows finds no
 // transaction and answers OK for nothing. The read is causal (the cluster
-// store's wsrep_sync_wait), and a commit is applied on its own node before
-// it answers, so a missing order is a sale that did not happen:
+// a commit is applied on its own node before it answers, so a missing order
+// is a sale that did not happen (or, should the read go to another node
+// after a failover, one whose retry will find its request id used and
+// answer with the order):
 // service.ErrConflict, to be tried again. On one server it is not needed
 // and not made.
-func (s *Store) verifyOrders(ctx context.Context, ids ...uint64) error {
+func (s *Store) verifyOrders(ctx context.Context, sp salePool, ids ...uint64) error {
 	if !s.cluster || len(ids) == 0 {
 		return nil
 	}
-	var n int64
-	if err := s.db.WithContext(ctx).Model(&orderInfo{}).Where("id IN ?", ids).Count(&n).Error; err != nil {
+	var n int64 // on the sale's pool: not causal, the commit's own node has it
+	if err := sp.gorm.WithContext(ctx).Model(&orderInfo{}).Where("id IN ?", ids).Count(&n).Error; err != nil {
 		return commitError(err, true)
 	}
 	return checkVerified(n, len(ids))
@@ -259,17 +269,21 @@ func checkVerified(found int64, wrote int) error {
 // SQLDB is the store's connection pool, for its statistics.
 func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 
-// SalesDB is the pool of the purchase under the lock (see saleTx), for its
-// statistics.
-func (s *Store) SalesDB() *sql.DB { return s.sales }
+// SalesDB is the pool of the sale transactions (the first writer's, on a
+// cluster named by several nodes), for its statistics.
+func (s *Store) SalesDB() *sql.DB { return s.sales[0].sql }
 
 // Close closes the connection pools.
 func (s *Store) Close() error {
+	var errs []error
+	for _, sp := range s.sales {
+		errs = append(errs, sp.sql.Close())
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
-		return errors.Join(err, s.sales.Close())
+		return errors.Join(append(errs, err)...)
 	}
-	return errors.Join(sqlDB.Close(), s.sales.Close())
+	return errors.Join(append(errs, sqlDB.Close())...)
 }
 
 // Ping checks that MySQL answers.
@@ -281,7 +295,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := sqlDB.PingContext(ctx); err != nil {
 		return translate(err)
 	}
-	return translate(s.sales.PingContext(ctx))
+	return translate(s.sales[0].sql.PingContext(ctx))
 }
 
 // Migrate applies the schema's versions the database lacks (see
@@ -375,7 +389,8 @@ func (row goodsStock) goods() service.Goods {
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order) error {
 	row := newOrderRow(order, time.Now().UTC())
 	var committing bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	sp := s.salesFor(g.GoodsNo)
+	err := sp.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := writeSale(tx, g.ID, stock, 0, &row); err != nil {
 			return err
 		}
@@ -385,7 +400,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	if err != nil {
 		return commitError(err, committing)
 	}
-	if err := s.verifyOrders(ctx, row.ID); err != nil {
+	if err := s.verifyOrders(ctx, sp, row.ID); err != nil {
 		return err
 	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
@@ -402,7 +417,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
 	row := newOrderRow(order, time.Time{})
-	err := s.inSaleTx(ctx, func(t *saleTx) error {
+	err := s.inSaleTx(ctx, goodsNo, func(t *saleTx) error {
 		g, err := t.claim(ctx, goodsNo, fence)
 		if err != nil {
 			return err
@@ -529,9 +544,10 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 	var rows []orderInfo
 	var refused map[*service.Order]error
 	var committing bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	sp := s.salesFor(goodsNo)
+	err := sp.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
-		read, err := claim(tx, goodsNo, fence)
+		read, err := s.claim(tx, goodsNo, fence)
 		if err != nil {
 			return err
 		}
@@ -601,7 +617,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	if err := s.verifyOrders(ctx, ids...); err != nil {
+	if err := s.verifyOrders(ctx, sp, ids...); err != nil {
 		return nil, err
 	}
 	for i, o := range chosen {
@@ -617,7 +633,8 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	row := newOrderRow(order, time.Now().UTC())
 	var committing bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	sp := s.salesFor(order.GoodsNo)
+	err := sp.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
@@ -637,7 +654,7 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	if err != nil {
 		return commitError(err, committing)
 	}
-	if err := s.verifyOrders(ctx, row.ID); err != nil {
+	if err := s.verifyOrders(ctx, sp, row.ID); err != nil {
 		return err
 	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
@@ -651,16 +668,34 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 // under a newer lock (service.ErrFenced). The row stays locked until the
 // transaction ends, and the sale writes the token into the fence with the
 // stock, so no older holder can write after it.
-func claim(tx *gorm.DB, goodsNo int32, fence int64) (goodsStock, error) {
-	var row goodsStock
-	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error
-	if err != nil {
-		return goodsStock{}, err // gorm.ErrRecordNotFound: translated to ErrNotFound
+func (s *Store) claim(tx *gorm.DB, goodsNo int32, fence int64) (goodsStock, error) {
+	var rows []goodsStock
+	if err := tx.Raw(s.causal(claimSQL), goodsNo).Scan(&rows).Error; err != nil {
+		return goodsStock{}, err
 	}
+	if len(rows) == 0 {
+		return goodsStock{}, service.ErrNotFound
+	}
+	row := rows[0]
 	if row.Fence > fence {
 		return goodsStock{}, fenced(fence, row.Fence)
 	}
 	return row, nil
+}
+
+// claimSQL is the claim's locking read of the goods' row.
+const claimSQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
+	"WHERE goods_no = ? ORDER BY id LIMIT 1 FOR UPDATE"
+
+// causal makes a statement a causal read on a cluster: the node first
+// applies every write-set the cluster had committed when it came. The
+// claim is one, so that the next lock holder, on any node, reads the
+// previous holder's commit.
+func (s *Store) causal(stmt string) string {
+	if !s.cluster {
+		return stmt
+	}
+	return "SET STATEMENT wsrep_sync_wait=1 FOR " + stmt
 }
 
 // claimedStock is the condition of a claimed row's write: the row as the

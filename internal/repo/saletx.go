@@ -31,21 +31,22 @@ const saleTimeout = 5 * time.Second
 // It begins with its first statement.
 type saleTx struct {
 	conn   *sql.Conn
-	open   bool       // START TRANSACTION went out: the end rolls back or commits
-	read   goodsStock // the row as the claim read it
-	orders []uint64   // the orders written, confirmed with the commit
+	open   bool                // START TRANSACTION went out: the end rolls back or commits
+	causal func(string) string // Store.causal
+	read   goodsStock          // the row as the claim read it
+	orders []uint64            // the orders written, confirmed with the commit
 }
 
 // inSaleTx runs fn in a saleTx and commits when fn returns nil. A failed
 // commit whose connection broke is service.ErrCommitUnknown; any other
 // failure rolls back. A connection whose rollback or commit failed is
 // closed, never handed to another purchase with a transaction open.
-func (s *Store) inSaleTx(ctx context.Context, fn func(*saleTx) error) error {
-	conn, err := s.sales.Conn(ctx)
+func (s *Store) inSaleTx(ctx context.Context, goodsNo int32, fn func(*saleTx) error) error {
+	conn, err := s.salesFor(goodsNo).sql.Conn(ctx)
 	if err != nil {
 		return commitError(err, false)
 	}
-	t := &saleTx{conn: conn}
+	t := &saleTx{conn: conn, causal: s.causal}
 	if err := fn(t); err != nil {
 		t.rollback(ctx)
 		return commitError(err, false)
@@ -130,8 +131,7 @@ func (t *saleTx) discard() {
 // claim reads the goods' row with a write lock, as claim does in a GORM
 // transaction, and checks its fence against the caller's token.
 func (t *saleTx) claim(ctx context.Context, goodsNo int32, fence int64) (service.Goods, error) {
-	rows, err := t.query(ctx, "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock "+
-		"WHERE goods_no = ? ORDER BY id LIMIT 1 FOR UPDATE", goodsNo)
+	rows, err := t.query(ctx, t.causal(claimSQL), goodsNo)
 	if err != nil {
 		return service.Goods{}, err
 	}
