@@ -83,7 +83,7 @@ var settings = []setting{
 	{"server.writeTimeout", "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s"},
 	{"server.idleTimeout", "60s", "a keep-alive connection idle this long is closed"},
 	{"server.maxConnections", "0", "connections served at once, idle ones included; 0: the open-file limit less twice mysql.maxOpenConns and 64"},
-	{"mysql.dsn", "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form)"},
+	{"mysql.dsn", "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node"},
 	{"mysql.maxOpenConns", "100", "size of each of the two connection pools (the seed's Druid maxActive; the purchase under the lock has its own)"},
 	{"mysql.maxIdleConns", "10", "idle connections kept (the seed's Druid minIdle)"},
 	{"mysql.idleTransactionTimeout", "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep"},
