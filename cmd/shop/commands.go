@@ -133,12 +133,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		MaxWaiting:     cfg.Purchase.MaxWaiting,
 		BatchMax:       cfg.Purchase.BatchMax,
 		OnePerBuyer:    cfg.Purchase.OnePerBuyer,
-		// Row locks of a Galera cluster are each node's own: the next holder,
-		// on another node, starts only after the commit has answered.
-		HandOffAfterCommit: store.Cluster(),
+		// Row locks are each server's own: where a goods' sales may reach
+		// different Galera nodes, the next holder starts only after the
+		// commit has answered.
+		HandOffAfterCommit: !store.OneWriter(),
 	}
-	if store.Cluster() {
-		log.Info("mysql is a Galera cluster node: causal reads, commits confirmed, the lock handed on after the commit")
+	switch {
+	case store.Cluster() && store.OneWriter():
+		log.Info("mysql is a Galera cluster named by its nodes: each goods' sales on one writer node, causal claims, commits confirmed")
+	case store.Cluster():
+		log.Info("mysql is a Galera cluster node: causal claims, commits confirmed, the lock handed on after the commit (list the nodes in mysql.dsn for a writer node per goods)")
 	}
 	var purchaser service.Purchaser
 	switch cfg.Purchase.Strategy {

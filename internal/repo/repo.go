@@ -226,31 +226,70 @@ func probe(ctx context.Context, cfg *mysql.Config) (mariadb, cluster bool, err e
 }
 
 // Cluster reports whether the store is a node of a multi-primary Galera
-// cluster: its row locks do not span the cluster, so a purchase under the
-// lock must hand the lock on only after its commit
-// (service.Config.HandOffAfterCommit).
+// cluster.
 func (s *Store) Cluster() bool { return s.cluster }
 
-// verifyOrders confirms, after a commit that answered OK, that the orders
-// of ids are in the database. On a Galera node a transaction can be rolled
-// back by a brute-force abort (a replicated write-set that needs its row
-// locks) without its client being told: the COMMIT that follows finds no
-// transaction and answers OK for nothing. The read is causal (the cluster
-// a commit is applied on its own node before it answers, so a missing order
-// is a sale that did not happen (or, should the read go to another node
-// after a failover, one whose retry will find its request id used and
-// answer with the order):
-// service.ErrConflict, to be tried again. On one server it is not needed
-// and not made.
-func (s *Store) verifyOrders(ctx context.Context, sp salePool, ids ...uint64) error {
-	if !s.cluster || len(ids) == 0 {
-		return nil
+// OneWriter reports whether every sale of a goods, from every instance,
+// goes through one server: one MySQL, or the goods' writer node of a
+// Galera cluster that the DSN names by its nodes (see writerConfigs). Row
+// locks are each server's own: only then does the next lock holder's claim
+// wait for the previous holder's row lock, so that the lock may be handed
+// on during the commit; else it must be after it
+// (service.Config.HandOffAfterCommit). (During a failover two instances
+// may write through different nodes for a moment: a claim that read a
+// stale row then writes nothing and is tried again, see sell.)
+func (s *Store) OneWriter() bool { return !s.cluster || len(s.sales) > 1 }
+
+// inTx runs fn in a transaction on one connection of sp and commits when
+// fn returns nil, with the count of the orders fn wrote (its ids) in the
+// commit's packet on a cluster. There a transaction can be rolled back by a
+// brute-force abort (a replicated write-set that needs its row locks)
+// without its client being told: the statements after it run outside any
+// transaction and are lost, and the COMMIT finds no transaction and answers
+// OK for nothing. A commit is applied on its own node before it answers, so
+// a missing order is a sale that did not happen: service.ErrConflict, to be
+// tried again. (On one server the count is not needed and not made.) An
+// error before the commit rolls back, also when ctx has ended; a failed
+// commit is translated by commitError.
+func (s *Store) inTx(ctx context.Context, sp salePool, fn func(tx *gorm.DB) (ids []uint64, err error)) error {
+	return sp.gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+		// A new session: each statement builds its own clauses, as in a
+		// GORM transaction.
+		tx := conn.Session(&gorm.Session{NewDB: true})
+		if err := tx.Exec("START TRANSACTION").Error; err != nil {
+			return commitError(err, false)
+		}
+		ids, err := fn(tx)
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saleTimeout)
+			defer cancel()
+			if rerr := tx.WithContext(rctx).Exec("ROLLBACK").Error; rerr != nil {
+				discardConn(tx) // never handed to another sale with a transaction open
+			}
+			return commitError(err, false)
+		}
+		if !s.cluster || len(ids) == 0 {
+			if err := tx.Exec("COMMIT").Error; err != nil {
+				discardConn(tx)
+				return commitError(err, true)
+			}
+			return nil
+		}
+		var found int64
+		if err := tx.Raw("COMMIT; SELECT COUNT(*) FROM order_info WHERE id IN ?", ids).Scan(&found).Error; err != nil {
+			discardConn(tx)
+			return commitError(err, true)
+		}
+		return checkVerified(found, len(ids))
+	})
+}
+
+// discardConn closes the connection of a GORM Connection callback instead
+// of pooling it (see saleTx.discard).
+func discardConn(tx *gorm.DB) {
+	if c, ok := tx.Statement.ConnPool.(*sql.Conn); ok {
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
 	}
-	var n int64 // on the sale's pool: not causal, the commit's own node has it
-	if err := sp.gorm.WithContext(ctx).Model(&orderInfo{}).Where("id IN ?", ids).Count(&n).Error; err != nil {
-		return commitError(err, true)
-	}
-	return checkVerified(n, len(ids))
 }
 
 // checkVerified compares the orders found after a commit with those it wrote.
@@ -388,19 +427,13 @@ func (row goodsStock) goods() service.Goods {
 // the purchase without a lock.
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order) error {
 	row := newOrderRow(order, time.Now().UTC())
-	var committing bool
-	sp := s.salesFor(g.GoodsNo)
-	err := sp.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.inTx(ctx, s.salesFor(g.GoodsNo), func(tx *gorm.DB) ([]uint64, error) {
 		if err := writeSale(tx, g.ID, stock, 0, &row); err != nil {
-			return err
+			return nil, err
 		}
-		committing = true
-		return nil
+		return []uint64{row.ID}, nil
 	})
 	if err != nil {
-		return commitError(err, committing)
-	}
-	if err := s.verifyOrders(ctx, sp, row.ID); err != nil {
 		return err
 	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
@@ -436,16 +469,6 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 		return err
 	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
-	return nil
-}
-
-// passed runs the guard, the transaction's last step; once it passes, the
-// transaction commits, and *committing says so.
-func passed(guard func() error, committing *bool) error {
-	if err := guard(); err != nil {
-		return err
-	}
-	*committing = true
 	return nil
 }
 
@@ -543,13 +566,11 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 	var chosen []*service.Order
 	var rows []orderInfo
 	var refused map[*service.Order]error
-	var committing bool
-	sp := s.salesFor(goodsNo)
-	err := sp.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.inTx(ctx, s.salesFor(goodsNo), func(tx *gorm.DB) ([]uint64, error) {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
 		read, err := s.claim(tx, goodsNo, fence)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		g := read.goods()
 		ids := make([]string, len(orders))
@@ -562,13 +583,13 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 		}
 		var used []string
 		if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
-			return err
+			return nil, err
 		}
 		held := map[string]service.Order{}
 		if len(buyers) > 0 {
 			var rs []orderInfo
 			if err := tx.Raw("SELECT * FROM order_info WHERE goods_no = ? AND active_buyer IN ?", goodsNo, buyers).Scan(&rs).Error; err != nil {
-				return err
+				return nil, err
 			}
 			for _, r := range rs {
 				held[*r.UserID] = r.order()
@@ -593,7 +614,7 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 		}
 		chosen, err = choose(g, candidates)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(chosen) > 0 {
 			now := time.Now().UTC()
@@ -602,22 +623,22 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 				rows[i] = newOrderRow(o, now)
 			}
 			if err := tx.Create(&rows).Error; err != nil {
-				return err
+				return nil, err
 			}
 			if err := writeClaimed(tx, read, g.Stock-int32(len(chosen)), fence); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return passed(guard, &committing)
+		if err := guard(); err != nil {
+			return nil, err
+		}
+		written := make([]uint64, len(rows))
+		for i, r := range rows {
+			written[i] = r.ID
+		}
+		return written, nil
 	})
 	if err != nil {
-		return nil, commitError(err, committing)
-	}
-	ids := make([]uint64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	if err := s.verifyOrders(ctx, sp, ids...); err != nil {
 		return nil, err
 	}
 	for i, o := range chosen {
@@ -632,29 +653,23 @@ func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, order
 // that the hot row is locked only from its update to the commit.
 func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	row := newOrderRow(order, time.Now().UTC())
-	var committing bool
-	sp := s.salesFor(order.GoodsNo)
-	err := sp.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.inTx(ctx, s.salesFor(order.GoodsNo), func(tx *gorm.DB) ([]uint64, error) {
 		if err := tx.Create(&row).Error; err != nil {
-			return err
+			return nil, err
 		}
 		res := tx.Exec("UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? AND stock > 0 ORDER BY id LIMIT 1", order.GoodsNo)
 		if res.Error != nil {
-			return res.Error
+			return nil, res.Error
 		}
 		if res.RowsAffected == 0 {
 			if _, err := goods(tx, order.GoodsNo); err != nil {
-				return err // no such goods
+				return nil, err // no such goods
 			}
-			return service.ErrSoldOut
+			return nil, service.ErrSoldOut
 		}
-		committing = true
-		return nil
+		return []uint64{row.ID}, nil
 	})
 	if err != nil {
-		return commitError(err, committing)
-	}
-	if err := s.verifyOrders(ctx, sp, row.ID); err != nil {
 		return err
 	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
