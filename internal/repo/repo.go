@@ -252,7 +252,9 @@ func (s *Store) OneWriter() bool { return !s.cluster || len(s.sales) > 1 }
 // error before the commit rolls back, also when ctx has ended; a failed
 // commit is translated by commitError.
 func (s *Store) inTx(ctx context.Context, sp salePool, fn func(tx *gorm.DB) (ids []uint64, err error)) error {
-	return sp.gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+	connected := false
+	err := sp.gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+		connected = true
 		// A new session: each statement builds its own clauses, as in a
 		// GORM transaction.
 		tx := conn.Session(&gorm.Session{NewDB: true})
@@ -282,6 +284,10 @@ func (s *Store) inTx(ctx context.Context, sp salePool, fn func(tx *gorm.DB) (ids
 		}
 		return checkVerified(found, len(ids))
 	})
+	if err != nil && !connected {
+		return commitError(err, false) // no connection: nothing was sent
+	}
+	return err
 }
 
 // discardConn closes the connection of a GORM Connection callback instead

@@ -1,0 +1,66 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// TestASaleWithoutAConnectionWroteNothing: every sale whose connection
+// cannot be had (the server's address cut off) is service.ErrConnectionLost
+// (nothing written: the shop tries it again), never a raw driver error,
+// which the handler would answer 500.
+func TestASaleWithoutAConnectionWroteNothing(t *testing.T) {
+	dsn := itest.Database(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := itest.NewProxy(t, cfg.Addr)
+	via := cfg.Clone()
+	via.Addr = proxy.Addr()
+	s := openMigrated(t, via.FormatDSN())
+	ctx := context.Background()
+	if err := s.SetStock(ctx, 1, 10, repo.StockReset{}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Goods(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Cut() // every connection, pooled ones too, and new ones refused until Restore
+	sales := map[string]func(context.Context) error{
+		"unlocked": func(ctx context.Context) error {
+			return s.Sell(ctx, g, 9, &service.Order{GoodsNo: 1, RequestID: "u"})
+		},
+		"fenced": func(ctx context.Context) error {
+			return s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "f"}, minusOne, noGuard)
+		},
+		"batch": func(ctx context.Context) error {
+			_, err := s.SellBatch(ctx, 1, 1, []*service.Order{{GoodsNo: 1, RequestID: "b"}},
+				func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }, noGuard)
+			return err
+		},
+		"atomic": func(ctx context.Context) error {
+			return s.SellAtomic(ctx, &service.Order{GoodsNo: 1, RequestID: "a"})
+		},
+	}
+	for name, sell := range sales {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := sell(ctx); !errors.Is(err, service.ErrConnectionLost) {
+				t.Errorf("sale = %v, want ErrConnectionLost", err)
+			}
+		})
+	}
+	proxy.Restore()
+	assertState(t, s, 10, 0)
+}
