@@ -324,11 +324,27 @@ galera_node() { # galera_node DIR N BASE: start node N unless it runs, joining t
 	log "galera node $2 is Synced (127.0.0.1:$(($3 + $2)), pid $(cat "$1/node$2/pid"))"
 }
 
+# galera_answers BASE: every node on BASE+1..3 answers as the shop's user and is Synced.
+galera_answers() {
+	local n st
+	for n in 1 2 3; do
+		st=$("$(command -v mariadb || command -v mysql)" --no-defaults -u"$db_user" -p"$db_pass" -h127.0.0.1 -P$(($1 + n)) \
+			-N -B -e "SHOW STATUS LIKE 'wsrep_local_state_comment'" 2>/dev/null | awk '{print $2}')
+		[ "$st" = Synced ] || return 1
+	done
+}
+
 galera_up() { # galera_up DIR BASE
 	local dir=$1 base=$2 n first=""
 	galera_install
 	mkdir -p "$dir"
 	for n in 1 2 3; do galera_running "$dir" "$n" && { first=$n; break; }; done
+	if [ -z "$first" ] && galera_answers "$base"; then
+		# Another directory's cluster (a second checkout's) serves these ports: use it.
+		log "a Galera cluster answers on 127.0.0.1:$((base + 1))-$((base + 3)) (not started from $dir): using it"
+		echo "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
+		return
+	fi
 	if [ -z "$first" ]; then
 		galera_start "$dir" 1 "$base" --wsrep-new-cluster
 		galera_wait "$dir" 1
