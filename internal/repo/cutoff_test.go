@@ -37,19 +37,27 @@ func TestCutOffHolderDoesNotStopTheSale(t *testing.T) {
 	})
 }
 
-// testCutOffHolder cuts a holder writing to cutDSN off after its claim and
-// has the next holder sell through nextDSN.
-func testCutOffHolder(t *testing.T, cutDSN, dsn string) {
-	cfg, err := mysql.ParseDSN(cutDSN)
+// throughProxy is a proxy of the test's own in front of dsn's server, and
+// dsn through it.
+func throughProxy(t *testing.T, dsn string) (*itest.Proxy, string) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := itest.NewProxy(t, cfg.Addr)
-	viaProxy := cfg.Clone()
-	viaProxy.Addr = proxy.Addr()
+	via := cfg.Clone()
+	via.Addr = proxy.Addr()
+	return proxy, via.FormatDSN()
+}
+
+// testCutOffHolder cuts a holder writing to cutDSN off after its claim and
+// has the next holder sell through nextDSN.
+func testCutOffHolder(t *testing.T, cutDSN, dsn string) {
+	proxy, viaProxy := throughProxy(t, cutDSN)
 	const idle = 2 * time.Second
 	next := openMigratedWith(t, dsn, repo.Options{IdleTransactionTimeout: idle})
-	cut := openMigratedWith(t, viaProxy.FormatDSN(), repo.Options{IdleTransactionTimeout: idle})
+	cut := openMigratedWith(t, viaProxy, repo.Options{IdleTransactionTimeout: idle})
 	ctx := context.Background()
 	if err := next.SetStock(ctx, 1, 10, repo.StockReset{}); err != nil {
 		t.Fatal(err)

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -18,15 +16,8 @@ import (
 // (nothing written: the shop tries it again), never a raw driver error,
 // which the handler would answer 500.
 func TestASaleWithoutAConnectionWroteNothing(t *testing.T) {
-	dsn := itest.Database(t)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := itest.NewProxy(t, cfg.Addr)
-	via := cfg.Clone()
-	via.Addr = proxy.Addr()
-	s := openMigrated(t, via.FormatDSN())
+	proxy, via := throughProxy(t, itest.Database(t))
+	s := openMigrated(t, via)
 	ctx := context.Background()
 	if err := s.SetStock(ctx, 1, 10, repo.StockReset{}); err != nil {
 		t.Fatal(err)
