@@ -633,3 +633,28 @@ func TestQueuedBuyersHearSoldOutWhenTheLastPieceSells(t *testing.T) {
 		t.Errorf("%d orders, want the holder's only", len(store.orders))
 	}
 }
+
+// With HandOffAfterCommit (a store whose row locks do not span every sale
+// of a goods: Galera nodes) the lock is released only once the commit has
+// answered, and once.
+func TestTheLockIsHandedOnAfterTheCommitWhenTheStoreSaysSo(t *testing.T) {
+	locker := &fakeLocker{lost: make(chan struct{}), released: make(chan struct{})}
+	var releasedDuringCommit bool
+	store := &fakeStore{committing: func() {
+		select {
+		case <-locker.released:
+			releasedDuringCommit = true
+		case <-time.After(200 * time.Millisecond): // the release, had it begun, is a goroutine away
+		}
+	}}
+	shop := newShop(store, locker, service.Config{HandOffAfterCommit: true})
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if releasedDuringCommit {
+		t.Fatal("the lock was released during the commit")
+	}
+	if locker.unlocks != 1 {
+		t.Fatalf("unlocks = %d, want 1", locker.unlocks)
+	}
+}
