@@ -88,15 +88,6 @@ func (f *failover) dial(ctx context.Context, network, _ string) (net.Conn, error
 	return nil, fmt.Errorf("none of %s answers: %w", strings.Join(f.addrs, ","), errors.Join(errs...))
 }
 
-// Addr is the address the store's new connections go to: the first of the
-// DSN's that answered last.
-func (s *Store) Addr() string {
-	if s.failover == nil {
-		return s.addr
-	}
-	return s.failover.addrs[s.failover.current.Load()]
-}
-
 // salePool is a pool for the sale transactions: several statements per
 // query for saleTx, and GORM over the same connections.
 type salePool struct {

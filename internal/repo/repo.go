@@ -88,11 +88,10 @@ type Options struct {
 
 // Store is the MySQL store. It implements service.Store.
 type Store struct {
-	db       *gorm.DB   // reads, orders, stock settings: causal reads on a cluster
-	sales    []salePool // the sale transactions', one per writer node (see salesFor)
-	cluster  bool       // a Galera node (wsrep_on): see Open
-	addr     string     // the DSN's server
-	failover *failover  // the DSN's servers, when it names several (see failover.go)
+	db        *gorm.DB   // reads, orders, stock settings: causal reads on a cluster
+	sales     []salePool // the sale transactions', one per writer node (see salesFor)
+	cluster   bool       // a Galera node (wsrep_on): see Open
+	claimStmt string     // the claim's statement (see causal)
 }
 
 // Open connects to MySQL and checks that it answers. The DSN is the
@@ -107,8 +106,9 @@ type Store struct {
 // cluster had committed when the statement came); in a sale's transaction
 // only the claim is (the statements after it read what it locked), and
 // every sale's commit is confirmed by reading its orders back before the
-// buyer hears of it (see verifyOrders). The shop then hands the lock on
-// after the commit (Cluster).
+// buyer hears of it (see inTx and saleTx.commit). Where a goods' sales may
+// reach different nodes the shop hands the lock on after the commit
+// (OneWriter).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	dsn, addrs := splitAddrs(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
@@ -171,7 +171,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, cluster: cluster, addr: cfg.Addr, failover: fo}
+	s := &Store{db: db, cluster: cluster}
 	// The sale transactions' pools, of the same size, that let a query carry
 	// several statements (saleTx sends fixed statement texts so). On a
 	// cluster named by several nodes, one per node: the writer of a goods.
@@ -192,6 +192,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		s.sales = append(s.sales, sp)
 	}
+	s.claimStmt = s.causal(claimSQL)
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, err)
@@ -278,7 +279,7 @@ func (s *Store) inTx(ctx context.Context, sp salePool, fn func(tx *gorm.DB) (ids
 			return nil
 		}
 		var found int64
-		if err := tx.Raw("COMMIT; SELECT COUNT(*) FROM order_info WHERE id IN ?", ids).Scan(&found).Error; err != nil {
+		if err := tx.Raw(commitCounting+"?", ids).Scan(&found).Error; err != nil {
 			discardConn(tx)
 			return commitError(err, true)
 		}
@@ -297,6 +298,10 @@ func discardConn(tx *gorm.DB) {
 		_ = c.Raw(func(any) error { return driver.ErrBadConn })
 	}
 }
+
+// commitCounting commits and, in the same packet, counts the orders whose
+// ids follow (a parenthesised list): see inTx.
+const commitCounting = "COMMIT; SELECT COUNT(*) FROM order_info WHERE id IN "
 
 // checkVerified compares the orders found after a commit with those it wrote.
 func checkVerified(found int64, wrote int) error {
@@ -691,7 +696,7 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 // stock, so no older holder can write after it.
 func (s *Store) claim(tx *gorm.DB, goodsNo int32, fence int64) (goodsStock, error) {
 	var rows []goodsStock
-	if err := tx.Raw(s.causal(claimSQL), goodsNo).Scan(&rows).Error; err != nil {
+	if err := tx.Raw(s.claimStmt, goodsNo).Scan(&rows).Error; err != nil {
 		return goodsStock{}, err
 	}
 	if len(rows) == 0 {

@@ -30,11 +30,11 @@ const saleTimeout = 5 * time.Second
 // saleTx is a transaction on one connection of the multi-statement pool.
 // It begins with its first statement.
 type saleTx struct {
-	conn   *sql.Conn
-	open   bool                // START TRANSACTION went out: the end rolls back or commits
-	causal func(string) string // Store.causal
-	read   goodsStock          // the row as the claim read it
-	orders []uint64            // the orders written, confirmed with the commit
+	conn      *sql.Conn
+	open      bool       // START TRANSACTION went out: the end rolls back or commits
+	claimStmt string     // Store.claimStmt
+	read      goodsStock // the row as the claim read it
+	orders    []uint64   // the orders written, confirmed with the commit
 }
 
 // inSaleTx runs fn in a saleTx and commits when fn returns nil. A failed
@@ -46,7 +46,7 @@ func (s *Store) inSaleTx(ctx context.Context, goodsNo int32, fn func(*saleTx) er
 	if err != nil {
 		return commitError(err, false)
 	}
-	t := &saleTx{conn: conn, causal: s.causal}
+	t := &saleTx{conn: conn, claimStmt: s.claimStmt}
 	if err := fn(t); err != nil {
 		t.rollback(ctx)
 		return commitError(err, false)
@@ -61,9 +61,9 @@ func (s *Store) inSaleTx(ctx context.Context, goodsNo int32, fn func(*saleTx) er
 
 // commit commits, and in the same packet counts the transaction's orders:
 // a commit that answers OK for a transaction a Galera brute-force abort
-// rolled back without telling the client (see Store.verifyOrders) finds
-// none of them, service.ErrConflict. On one server the count costs no
-// round trip and always finds them.
+// rolled back without telling the client (see Store.inTx) finds none of
+// them, service.ErrConflict. On one server the count costs no round trip
+// and always finds them.
 func (t *saleTx) commit(ctx context.Context) error {
 	if len(t.orders) == 0 {
 		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
@@ -75,7 +75,7 @@ func (t *saleTx) commit(ctx context.Context) error {
 	for i, id := range t.orders {
 		ids[i] = id
 	}
-	rows, err := t.conn.QueryContext(ctx, "COMMIT; SELECT COUNT(*) FROM order_info WHERE id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", ids...)
+	rows, err := t.conn.QueryContext(ctx, commitCounting+"(?"+strings.Repeat(", ?", len(ids)-1)+")", ids...)
 	if err != nil {
 		return commitError(err, true)
 	}
@@ -131,7 +131,7 @@ func (t *saleTx) discard() {
 // claim reads the goods' row with a write lock, as claim does in a GORM
 // transaction, and checks its fence against the caller's token.
 func (t *saleTx) claim(ctx context.Context, goodsNo int32, fence int64) (service.Goods, error) {
-	rows, err := t.query(ctx, t.causal(claimSQL), goodsNo)
+	rows, err := t.query(ctx, t.claimStmt, goodsNo)
 	if err != nil {
 		return service.Goods{}, err
 	}
