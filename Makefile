@@ -1,9 +1,10 @@
 # seckill-zk. `make demo` and `make test` are the two commands the README promises.
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build test vet fmt-check unit interop bench bench-shop chaos serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
+.PHONY: all build loadtools test vet fmt-check unit interop bench bench-shop chaos serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
 
 all: build
 
@@ -37,8 +38,9 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
 
-## test: bring the stack and the Galera cluster up, vet, and run every test with the race detector
-test: stack-up galera-up fmt-check vet
+## test: bring the stack and the Galera cluster up, install k6 and JMeter, vet, and run every test
+## with the race detector
+test: stack-up galera-up build loadtools fmt-check vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 ## unit: the tests that need neither ZooKeeper nor MariaDB
@@ -69,8 +71,10 @@ bench: stack-up
 ## _CONCURRENCY, _ROUNDS, _SIZES change it.
 bench-shop: stack-up galera-up
 	mkdir -p out
+	@echo "bench-shop: (d) then (a)-(c), 5 rounds each: 15-25 minutes; the whole log in out/bench-shop.log"
 	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
-		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ > out/bench-shop.log 2>&1 || { tail -50 out/bench-shop.log; exit 1; }
+		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ 2>&1 | tee out/bench-shop.log | grep --line-buffered '^bench-shop:' \
+		|| { tail -50 out/bench-shop.log; exit 1; }
 	cat out/bench-shop.txt
 
 ## chaos: the fault scenarios of `make test` with the seed's numbers (1500 buyers, stock 100, 25 a second):
@@ -78,9 +82,10 @@ bench-shop: stack-up galera-up
 ## one of two instances SIGKILLed. Prints the table (also in out/chaos.txt).
 chaos: stack-up
 	mkdir -p out
+	@echo "chaos: four fault scenarios, about five minutes; each reports as it ends (go test -v)"
 	CHAOS_BUYERS=$${CHAOS_BUYERS:-1500} CHAOS_STOCK=$${CHAOS_STOCK:-100} CHAOS_RATE=$${CHAOS_RATE:-25} \
 		CHAOS_TABLE=$(CURDIR)/out/chaos.txt \
-		$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' ./cmd/shop/
+		$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' -v ./cmd/shop/
 	cat out/chaos.txt
 
 ## demo: the seed's scenario (1500 buyers, stock 100) on two instances, lock off then on;
@@ -92,6 +97,10 @@ demo: stack-up build
 ## each instance on its own node and server; the table and out/cluster-report.html
 cluster-demo: stack-up build
 	scripts/demo.sh cluster
+
+## loadtools: build k6 into bin/ (Go module proxy) and install Debian's JMeter, if missing
+loadtools:
+	scripts/loadtools.sh install
 
 ## k6: build k6 (Go module proxy) and run loadtest/k6/seckill.js briefly against two local instances
 k6: stack-up build
@@ -105,9 +114,9 @@ jmeter: stack-up build
 serve: stack-up build
 	scripts/demo.sh up
 
-## failover: on the instances `make serve` started, SIGKILL the one that sweeps expired orders and
-## watch the other take over the election and expire the unpaid orders
-failover:
+## failover: start the two instances again with a 20 s pay timeout, SIGKILL the one that sweeps
+## expired orders and watch the other take over the election and expire the unpaid orders
+failover: stack-up build
 	scripts/demo.sh failover
 
 ## demo-stop: stop the instances `make serve` started

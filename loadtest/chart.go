@@ -30,17 +30,10 @@ var chartSeries = []series{
 // chartSVG draws one run: stock, order rows and successful answers over time.
 // The picture of overselling is the green and orange lines climbing past the
 // stock the blue line started from.
-func chartSVG(r *Result, x0 float64) string {
+// Runs drawn side by side share the scales (maxT seconds, maxY pieces), so
+// that their panels compare at a glance.
+func chartSVG(r *Result, x0, maxT float64, maxY int) string {
 	var b strings.Builder
-	maxT, maxY := 0.0, r.StockBefore
-	for _, s := range r.Samples {
-		maxT = math.Max(maxT, s.T)
-		for _, se := range chartSeries {
-			maxY = max(maxY, se.value(s))
-		}
-	}
-	maxT = math.Max(maxT, 0.001)
-	maxY = niceCeil(max(maxY, 1))
 	px := func(t float64) float64 { return x0 + padL + t/maxT*(chartW-padL-padR) }
 	py := func(v int) float64 { return padT + (1-float64(v)/float64(maxY))*(chartH-padT-padB) }
 
@@ -88,14 +81,30 @@ func niceCeil(v int) int {
 	return 10 * p
 }
 
-// writeSVG writes the runs' charts side by side as one SVG document.
+// scales returns the time and value ranges that hold every run.
+func scales(rs ...*Result) (maxT float64, maxY int) {
+	for _, r := range rs {
+		maxY = max(maxY, r.StockBefore)
+		for _, s := range r.Samples {
+			maxT = math.Max(maxT, s.T)
+			for _, se := range chartSeries {
+				maxY = max(maxY, se.value(s))
+			}
+		}
+	}
+	return math.Max(maxT, 0.001), niceCeil(max(maxY, 1))
+}
+
+// writeSVG writes the runs' charts side by side, on the same scales, as one
+// SVG document that scales to the width it is given (viewBox, width 100%).
 func writeSVG(w io.Writer, rs ...*Result) error {
+	maxT, maxY := scales(rs...)
 	var body strings.Builder
 	for i, r := range rs {
-		body.WriteString(chartSVG(r, float64(i*chartW)))
+		body.WriteString(chartSVG(r, float64(i*chartW), maxT, maxY))
 	}
-	_, err := fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif"><rect width="100%%" height="100%%" fill="white"/>%s</svg>`+"\n",
-		len(rs)*chartW, chartH, len(rs)*chartW, chartH, body.String())
+	_, err := fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="100%%" viewBox="0 0 %d %d" preserveAspectRatio="xMinYMin meet" font-family="sans-serif"><rect width="100%%" height="100%%" fill="white"/>%s</svg>`+"\n",
+		len(rs)*chartW, chartH, body.String())
 	return err
 }
 
@@ -110,7 +119,7 @@ td:first-child, th:first-child { text-align: left; }
 </style></head><body>
 <h1>seckill-zk load test</h1>
 <p>Targets: {{.Targets}}; goods {{.GoodsNo}}.
-<b>Oversold</b> = successful answers − (stock before − stock after): sales the stock column does not account for.</p>
+<b>Oversold</b> = successful answers − (stock before − stock after + orders expired meanwhile): sales the stock column does not account for.</p>
 {{range .Verdicts}}<p class="verdict">{{.}}</p>{{end}}
 <table>{{range $i, $row := .Rows}}<tr>{{range $row}}{{if eq $i 0}}<th>{{.}}</th>{{else}}<td>{{.}}</td>{{end}}{{end}}</tr>{{end}}</table>
 {{.SVG}}

@@ -65,7 +65,11 @@ func TestExactProblems(t *testing.T) {
 		{"exact", func(*Result) {}, ""},
 		{"oversold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.Oversold = 150, 150, 50 }, "oversold 50"},
 		{"order rows missing", func(r *Result) { r.OrdersCreated = 99 }, "99 order rows for 100 successes"},
-		{"undersold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.StockAfter = 90, 90, 10 }, "sold 90 of a stock of 100"},
+		{"undersold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.StockAfter = 90, 90, 10 }, "10 left of a stock of 100"},
+		// Orders that expire during the run return their pieces: sold again,
+		// the run is exact with more successes than the stock; left, not.
+		{"expired pieces resold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.Expired = 130, 130, 30 }, ""},
+		{"expired pieces left", func(r *Result) { r.Requests, r.StockAfter, r.Expired = 100, 30, 30 }, "30 left of a stock of 100"},
 		{"fewer buyers than stock", func(r *Result) { r.Requests, r.Succeeded, r.OrdersCreated, r.StockAfter = 40, 40, 40, 60 }, ""},
 		{"transport errors", func(r *Result) { r.TransportErrors = 2 }, "2 transport errors"},
 	}
@@ -303,5 +307,79 @@ func TestRunStartingWithOrdersPresent(t *testing.T) {
 	}
 	if p := r.exactProblems(); len(p) != 0 {
 		t.Fatalf("not exact: %v", p)
+	}
+}
+
+// A ramp longer than the sale: the buyers still waiting for their turn have
+// nothing left to send and the run ends with the last answer; the
+// throughput counts from the first request to the last answer, not over
+// the ramp (buyer 1 of 10 would start a minute in).
+func TestARampLongerThanTheSaleDoesNotStretchTheRun(t *testing.T) {
+	shop := &fakeShop{stock: 5, locked: true}
+	srv := httptest.NewServer(shop)
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{
+		Label: "ramp", Targets: []string{srv.URL}, GoodsNo: 1, Requests: 40, Concurrency: 10, Ramp: 10 * time.Minute,
+		Timeout: 10 * time.Second, MaxDuration: 20 * time.Minute, Sample: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sent != 40 || r.Seconds >= 60 {
+		t.Fatalf("sent %d over %.1f s, want 40 before the second buyer's turn a minute in", r.Sent, r.Seconds)
+	}
+	if want := float64(r.Sent) / r.Seconds; r.Throughput < want*0.99 || r.Throughput > want*1.01 {
+		t.Errorf("throughput %.0f/s, want the %d answers over %.3f s: %.0f/s", r.Throughput, r.Sent, r.Seconds, want)
+	}
+}
+
+// The runs' charts scale to the page (a viewBox, no fixed width) and share
+// their scales: the panel of a small run is drawn on the axes of the big one.
+func TestChartsScaleToThePageOnCommonAxes(t *testing.T) {
+	small := &Result{Label: "small", StockBefore: 10, Samples: []Sample{{T: 0, Stock: 10}, {T: 2, Stock: 0, Orders: 10, Succeeded: 10}}}
+	big := &Result{Label: "big", StockBefore: 100, Samples: []Sample{{T: 0, Stock: 100}, {T: 30, Stock: 0, Orders: 180, Succeeded: 180}}}
+	var b strings.Builder
+	if err := writeSVG(&b, small, big, small); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if !strings.Contains(svg, `width="100%" viewBox="0 0 1560 300"`) || strings.Contains(svg, `width="1560"`) {
+		t.Errorf("the SVG has a fixed size: %.200s", svg)
+	}
+	// Every panel's top y label is the common 200, its last x label 30.0s.
+	if n := strings.Count(svg, `text-anchor="end">200</text>`); n != 3 {
+		t.Errorf("%d panels labelled up to 200, want all 3", n)
+	}
+	if n := strings.Count(svg, `>30.0s</text>`); n != 3 {
+		t.Errorf("%d panels with a time axis to 30 s, want all 3", n)
+	}
+}
+
+// --help exits 0: the load tester's names compare and its flags,
+// compare's lists its own (--html, --svg, --expect).
+func TestHelpListsEachCommandsFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		want   []string
+		absent []string
+	}{
+		{[]string{"--help"}, []string{"compare", "--requests int", "--ramp duration", "--expect-exact", "Examples:"}, nil},
+		{[]string{"compare", "--help"}, []string{"--html string", "--svg string", "--expect string", "RUN.json"}, []string{"--requests"}},
+	} {
+		var out strings.Builder
+		if err := run(context.Background(), tt.args, &out, &out); err != nil {
+			t.Errorf("loadtest %s: %v, want exit 0", strings.Join(tt.args, " "), err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("loadtest %s lacks %q:\n%s", strings.Join(tt.args, " "), w, out.String())
+			}
+		}
+		for _, a := range tt.absent {
+			if strings.Contains(out.String(), a) {
+				t.Errorf("loadtest %s lists %q, another command's", strings.Join(tt.args, " "), a)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@
 //
 //	go run ./loadtest --url http://127.0.0.1:8081,http://127.0.0.1:8082 --requests 1500
 //	go run ./loadtest compare --html report.html off.json on.json
+//	go run ./loadtest --help
 //
 // It stops by itself: after --requests requests or --max-duration.
 package main
@@ -13,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -29,8 +31,6 @@ func main() {
 	stop()
 	switch {
 	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		var fail *failure
@@ -41,7 +41,8 @@ func main() {
 	}
 }
 
-// failure is a verdict that did not hold; it exits with its own code.
+// failure is a verdict that did not hold, or a usage mistake (exit 2); it
+// exits with its own code.
 type failure struct {
 	msg  string
 	code int
@@ -49,72 +50,134 @@ type failure struct {
 
 func (f *failure) Error() string { return f.msg }
 
+func usageError(format string, args ...any) error {
+	return &failure{fmt.Sprintf(format, args...), 2}
+}
+
+// run is the whole program: `loadtest [flags]` runs a load, `loadtest
+// compare [flags] RUN.json...` compares saved runs; --help exits 0.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "compare" {
-		return compare(args[1:], stdout, stderr)
-	}
-	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	urls := fs.String("url", "http://127.0.0.1:8081,http://127.0.0.1:8082", "shop base URLs, comma separated, used round-robin")
+	root := commands(stdout, stderr)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContext(ctx)
+}
+
+func commands(stdout, stderr io.Writer) *cobra.Command {
+	var urls, out, html string
+	var asJSON, exact, quiet bool
 	o := Options{}
-	fs.StringVar(&o.Label, "label", "run", "name of the run in tables and charts")
+	root := &cobra.Command{
+		Use:   "loadtest [flags]",
+		Short: "Fire the seed's flash sale at shop instances and measure overselling",
+		Long: `loadtest sends --requests purchases of one goods, --concurrency at once, round-robin over
+the shop instances in --url; it reads the stock and the order rows before, during and after, and
+reports oversold = successes - (stock before - stock after + orders expired meanwhile).
+It stops by itself after --requests purchases or --max-duration.
+
+  loadtest compare RUN.json...   compare saved runs (--out) side by side, with verdicts`,
+		Example: `  loadtest --url http://127.0.0.1:8081,http://127.0.0.1:8082 --requests 1500 --concurrency 1500
+  loadtest --requests 3000 --concurrency 200 --ramp 15s --expect-exact --out on.json
+  loadtest compare --html report.html --svg chart.svg --expect oversell,exact off.json on.json`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("unexpected arguments %s (loadtest compare takes run files; see loadtest --help)", strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, u := range strings.Split(urls, ",") {
+				if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+					o.Targets = append(o.Targets, u)
+				}
+			}
+			switch {
+			case len(o.Targets) == 0:
+				return usageError("--url: no target")
+			case o.Buyers < 0:
+				return usageError("--buyers must be 0 or more")
+			case o.Requests < 1 || o.Concurrency < 1:
+				return usageError("--requests and --concurrency must be at least 1")
+			case o.Sample <= 0 || o.Timeout <= 0 || o.MaxDuration <= 0 || o.Ramp < 0:
+				return usageError("--sample, --timeout and --max-duration must be positive, --ramp not negative")
+			}
+			o.Concurrency = min(o.Concurrency, o.Requests)
+			if o.Label == "" {
+				o.Label = fmt.Sprintf("%d buyers, %d at once", o.Requests, o.Concurrency)
+			}
+			if !quiet {
+				o.Progress = stderr
+				if f, ok := stderr.(*os.File); ok {
+					if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+						o.Interactive = true
+					}
+				}
+			}
+			r, err := Run(cmd.Context(), o)
+			if r == nil {
+				return err
+			}
+			if werr := emit(r, asJSON, out, html, stdout); werr != nil {
+				return werr
+			}
+			if err != nil {
+				return err
+			}
+			if exact {
+				if p := r.exactProblems(); len(p) > 0 {
+					return &failure{fmt.Sprintf("%s: not an exact sale: %s", r.Label, strings.Join(p, "; ")), 3}
+				}
+			}
+			return nil
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
+	fs := root.Flags()
+	fs.StringVar(&urls, "url", "http://127.0.0.1:8081,http://127.0.0.1:8082", "shop base URLs, comma separated, used round-robin")
+	fs.StringVar(&o.Label, "label", "", "name of the run in tables and charts (default: N buyers, C at once)")
 	fs.IntVar(&o.GoodsNo, "goods", 1, "goods number to buy")
 	fs.IntVar(&o.Requests, "requests", 1500, "purchases to send")
 	fs.IntVar(&o.Concurrency, "concurrency", 1500, "buyers at once (the seed's JMeter threads)")
 	fs.IntVar(&o.Buyers, "buyers", 0, "distinct buyer ids (X-User-ID buyer-N, request i is buyer i mod N); more requests than buyers means repeat tries; 0: anonymous")
-	fs.DurationVar(&o.Ramp, "ramp", 0, "start the buyers spread over this long")
+	fs.DurationVar(&o.Ramp, "ramp", 0, "start the buyers spread over this long (throughput counts from the first request to the last answer)")
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 10*time.Minute, "stop the whole run after this long")
 	fs.DurationVar(&o.Sample, "sample", 100*time.Millisecond, "how often to read the stock for the chart")
-	asJSON := fs.Bool("json", false, "print the result as JSON instead of a table")
-	out := fs.String("out", "", "also write the JSON result to this file")
-	html := fs.String("html", "", "write a self-contained HTML report with the chart to this file")
-	exact := fs.Bool("expect-exact", false, "exit 3 unless nothing was oversold, every success has its order row and (with enough requests) exactly the stock was sold")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	for _, u := range strings.Split(*urls, ",") {
-		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
-			o.Targets = append(o.Targets, u)
-		}
-	}
-	switch {
-	case len(o.Targets) == 0:
-		return errors.New("--url: no target")
-	case o.Buyers < 0:
-		return errors.New("--buyers must be 0 or more")
-	case o.Requests < 1 || o.Concurrency < 1:
-		return errors.New("--requests and --concurrency must be at least 1")
-	case o.Sample <= 0 || o.Timeout <= 0 || o.MaxDuration <= 0:
-		return errors.New("--sample, --timeout and --max-duration must be positive")
-	}
-	o.Concurrency = min(o.Concurrency, o.Requests)
-	if !*quiet {
-		o.Progress = stderr
-		if f, ok := stderr.(*os.File); ok {
-			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				o.Interactive = true
-			}
-		}
-	}
+	fs.BoolVar(&asJSON, "json", false, "print the result as JSON instead of a table")
+	fs.StringVar(&out, "out", "", "also write the JSON result to this file (for loadtest compare)")
+	fs.StringVar(&html, "html", "", "write a self-contained HTML report with the chart to this file")
+	fs.BoolVar(&exact, "expect-exact", false, "exit 3 unless nothing was oversold, every success has its order row and (with enough requests) no stock is left")
+	fs.BoolVar(&quiet, "quiet", false, "no progress bar")
+	root.AddCommand(compareCommand(stdout))
+	return root
+}
 
-	r, err := Run(ctx, o)
-	if r == nil {
-		return err
+// compareCommand prints runs side by side with a verdict each, and can
+// write them as one HTML report or SVG chart.
+func compareCommand(stdout io.Writer) *cobra.Command {
+	var html, svg, expect string
+	cmd := &cobra.Command{
+		Use:     "compare [flags] RUN.json...",
+		Short:   "Compare saved runs (loadtest --out) side by side, with a verdict each",
+		Example: "  loadtest compare --html report.html --svg chart.svg --expect oversell,exact off.json on.json",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("compare needs one or more RUN.json files (loadtest --out writes them)")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return compare(args, html, svg, expect, stdout)
+		},
 	}
-	if werr := emit(r, *asJSON, *out, *html, stdout); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return err
-	}
-	if *exact {
-		if p := r.exactProblems(); len(p) > 0 {
-			return &failure{fmt.Sprintf("%s: not an exact sale: %s", r.Label, strings.Join(p, "; ")), 3}
-		}
-	}
-	return nil
+	cmd.Flags().StringVar(&html, "html", "", "write a self-contained HTML report to this file")
+	cmd.Flags().StringVar(&svg, "svg", "", "write the charts as one SVG to this file")
+	cmd.Flags().StringVar(&expect, "expect", "", "comma-separated expectation per run, oversell or exact; exit 3 if one fails")
+	return cmd
 }
 
 func emit(r *Result, asJSON bool, out, html string, stdout io.Writer) error {
@@ -142,24 +205,10 @@ func emit(r *Result, asJSON bool, out, html string, stdout io.Writer) error {
 	return nil
 }
 
-// compare prints runs side by side with a verdict each, and can write them
-// as one HTML report or SVG chart.
-func compare(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("loadtest compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	html := fs.String("html", "", "write a self-contained HTML report to this file")
-	svg := fs.String("svg", "", "write the charts as one SVG to this file")
-	expect := fs.String("expect", "", "comma-separated expectation per run, oversell or exact; exit 3 if one fails")
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: loadtest compare [flags] RUN.json ...") }
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return flag.ErrHelp
-	}
+// compare prints the runs in files side by side with a verdict each.
+func compare(files []string, html, svg, expect string, stdout io.Writer) error {
 	var rs []*Result
-	for _, f := range fs.Args() {
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
@@ -178,18 +227,18 @@ func compare(args []string, stdout, stderr io.Writer) error {
 	for _, v := range vs {
 		fmt.Fprintln(stdout, v)
 	}
-	if *html != "" {
-		if err := writeFile(*html, func(w io.Writer) error { return writeHTML(w, vs, rs...) }); err != nil {
+	if html != "" {
+		if err := writeFile(html, func(w io.Writer) error { return writeHTML(w, vs, rs...) }); err != nil {
 			return err
 		}
 	}
-	if *svg != "" {
-		if err := writeFile(*svg, func(w io.Writer) error { return writeSVG(w, rs...) }); err != nil {
+	if svg != "" {
+		if err := writeFile(svg, func(w io.Writer) error { return writeSVG(w, rs...) }); err != nil {
 			return err
 		}
 	}
-	if *expect != "" {
-		return checkExpectations(strings.Split(*expect, ","), rs)
+	if expect != "" {
+		return checkExpectations(strings.Split(expect, ","), rs)
 	}
 	return nil
 }

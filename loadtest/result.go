@@ -126,8 +126,10 @@ func (r *Result) exactProblems() []string {
 	if r.Buyers > 0 {
 		buyers = min(r.Requests, r.Buyers)
 	}
-	if buyers >= r.StockBefore && r.Succeeded != r.StockBefore {
-		p = append(p, fmt.Sprintf("sold %d of a stock of %d", r.Succeeded, r.StockBefore))
+	// Enough buyers sell the whole stock, the pieces of the orders that
+	// expired meanwhile included: nothing is left.
+	if buyers >= r.StockBefore && r.StockAfter != 0 {
+		p = append(p, fmt.Sprintf("%d left of a stock of %d (%d sold, %d expired meanwhile)", r.StockAfter, r.StockBefore, r.Succeeded, r.Expired))
 	}
 	if r.TransportErrors > 0 {
 		p = append(p, fmt.Sprintf("%d transport errors", r.TransportErrors))

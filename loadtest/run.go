@@ -87,6 +87,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	stopProgress := make(chan struct{})
 	go func() { defer close(progressDone); progress(o, &c, start, stopProgress) }()
 
+	// taken is closed when the last request is taken: a buyer still
+	// waiting for its turn in the ramp has nothing left to send. lastAnswer
+	// is when the last answer came, in nanoseconds since start: the run's
+	// length for the throughput, however long the ramp was.
+	taken := make(chan struct{})
+	var lastAnswer atomic.Int64
 	var wg sync.WaitGroup
 	for w := range o.Concurrency {
 		wg.Go(func() {
@@ -94,12 +100,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				delay := o.Ramp * time.Duration(w) / time.Duration(o.Concurrency)
 				select {
 				case <-time.After(delay):
+				case <-taken:
+					return
 				case <-ctx.Done():
 					return
 				}
 			}
 			for {
 				i := int(next.Add(1)) - 1
+				if i == o.Requests-1 {
+					close(taken)
+				}
 				if i >= o.Requests || ctx.Err() != nil {
 					return
 				}
@@ -111,6 +122,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				}
 				status, code, err := buy(ctx, client, url, user)
 				latencies[i] = time.Since(t0)
+				for at := int64(time.Since(start)); ; {
+					if last := lastAnswer.Load(); at <= last || lastAnswer.CompareAndSwap(last, at) {
+						break
+					}
+				}
 				c.sent.Add(1)
 				if err != nil {
 					c.transport.Add(1)
@@ -130,7 +146,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed := time.Duration(lastAnswer.Load())
+	if elapsed == 0 {
+		elapsed = time.Since(start)
+	}
 	close(stopProgress)
 	<-progressDone
 	close(stopSampling)

@@ -25,7 +25,17 @@ tee /dev/stderr | awk '
 function max0(x) { return x > 0 ? x : 0 }
 function avg(sum, n, k) { return n[k] ? sum[k] / n[k] : 0 }
 function ratio(a, b) { return b ? sprintf("%.2f", a / b) : "n/a" }
-function row(label, value, target) { printf "%-70s %9s %7s\n", label, value, target }
+# met says whether value meets target ("<= 1.2", ">= 1.0", a bare number: equal within 5%).
+function met(value, target,    op, t, v) {
+	if (target == "" || value == "n/a" || value == "value") return ""
+	v = value + 0
+	split(target, t, " ")
+	if (t[2] == "") return (v >= t[1] * 0.95 && v <= t[1] * 1.05) ? "met" : "MISSED"
+	if (t[1] == "<=") return v <= t[2] + 0 ? "met" : "MISSED"
+	if (t[1] == ">=") return v >= t[2] + 0 ? "met" : "MISSED"
+	return ""
+}
+function row(label, value, target) { printf "%-70s %9s %7s %s\n", label, value, target, (label == "measure" ? "this run" : met(value, target)) }
 # contended prints the rows of one contended benchmark, if it ran.
 function contended(bench, sessions, waiters, target,    k, key, m, sd, label) {
 	k = bench "/waiters=" waiters

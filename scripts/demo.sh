@@ -9,9 +9,10 @@
 #                            report with a chart per run (out/demo-report.html)
 #   scripts/demo.sh up       migrate, stock 100, start the instances and leave them serving
 #   scripts/demo.sh down     stop the instances
-#   scripts/demo.sh failover on the instances "up" started: three orders (one paid), then the
-#                            instance that leads the sweeper's election is SIGKILLed; shows the
-#                            other one take over and expire the two unpaid orders
+#   scripts/demo.sh failover starts the instances again with orders.payTimeout 20s and
+#                            zookeeper.sessionTimeout 10s, places three orders (one paid), SIGKILLs
+#                            the instance that leads the sweeper's election and shows the other one
+#                            take over and expire the two unpaid orders (run it as often as you like)
 #   scripts/demo.sh cluster  "compare" on a cluster: three Galera nodes (scripts/stack.sh galera,
 #                            .stack/galera, 127.0.0.1:23301-23303), three ZooKeeper servers
 #                            (scripts/stack.sh ensemble, .stack/cluster-zk, 127.0.0.1:22281-22283) and
@@ -19,15 +20,16 @@
 #                            (its DSN lists the other nodes after its own, for failover); the
 #                            ensemble is stopped at the end, the Galera cluster (the tests') left up
 #
-# Environment: DEMO_PORTS ("8081 8082"), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500), DEMO_BUYERS
+# Environment: DEMO_PORTS ("8081 8082"), DEMO_STATE (.stack/demo: the instances' pid files and
+# logs), DEMO_OUT (out: the reports), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500), DEMO_BUYERS
 # (0: anonymous buyers; N: N buyer ids, one purchase each allowed, the table shows already_bought),
-# DEMO_MAXSLEEP (50ms), and any SHOP_* setting for "up" (which defaults orders.payTimeout to 20s
-# and zookeeper.sessionTimeout to 10s, so that a failover and an expiry show within a minute).
+# DEMO_MAXSLEEP (50ms), and any SHOP_* setting for "up" (config.yaml's defaults otherwise: an
+# unpaid order expires after orders.payTimeout, 15m).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-state="$root/.stack/demo"
-out="$root/out"
+state=${DEMO_STATE:-$root/.stack/demo}
+out=${DEMO_OUT:-$root/out}
 shop="$root/bin/shop"
 loadtest="$root/bin/loadtest"
 ports=${DEMO_PORTS:-8081 8082}
@@ -73,7 +75,6 @@ up() {
 	env $(instance_env 1) "$shop" migrate
 	# shellcheck disable=SC2046
 	env $(instance_env 1) "$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
-	export SHOP_ORDERS_PAYTIMEOUT=${SHOP_ORDERS_PAYTIMEOUT:-20s} SHOP_ZOOKEEPER_SESSIONTIMEOUT=${SHOP_ZOOKEEPER_SESSIONTIMEOUT:-10s}
 	local n=0
 	for port in $ports; do
 		n=$((n + 1))
@@ -81,6 +82,7 @@ up() {
 		SHOP_DASHBOARD_PEERS=${SHOP_DASHBOARD_PEERS:-$(urls)} \
 			nohup env $(instance_env $n) "$shop" serve --server.addr="127.0.0.1:$port" >"$state/shop-$port.log" 2>&1 </dev/null &
 		echo $! >"$state/shop-$port.pid"
+		disown # it outlives this script; a kill of it is no job of ours to report
 	done
 	for port in $ports; do
 		for i in $(seq 1 150); do
@@ -94,7 +96,7 @@ up() {
 			if [ "$i" = 150 ]; then log "instance on :$port not ready; see $state/shop-$port.log"; exit 1; fi
 			sleep 0.2
 		done
-		log "shop serving on http://127.0.0.1:$port (lock ${SHOP_LOCK_ENABLED:-true}; log: .stack/demo/shop-$port.log)"
+		log "shop serving on http://127.0.0.1:$port (lock ${SHOP_LOCK_ENABLED:-true}, unpaid orders expire after ${SHOP_ORDERS_PAYTIMEOUT:-15m}; log: ${state#"$root"/}/shop-$port.log)"
 	done
 }
 
@@ -150,33 +152,49 @@ cluster() {
 # field JSON KEY: a scalar field of a flat JSON object (enough for the shop's answers).
 field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p" <<<"$1"; }
 
+# get PORT PATH [curl options]: the body of an instance's answer; a failure names the port.
+get() {
+	local port=$1 path=$2 body
+	shift 2
+	body=$(curl -fsS "$@" "http://127.0.0.1:$port$path" 2>&1) || { log "GET :$port$path failed ($body); is the instance up? make serve starts them"; exit 1; }
+	printf '%s' "$body"
+}
+
 failover() {
-	local leader="" other=""
-	for port in $ports; do
-		if [ "$(field "$(curl -fsS "http://127.0.0.1:$port/leader")" leader)" = true ]; then leader=$port; else other=$port; fi
+	[ -x "$shop" ] || { log "build first: make build"; exit 1; }
+	export SHOP_ORDERS_PAYTIMEOUT=${SHOP_ORDERS_PAYTIMEOUT:-20s} SHOP_ZOOKEEPER_SESSIONTIMEOUT=${SHOP_ZOOKEEPER_SESSIONTIMEOUT:-10s}
+	log "starting the instances again with orders.payTimeout $SHOP_ORDERS_PAYTIMEOUT and zookeeper.sessionTimeout $SHOP_ZOOKEEPER_SESSIONTIMEOUT, so that the takeover and the expiry show within a minute"
+	up
+	local leader="" other="" start=$SECONDS
+	until [ -n "$leader" ]; do
+		for port in $ports; do
+			if [ "$(field "$(get "$port" /leader)" leader)" = true ]; then leader=$port; fi
+		done
+		[ $((SECONDS - start)) -lt 60 ] || { log "no leader among :${ports// /, :} within 60s; see $state/shop-*.log"; exit 1; }
+		[ -n "$leader" ] || sleep 0.5
 	done
-	[ -n "$leader" ] && [ -n "$other" ] || { log "no leader among :${ports// /, :}: run make serve first"; exit 1; }
-	log "the sweeper's leader is :$leader ($(field "$(curl -fsS "http://127.0.0.1:$leader/leader")" leaderId))"
+	for port in $ports; do [ "$port" = "$leader" ] || other=$port; done
+	log "the sweeper's leader is :$leader ($(field "$(get "$leader" /leader)" leaderId))"
 	local ids=()
-	for _ in 1 2 3; do ids+=("$(field "$(curl -fsS "http://127.0.0.1:$other/goods-stock/1")" orderId)"); done
-	curl -fsS -X POST "http://127.0.0.1:$other/orders/${ids[0]}/pay" >/dev/null
-	log "orders ${ids[*]} placed, ${ids[0]} paid; the other two expire after ${SHOP_ORDERS_PAYTIMEOUT:-20s} unpaid"
+	for _ in 1 2 3; do ids+=("$(field "$(get "$other" /goods-stock/1)" orderId)"); done
+	get "$other" "/orders/${ids[0]}/pay" -X POST >/dev/null
+	log "orders ${ids[*]} placed, ${ids[0]} paid; the other two expire after $SHOP_ORDERS_PAYTIMEOUT unpaid"
 	log "SIGKILL the leader (pid $(cat "$state/shop-$leader.pid")): no goodbye, its ZooKeeper session lives on until it times out"
 	kill -KILL "$(cat "$state/shop-$leader.pid")"
 	rm -f "$state/shop-$leader.pid"
-	local start=$SECONDS
-	until [ "$(field "$(curl -fsS "http://127.0.0.1:$other/leader")" leader)" = true ]; do
+	start=$SECONDS
+	until [ "$(field "$(get "$other" /leader)" leader)" = true ]; do
 		[ $((SECONDS - start)) -lt 120 ] || { log ":$other did not take over within 120s"; exit 1; }
 		sleep 0.5
 	done
 	log ":$other leads $((SECONDS - start))s after the kill (the session timeout, plus ZooKeeper's tick)"
-	until [ "$(field "$(curl -fsS "http://127.0.0.1:$other/orders/${ids[2]}")" status)" = expired ]; do
+	until [ "$(field "$(get "$other" "/orders/${ids[2]}")" status)" = expired ]; do
 		[ $((SECONDS - start)) -lt 180 ] || { log "the unpaid orders did not expire within 180s"; exit 1; }
 		sleep 0.5
 	done
-	for id in "${ids[@]}"; do log "order $id: $(field "$(curl -fsS "http://127.0.0.1:$other/orders/$id")" status)"; done
-	log "goods 1: $(curl -fsS "http://127.0.0.1:$other/goods/1")"
-	log "the survivor's log: $state/shop-$other.log (grep leading)"
+	for id in "${ids[@]}"; do log "order $id: $(field "$(get "$other" "/orders/$id")" status)"; done
+	log "goods 1: $(get "$other" /goods/1)"
+	log "the survivor's log: $state/shop-$other.log (grep leading); make demo-stop stops it, make serve starts both again"
 }
 
 report=demo-report chart=demo-chart
@@ -190,11 +208,13 @@ up)
 	up
 	cat >&2 <<MSG
 demo: stock of goods 1 is 100. Try:
-  curl http://127.0.0.1:${ports%% *}/goods-stock/1     # buy one
+  curl http://127.0.0.1:${ports%% *}/goods-stock/1     # buy one (an unpaid order expires after ${SHOP_ORDERS_PAYTIMEOUT:-15m})
+  curl -X POST http://127.0.0.1:${ports%% *}/orders/ID/pay   # pay it (ID: the answer's orderId)
   curl http://127.0.0.1:${ports%% *}/goods/1           # stock and order rows
   http://127.0.0.1:${ports%% *}/dashboard              # the live dashboard (both instances), in a browser
   curl http://127.0.0.1:${ports%% *}/metrics           # Prometheus metrics
-  make failover                           # kill the sweeper's leader, watch the other take over
+  make failover                           # restart both with a 20s pay timeout, kill the sweeper's
+                                          # leader, watch the other take over and expire orders
   make demo-stop                          # stop the instances
 MSG
 	;;

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Proves that the k6 script and the JMeter plan run here: each starts the demo's two
-# instances (lock on), sets stock 20, sends 50 buyers and checks that exactly 20 bought
-# and 30 were told sold out. Small on purpose; point the tools at a bigger setup by hand
-# (see the README).
+# The k6 script and the JMeter plan, run so that a failure is an exit status, never a pass.
 #
-#   scripts/loadtools.sh k6       builds k6 from the Go module proxy into bin/ if missing
-#   scripts/loadtools.sh jmeter   installs Debian's jmeter if missing
+#   scripts/loadtools.sh k6                      the local check (make k6): starts the demo's two
+#                                                instances (lock on), stock 20, 50 buyers; exactly 20
+#                                                bought, 30 told sold out; then the same with buyer ids
+#   scripts/loadtools.sh k6 URLS [BUYERS]        the seed's scenario against URLS (comma separated),
+#                                                BUYERS (1500) buyers at once; fails unless every
+#                                                answer is a 200 or a 409 with the shop's JSON
+#   scripts/loadtools.sh jmeter                  the local check (make jmeter), as for k6
+#   scripts/loadtools.sh jmeter HOST PORT [THREADS]
+#                                                the seed's JMeter plan against http://HOST:PORT,
+#                                                THREADS (1500) threads; fails unless every sample is a
+#                                                200 or a 409 that passed the plan's assertions
+#
+# k6 is built from the Go module proxy into bin/ if missing (K6_VERSION); JMeter is Debian's,
+# installed if missing, and started through loadtest/jmeter/JMeterLauncher.java: Debian's
+# JMeter 2.13 cannot load any plan with the XStream Debian ships beside it
+# (ForbiddenClassException), and then exits 0 having sent nothing.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,10 +41,20 @@ restock() {
 	sleep 1.2
 }
 
-k6() {
+install_k6() {
 	if [ ! -x bin/k6 ]; then
-		log "building k6 $K6_VERSION from the Go module proxy (a few minutes the first time)"
+		log "building k6 $K6_VERSION from the Go module proxy into bin/ (a few minutes the first time)"
 		GOBIN="$root/bin" go install "go.k6.io/k6@$K6_VERSION"
+	fi
+}
+
+k6() {
+	install_k6
+	if [ $# -gt 0 ]; then
+		log "k6: ${2:-1500} buyers against $1"
+		bin/k6 run -e BASE_URLS="$1" -e BUYERS="${2:-1500}" loadtest/k6/seckill.js ||
+			{ log "k6 failed (exit $?): a threshold did not hold or a target did not answer"; exit 1; }
+		return
 	fi
 	start_shop
 	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=$buyers \
@@ -47,16 +68,32 @@ k6() {
 	log "k6 buyer mode: thresholds held ($stock bought by $users buyers, every answer a 200 or a 409)"
 }
 
-jmeter() {
-	if [ ! -d /usr/share/jmeter ]; then
-		log "apt-get install jmeter"
+install_jmeter() {
+	if [ ! -d /usr/share/jmeter ] || ! command -v javac >/dev/null; then
+		log "apt-get install jmeter default-jdk-headless"
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jmeter >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jmeter default-jdk-headless >/dev/null
 	fi
-	local cp
 	cp="/usr/share/jmeter/bin/ApacheJMeter.jar:$(ls /usr/share/jmeter/lib/ext/*.jar /usr/share/jmeter/lib/*.jar | tr '\n' ':')"
 	mkdir -p out/jmeter-launcher
 	javac -cp "$cp" -d out/jmeter-launcher loadtest/jmeter/JMeterLauncher.java
+}
+
+jmeter() {
+	local cp
+	install_jmeter
+	if [ $# -gt 0 ]; then
+		[ $# -ge 2 ] || { echo "usage: $0 jmeter HOST PORT [THREADS]" >&2; exit 2; }
+		local threads=${3:-1500}
+		log "jmeter: $threads threads against http://$1:$2"
+		jmeter_plan "$1" "$2" "$threads" 0
+		local total bad
+		total=$(grep -c . out/jmeter.csv || true)
+		bad=$(awk -F, '($4 != 200 && $4 != 409) || $8 != "true"' out/jmeter.csv | grep -c . || true)
+		log "jmeter: $total samples, $bad neither a 200 nor a 409 that passed the assertions (out/jmeter.csv, out/jmeter.log)"
+		[ "$total" = "$threads" ] && [ "$bad" = 0 ] || { log "jmeter: FAILED"; exit 1; }
+		return
+	fi
 	start_shop
 	jmeter_run 0
 	# Buyer mode: $users buyers, $((buyers - users)) of them try twice: still the whole stock sold,
@@ -65,12 +102,19 @@ jmeter() {
 	jmeter_run $users
 }
 
-# jmeter_run USERS: one run of the plan (USERS 0: anonymous buyers) and its checks.
-jmeter_run() {
+# jmeter_plan HOST PORT THREADS USERS: one run of the plan, out/jmeter.csv its samples; no
+# CSV (the plan did not load, nothing was sent) is a failure.
+jmeter_plan() {
 	rm -f out/jmeter.csv out/jmeter-summary.csv
 	java -cp "out/jmeter-launcher:$cp" -Djmeter.home=/usr/share/jmeter JMeterLauncher \
-		-n -t loadtest/jmeter/seckill.jmx -Jthreads=$buyers -Jport=8081 -Jusers="$1" \
+		-n -t loadtest/jmeter/seckill.jmx -Jhost="$1" -Jport="$2" -Jthreads="$3" -Jusers="$4" \
 		-Jresults=out/jmeter-summary.csv -l out/jmeter.csv -j out/jmeter.log
+	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
+}
+
+# jmeter_run USERS: one run of the plan (USERS 0: anonymous buyers) and its checks.
+jmeter_run() {
+	jmeter_plan 127.0.0.1 8081 $buyers "$1"
 	# CSV columns: timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,...
 	local total ok refused failed
 	total=$(grep -c . out/jmeter.csv)
@@ -85,7 +129,8 @@ jmeter_run() {
 }
 
 case "${1:-}" in
-k6) k6 ;;
-jmeter) jmeter ;;
-*) echo "usage: $0 k6|jmeter" >&2; exit 2 ;;
+k6) shift; k6 "$@" ;;
+jmeter) shift; jmeter "$@" ;;
+install) install_k6; cp=""; install_jmeter ;;
+*) echo "usage: $0 k6 [URLS [BUYERS]] | jmeter [HOST PORT [THREADS]] | install" >&2; exit 2 ;;
 esac

@@ -26,7 +26,7 @@ func benchShopChart(strategies []string, runs map[string][]benchRun, buyers, con
 	}
 	h := top + len(strategies)*(barH+gap) + 24
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="13">`+"\n", w, h)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="100%%" style="max-width: %dpx" viewBox="0 0 %d %d" font-family="sans-serif" font-size="13">`+"\n", w, w, h)
 	fmt.Fprintf(&b, `<text x="8" y="22" font-size="14" font-weight="bold">%s</text>`+"\n",
 		html.EscapeString(fmt.Sprintf("purchases/s, every buyer buys (%d buyers, %d at a time)", buyers, conc)))
 	colors := map[string]string{"atomic": "#7f7f7f", "seed": "#1f77b4", "batch": "#2ca02c"}

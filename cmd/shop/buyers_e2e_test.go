@@ -1,9 +1,11 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,6 +166,84 @@ func TestSaleWindowEdges(t *testing.T) {
 
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
+// The window as the row has it decides, under every strategy: the shop's
+// cached window (trusted for a second) may refuse early but never admits a
+// buyer the row refuses. A window closed right after a buyer cached it open,
+// a goods idle past the cache when its window ended, a start moved ahead,
+// and a reopened window, which shows as soon as the cache is a second old.
+func TestTheRowsSaleWindowDecidesUnderEveryStrategy(t *testing.T) {
+	for _, strategy := range []string{"seed", "batch", "atomic"} {
+		t.Run(strategy, func(t *testing.T) {
+			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy)
+			s.shop(t, "migrate")
+			s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "none", "--end", "none")
+			in := s.serve(t)
+			client := &http.Client{Timeout: time.Minute}
+			buy := func() buyerAnswer { return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1") }
+			if a := buy(); a.status != 200 {
+				t.Fatalf("open window: %+v, want 200", a)
+			}
+			sold := 1
+
+			// Ended at once: the instance has the window cached open.
+			s.shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "+0s")
+			if a := buy(); a.status != 409 || a.Code != "ended" {
+				t.Errorf("right after the end, window cached open: %+v, want 409 ended", a)
+			}
+			// Reopened: the first buyer a second later buys.
+			reopen := func(stock string) {
+				s.shop(t, "stock", "set", "--goods", "1", "--stock", stock, "--end", "none")
+				time.Sleep(1500 * time.Millisecond)
+				if a := buy(); a.status != 200 {
+					t.Errorf("reopened 1.5 s ago: %+v, want 200", a)
+				} else {
+					sold++
+				}
+			}
+			// Reopened, and ended again with the goods idle past the cache.
+			reopen("9")
+			s.shop(t, "stock", "set", "--goods", "1", "--stock", "8", "--end", "+1s")
+			time.Sleep(2500 * time.Millisecond)
+			if a := buy(); a.status != 409 || a.Code != "ended" {
+				t.Errorf("ended while the goods was idle past the cache: %+v, want 409 ended", a)
+			}
+			// A start moved ahead while the window is cached open.
+			reopen("8")
+			s.shop(t, "stock", "set", "--goods", "1", "--stock", "7", "--start", "+1h")
+			if a := buy(); a.status != 409 || a.Code != "not_started" {
+				t.Errorf("start moved an hour ahead, window cached open: %+v, want 409 not_started", a)
+			}
+			if stock, orders := s.counts(t); stock != 7 || orders != sold {
+				t.Errorf("stock %d with %d orders, want 7 and %d", stock, orders, sold)
+			}
+		})
+	}
+}
+
+// A window that would end before it starts is refused (exit 2) and changes
+// nothing, also when one bound is the row's.
+func TestAnEmptySaleWindowIsRefused(t *testing.T) {
+	s := newStack(t)
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "none", "--end", "none")
+	for _, args := range [][]string{
+		{"--start", "+10m", "--end", "+5m"},
+		{"--start", "+10m", "--end", "+10m"},
+	} {
+		out, code := s.shopExit(t, append([]string{"stock", "set", "--goods", "1", "--stock", "3"}, args...)...)
+		if code != 2 || !strings.Contains(out, "empty") {
+			t.Errorf("stock set %v: exit %d, want 2 naming the empty window\n%s", args, code, out)
+		}
+	}
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "+10m")
+	if out, code := s.shopExit(t, "stock", "set", "--goods", "1", "--stock", "3", "--end", "+5m"); code != 2 {
+		t.Errorf("--end before the row's start: exit %d, want 2\n%s", code, out)
+	}
+	if stock, _ := s.counts(t); stock != 10 {
+		t.Errorf("stock %d after the refused changes, want 10", stock)
+	}
+}
+
 // An expired order frees its buyer: once the sweeper has returned the piece,
 // the buyer may buy again.
 func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
@@ -189,4 +269,60 @@ func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
 	if later.OrderID == first.OrderID {
 		t.Fatalf("the new purchase has the expired order's id %d", later.OrderID)
 	}
+}
+
+// stock set --start none and --end none clear their side of the window
+// (and leave the other as it was).
+func TestStockSetNoneClearsItsSideOfTheWindow(t *testing.T) {
+	s := newStack(t)
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+1h", "--end", "+2h")
+	in := s.serve(t)
+	client := &http.Client{Timeout: time.Minute}
+	buy := func() buyerAnswer { return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1") }
+	if a := buy(); a.Code != "not_started" {
+		t.Fatalf("before the start: %+v, want not_started", a)
+	}
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "none")
+	if start, end := s.window(t); start != "NULL" || end == "NULL" {
+		t.Fatalf("after --start none: the row's window is %s to %s, want NULL to the end set before", start, end)
+	}
+	time.Sleep(1500 * time.Millisecond) // the instance's copy of the window is a second old
+	if a := buy(); a.status != 200 {
+		t.Fatalf("after --start none: %+v, want 200 (the end, an hour away, left as it was)", a)
+	}
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "+0s")
+	if a := buy(); a.Code != "ended" {
+		t.Fatalf("after --end +0s: %+v, want ended", a)
+	}
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "none")
+	if start, end := s.window(t); start != "NULL" || end != "NULL" {
+		t.Fatalf("after --end none: the row's window is %s to %s, want NULL to NULL", start, end)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if a := buy(); a.status != 200 {
+		t.Fatalf("after --end none: %+v, want 200", a)
+	}
+}
+
+// window reads goods 1's sale window from its row: each bound, or NULL.
+func (s stack) window(t *testing.T) (start, end string) {
+	t.Helper()
+	db, err := sql.Open("mysql", s.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var a, b sql.NullString
+	if err := db.QueryRow("SELECT sale_start, sale_end FROM goods_stock WHERE goods_no = 1").Scan(&a, &b); err != nil {
+		t.Fatal(err)
+	}
+	start, end = "NULL", "NULL"
+	if a.Valid {
+		start = a.String
+	}
+	if b.Valid {
+		end = b.String
+	}
+	return start, end
 }

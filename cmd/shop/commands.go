@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,9 +26,43 @@ import (
 
 // openStore opens the MySQL store; MariaDB ends its transactions that wait
 // longer than cfg.IdleTransaction() for their next statement.
+// A store that cannot be opened is named with the key that fixes it.
 func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
-	return repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns,
+	store, err := repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns,
 		IdleTransactionTimeout: cfg.IdleTransaction()})
+	if err != nil {
+		return nil, fmt.Errorf("%w\n  check mysql.dsn (SHOP_MYSQL_DSN, --mysql.dsn); for the local MariaDB run: make stack-up", err)
+	}
+	return store, nil
+}
+
+// connectZooKeeper waits for a ZooKeeper session, saying so every few
+// seconds, and names the key that fixes a failure.
+func connectZooKeeper(ctx context.Context, cfg Config, opts zklock.Options, log *slog.Logger) (*zklock.Client, error) {
+	servers := strings.Join(cfg.ZooKeeper.Servers, ",")
+	log.Info("waiting for a ZooKeeper session", "servers", servers, "timeout", cfg.ZooKeeper.ConnectionTimeout.String())
+	waiting, stopped := make(chan struct{}), make(chan struct{})
+	defer func() { close(waiting); <-stopped }() // no line after the answer
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for start := time.Now(); ; {
+			select {
+			case <-t.C:
+				log.Warn("still waiting for ZooKeeper", "servers", servers, "waited", time.Since(start).Round(time.Second).String(),
+					"timeout", cfg.ZooKeeper.ConnectionTimeout.String())
+			case <-waiting:
+				return
+			}
+		}
+	}()
+	zc, err := zklock.Connect(ctx, cfg.ZooKeeper.Servers, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w\n  check zookeeper.servers (SHOP_ZOOKEEPER_SERVERS, --zookeeper.servers); for the local ZooKeeper run: make stack-up"+
+			"\n  (without ZooKeeper: purchase.strategy=atomic and leader.enabled=false)", service.ErrUnavailable, err)
+	}
+	return zc, nil
 }
 
 func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -104,15 +139,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	zkl := newZKLocker(nil, cfg.Lock.Path) // its client comes with the connection
 	var zc *zklock.Client
 	if useLock || elect {
-		zc, err = zklock.Connect(ctx, cfg.ZooKeeper.Servers, zklock.Options{
+		zc, err = connectZooKeeper(ctx, cfg, zklock.Options{
 			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
 			Retry:             cfg.ZooKeeper.Retry,
 			Logger:            log,
 			Observer:          m.LockObserver(func(dir string) string { return zkl.metricLabel(dir, m.Tracked) }),
-		})
+		}, log)
 		if err != nil {
-			return fmt.Errorf("%w: %w", service.ErrUnavailable, err)
+			return err
 		}
 		defer zc.Close()
 		m.LockStats(zc.Stats)
@@ -180,7 +215,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("leader election off (leader.enabled=false): this instance sweeps expired orders along with any other")
 		m.Leading(true)
 	}
-	dash, err := dashboard.New(m, elected, cfg.Dashboard.Peers, cfg.Dashboard.Goods)
+	exists := func(ctx context.Context, goodsNo int32) (bool, error) {
+		_, err := store.Goods(ctx, goodsNo)
+		if errors.Is(err, service.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	dash, err := dashboard.New(m, elected, exists, cfg.Dashboard.Peers, cfg.Dashboard.Goods)
 	if err != nil {
 		ln.Close()
 		return err
@@ -284,7 +326,7 @@ type limits struct {
 func httpLimits(cfg Config) limits {
 	l := limits{write: cfg.Server.WriteTimeout, connections: cfg.Server.MaxConnections}
 	if l.write == 0 {
-		l.write = cfg.Lock.AcquireTimeout + cfg.Demo.MaxSleep + 40*time.Second
+		l.write = cfg.Lock.AcquireTimeout + cfg.Demo.MaxSleep + service.DefaultOutcomeTimeout + 30*time.Second
 	}
 	if l.connections == 0 {
 		var rl syscall.Rlimit

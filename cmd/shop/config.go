@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,62 +74,95 @@ type Config struct {
 // setting is one configuration key with its default and its meaning; the
 // table is the single source of flags, defaults and the README's table.
 type setting struct {
-	key, def, usage string
+	key  string
+	kind kind
+	def  string
+	// usage is the flag's help and the README's description.
+	usage string
 }
+
+// kind is a setting's type: the flag's type; the parser converts strictly.
+type kind int
+
+const (
+	kString kind = iota
+	kInt
+	kBool
+	kDuration
+	kList // comma separated, or a YAML list in the file
+)
 
 var settings = []setting{
-	{"server.addr", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)"},
-	{"server.shutdownTimeout", "15s", "how long shutdown waits for in-flight purchases"},
-	{"server.readTimeout", "15s", "longest time to read a request, headers and body"},
-	{"server.writeTimeout", "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s"},
-	{"server.idleTimeout", "60s", "a keep-alive connection idle this long is closed"},
-	{"server.maxConnections", "0", "connections served at once, idle ones included; 0: the open-file limit less twice mysql.maxOpenConns and 64"},
-	{"mysql.dsn", "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node"},
-	{"mysql.maxOpenConns", "100", "size of each of the two connection pools (the seed's Druid maxActive; the purchase under the lock has its own)"},
-	{"mysql.maxIdleConns", "10", "idle connections kept (the seed's Druid minIdle)"},
-	{"mysql.idleTransactionTimeout", "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep"},
-	{"zookeeper.servers", "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port"},
-	{"zookeeper.sessionTimeout", "25s", "ZooKeeper session timeout"},
-	{"zookeeper.connectionTimeout", "20s", "how long start-up waits for a ZooKeeper session"},
-	{"zookeeper.retry.baseSleep", "1s", "exponential backoff retry: base sleep"},
-	{"zookeeper.retry.maxRetries", "10", "exponential backoff retry: retries (at most 29)"},
-	{"zookeeper.retry.maxSleep", "0s", "exponential backoff retry: longest sleep (0: no cap)"},
-	{"lock.enabled", "true", "guard purchases with the ZooKeeper lock; false reproduces overselling"},
-	{"lock.path", "/Locks", "lock path; {goodsNo} in it makes one lock per goods, e.g. /locks/goods/{goodsNo}"},
-	{"lock.acquireTimeout", "10s", "how long a purchase waits for the lock before answering 503"},
-	{"purchase.strategy", "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)"},
-	{"purchase.maxWaiting", "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy"},
-	{"purchase.batchMax", "100", "batch strategy: the most buyers one batch sells to"},
-	{"purchase.onePerBuyer", "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired"},
-	{"orders.payTimeout", "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)"},
-	{"orders.sweepInterval", "1s", "how often the elected instance expires unpaid orders"},
-	{"leader.enabled", "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)"},
-	{"leader.path", "/seckill/leader", "ZooKeeper path of the sweeper's election (Curator LeaderSelector)"},
-	{"leader.id", "", "this instance's participant id in the election (default: hostname:port)"},
-	{"dashboard.peers", "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only)"},
-	{"dashboard.goods", "1", "the goods /dashboard charts"},
-	{"demo.maxSleep", "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier"},
-	{"log.level", "info", "log level: debug, info, warn, error"},
+	{"server.addr", kString, "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)"},
+	{"server.shutdownTimeout", kDuration, "15s", "how long shutdown waits for in-flight purchases"},
+	{"server.readTimeout", kDuration, "15s", "longest time to read a request, headers and body"},
+	{"server.writeTimeout", kDuration, "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s"},
+	{"server.idleTimeout", kDuration, "60s", "a keep-alive connection idle this long is closed"},
+	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less twice mysql.maxOpenConns and 64"},
+	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node"},
+	{"mysql.maxOpenConns", kInt, "100", "size of each of the two connection pools (the seed's Druid maxActive; the purchase under the lock has its own)"},
+	{"mysql.maxIdleConns", kInt, "100", "idle connections each pool keeps; keep it at mysql.maxOpenConns: Go closes every connection returned beyond it, and a burst then opens new ones faster than MySQL's back_log takes them (Druid's minIdle is not Go's MaxIdleConns)"},
+	{"mysql.idleTransactionTimeout", kDuration, "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep"},
+	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port"},
+	{"zookeeper.sessionTimeout", kDuration, "25s", "ZooKeeper session timeout"},
+	{"zookeeper.connectionTimeout", kDuration, "20s", "how long start-up waits for a ZooKeeper session"},
+	{"zookeeper.retry.baseSleep", kDuration, "1s", "exponential backoff retry: base sleep"},
+	{"zookeeper.retry.maxRetries", kInt, "10", "exponential backoff retry: retries (at most 29)"},
+	{"zookeeper.retry.maxSleep", kDuration, "0s", "exponential backoff retry: longest sleep (0: no cap)"},
+	{"lock.enabled", kBool, "true", "guard purchases with the ZooKeeper lock; false reproduces overselling"},
+	{"lock.path", kString, "/Locks", "lock path; {goodsNo} in it makes one lock per goods, e.g. /locks/goods/{goodsNo}"},
+	{"lock.acquireTimeout", kDuration, "10s", "how long a purchase waits for the lock before answering 503"},
+	{"purchase.strategy", kString, "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)"},
+	{"purchase.maxWaiting", kInt, "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy"},
+	{"purchase.batchMax", kInt, "100", "batch strategy: the most buyers one batch sells to"},
+	{"purchase.onePerBuyer", kBool, "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired"},
+	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)"},
+	{"orders.sweepInterval", kDuration, "1s", "how often the elected instance expires unpaid orders"},
+	{"leader.enabled", kBool, "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)"},
+	{"leader.path", kString, "/seckill/leader", "ZooKeeper path of the sweeper's election (Curator LeaderSelector)"},
+	{"leader.id", kString, "", "this instance's participant id in the election (default: hostname:port)"},
+	{"dashboard.peers", kList, "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only)"},
+	{"dashboard.goods", kInt, "1", "the goods /dashboard charts"},
+	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier"},
+	{"log.level", kString, "info", "log level: debug, info, warn, error"},
 }
 
-// configFlags adds --config and one flag per setting to fs.
-func configFlags(fs *pflag.FlagSet) {
-	fs.String("config", "", "config file (default: ./config.yaml when present)")
+// configFlags adds --config and a typed flag for each setting whose key
+// starts with one of prefixes (all of them when none is given) to fs. The
+// settings without a flag still come from the file and the environment.
+func configFlags(fs *pflag.FlagSet, prefixes ...string) {
+	fs.String("config", "", "config file (default: ./config.yaml when present; env SHOP_CONFIG)")
 	for _, s := range settings {
-		fs.String(s.key, s.def, s.usage)
+		if len(prefixes) > 0 && !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s.key, p) }) {
+			continue
+		}
+		switch s.kind {
+		case kInt:
+			n, _ := strconv.Atoi(s.def)
+			fs.Int(s.key, n, s.usage)
+		case kBool:
+			fs.Bool(s.key, s.def == "true", s.usage)
+		case kDuration:
+			d, _ := time.ParseDuration(s.def)
+			fs.Duration(s.key, d, s.usage)
+		default:
+			fs.String(s.key, s.def, s.usage)
+		}
 	}
 }
 
-// loadConfig reads the configuration for a parsed flag set. getenv is
-// os.Getenv in production.
-func loadConfig(fs *pflag.FlagSet, getenv func(string) string) (Config, error) {
+// loadConfig reads the configuration for a parsed flag set: the defaults,
+// the file, the environment (env: SHOP_* variables by name), the flags. A
+// key in the file or a SHOP_ variable that names no setting is an error
+// naming the nearest one: a typo must not leave a default in force.
+func loadConfig(fs *pflag.FlagSet, env map[string]string) (Config, error) {
 	v := viper.New()
 	for _, s := range settings {
 		v.SetDefault(s.key, s.def)
 	}
 	file, _ := fs.GetString("config") // registered by configFlags
 	if file == "" {
-		file = getenv("SHOP_CONFIG")
+		file = env["SHOP_CONFIG"]
 	}
 	if file == "" {
 		if _, err := os.Stat("config.yaml"); err == nil {
@@ -136,15 +170,29 @@ func loadConfig(fs *pflag.FlagSet, getenv func(string) string) (Config, error) {
 		}
 	}
 	if file != "" {
-		v.SetConfigFile(file)
-		if err := v.ReadInConfig(); err != nil {
+		f := viper.New()
+		f.SetConfigFile(file)
+		if err := f.ReadInConfig(); err != nil {
+			return Config{}, fmt.Errorf("config: read %s: %w", file, err)
+		}
+		for _, k := range f.AllKeys() {
+			if known(k) == "" {
+				return Config{}, fmt.Errorf("config: %s: unknown key %q%s", file, k, nearest(k, func(s setting) string { return s.key }))
+			}
+		}
+		if err := v.MergeConfigMap(f.AllSettings()); err != nil {
 			return Config{}, fmt.Errorf("config: read %s: %w", file, err)
 		}
 	}
 	// Environment: SHOP_ + the key upper-cased with dots as underscores,
 	// e.g. SHOP_LOCK_ENABLED, SHOP_DEMO_MAXSLEEP.
+	for name := range env {
+		if strings.HasPrefix(name, "SHOP_") && name != "SHOP_CONFIG" && !scriptsEnv[name] && !slices.ContainsFunc(settings, func(s setting) bool { return envName(s.key) == name }) {
+			return Config{}, fmt.Errorf("config: unknown environment variable %s%s", name, nearest(name, func(s setting) string { return envName(s.key) }))
+		}
+	}
 	for _, s := range settings {
-		if val := getenv(envName(s.key)); val != "" {
+		if val := env[envName(s.key)]; val != "" {
 			v.Set(s.key, val)
 		}
 	}
@@ -154,6 +202,56 @@ func loadConfig(fs *pflag.FlagSet, getenv func(string) string) (Config, error) {
 		}
 	}
 	return parseConfig(v)
+}
+
+// scriptsEnv are the SHOP_ variables the scripts read, not the shop.
+var scriptsEnv = map[string]bool{"SHOP_DB_USER": true, "SHOP_DB_PASSWORD": true, "SHOP_DB_NAME": true}
+
+// known returns the setting's key for a key as viper has it (lower case),
+// or "".
+func known(lower string) string {
+	for _, s := range settings {
+		if strings.EqualFold(s.key, lower) {
+			return s.key
+		}
+	}
+	return ""
+}
+
+// nearest is ", did you mean X?" for the setting name closest to name by
+// edit distance, or "" when none is close.
+func nearest(name string, nameOf func(setting) string) string {
+	best, bestD := "", len(name)/2+1
+	for _, s := range settings {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(nameOf(s))); d < bestD {
+			best, bestD = nameOf(s), d
+		}
+	}
+	if best == "" {
+		return " (see shop serve --help for the settings)"
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func envName(key string) string {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
 func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
@@ -26,7 +28,7 @@ func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
 		}
 		env["SHOP_CONFIG"] = empty
 	}
-	return loadConfig(fs, func(k string) string { return env[k] })
+	return loadConfig(fs, env)
 }
 
 func TestConfigDefaultsAreTheSeeds(t *testing.T) {
@@ -43,7 +45,7 @@ func TestConfigDefaultsAreTheSeeds(t *testing.T) {
 		{"retry base", c.ZooKeeper.Retry.BaseSleep, time.Second},
 		{"retry count", c.ZooKeeper.Retry.MaxRetries, 10},
 		{"pool", c.MySQL.MaxOpenConns, 100},
-		{"idle", c.MySQL.MaxIdleConns, 10},
+		{"idle", c.MySQL.MaxIdleConns, 100},
 		{"lock on", c.Lock.Enabled, true},
 		{"lock path", c.Lock.Path, "/Locks"},
 		{"max sleep", c.Demo.MaxSleep, time.Duration(0)},
@@ -162,6 +164,54 @@ func TestEverySettingIsDocumented(t *testing.T) {
 		leaf := s.key[strings.LastIndex(s.key, ".")+1:]
 		if !strings.Contains(string(yaml), leaf+":") {
 			t.Errorf("config.yaml lacks %s", s.key)
+		}
+	}
+}
+
+// A typo in the file or the environment stops the start, naming the key
+// and the nearest known one; the default would silently stay in force.
+func TestConfigRefusesUnknownKeysNamingTheNearest(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "typo.yaml")
+	if err := os.WriteFile(file, []byte("lock:\n  enabeld: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		env       map[string]string
+		bad, near string
+	}{
+		{map[string]string{"SHOP_CONFIG": file}, `"lock.enabeld"`, "lock.enabled"},
+		{map[string]string{"SHOP_LOCK_ENABLD": "false"}, "SHOP_LOCK_ENABLD", "SHOP_LOCK_ENABLED"},
+		{map[string]string{"SHOP_MYSQL_MAXIDLECONN": "5"}, "SHOP_MYSQL_MAXIDLECONN", "SHOP_MYSQL_MAXIDLECONNS"},
+	} {
+		_, err := load(t, tt.env)
+		if err == nil || !strings.Contains(err.Error(), tt.bad) || !strings.Contains(err.Error(), "did you mean "+tt.near+"?") {
+			t.Errorf("%v: %v, want an error naming %s and %s", tt.env, err, tt.bad, tt.near)
+		}
+	}
+	// The scripts' own variables are not the shop's settings.
+	if _, err := load(t, map[string]string{"SHOP_DB_USER": "x"}); err != nil {
+		t.Errorf("SHOP_DB_USER (scripts/stack.sh's): %v", err)
+	}
+}
+
+// The derived write timeout outlasts the longest purchase: the wait for
+// the lock, the demo's sleep, the lookup of a cut-off commit's outcome, and
+// room for the transaction and its retries. A buyer who waited nearly the
+// whole acquire time must not lose the answer to a purchase that was made.
+func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
+	for _, env := range []map[string]string{
+		{},
+		{"SHOP_LOCK_ACQUIRETIMEOUT": "2m", "SHOP_DEMO_MAXSLEEP": "1s"},
+		{"SHOP_LOCK_ACQUIRETIMEOUT": "500ms"},
+	} {
+		c, err := load(t, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest := c.Lock.AcquireTimeout + c.Demo.MaxSleep + service.DefaultOutcomeTimeout
+		if w := httpLimits(c).write; w < longest+20*time.Second {
+			t.Errorf("%v: write timeout %v, want at least %v (acquire %v + sleep %v + outcome %v) and 20 s for the transaction",
+				env, w, longest+20*time.Second, c.Lock.AcquireTimeout, c.Demo.MaxSleep, service.DefaultOutcomeTimeout)
 		}
 	}
 }

@@ -106,10 +106,11 @@ func chromium(t *testing.T) string {
 
 var numberRE = regexp.MustCompile(`^-?\d+$`)
 
-// The dashboard in a real (headless) browser, during a small load over two
-// instances: its charts draw, and once the load is over the numbers it shows
-// for each instance match GET /goods/1. DASHBOARD_SCREENSHOT=file saves what
-// it showed.
+// The dashboard in a real (headless) browser, opened after a small load over
+// two instances began: its charts draw the sale from before the page was
+// opened (the instances' history), and once the load is over the numbers it
+// shows for each instance match GET /goods/1. DASHBOARD_SCREENSHOT=file
+// saves what it showed.
 func TestDashboardShowsTheSaleLive(t *testing.T) {
 	browser := chromium(t)
 	s := newStack(t, "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_DEMO_MAXSLEEP=20ms")
@@ -128,22 +129,42 @@ func TestDashboardShowsTheSaleLive(t *testing.T) {
 	defer cancelTab()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	// A goods that does not exist is not charted as one with no stock.
+	if resp, err := http.Get(a.url + "/dashboard/data?goods=999"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /dashboard/data?goods=999: %v %v, want 404", resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	loadStart := time.Now()
+	loadDone := make(chan outcome, 1)
+	go func() { loadDone <- buyPaced([]string{a.url, b.url}, 120, 8) }()
+	waitUntil(30*time.Second, func() bool { _, orders := s.counts(t); return orders >= 10 })
+	opened := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.url+"/dashboard")); err != nil {
 		t.Fatalf("open the dashboard: %v", err)
 	}
 
-	loadDone := make(chan outcome, 1)
-	go func() { loadDone <- buyPaced([]string{a.url, b.url}, 120, 8) }()
-
-	// The charts draw while the load runs.
-	var points int
-	if !waitUntil(60*time.Second, func() bool {
+	// The charts draw at once, from before the page was opened.
+	var points, t0 int64
+	if !waitUntil(5*time.Second, func() bool {
 		var err error
-		points, err = chromedp.Run(ctx, chromedp.Evaluate[int](
+		points, err = chromedp.Run(ctx, chromedp.Evaluate[int64](
 			`Math.min(...["stock","rate","queue"].map(c => Math.max(0, ...[...document.querySelectorAll("#c-"+c+" polyline")].map(p => +p.dataset.points))))`))
-		return err == nil && points >= 3
+		if err != nil {
+			return false
+		}
+		t0, err = chromedp.Run(ctx, chromedp.Evaluate[int64](`+document.getElementById("c-stock").dataset.t0 || 0`))
+		return err == nil && points >= 3 && t0 > 0
 	}) {
-		t.Fatalf("the charts did not draw (fewest points %d)", points)
+		t.Fatalf("the charts did not draw within 5 s of opening (fewest points %d)", points)
+	}
+	if t0 > loadStart.UnixMilli() {
+		t.Errorf("opened %v after the load began, the stock chart starts %v after it: want the sale from its start",
+			opened.Sub(loadStart).Round(time.Millisecond), time.UnixMilli(t0).Sub(loadStart).Round(time.Millisecond))
+	}
+	if lines, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#c-stock polyline").length`)); err != nil || lines != 2 {
+		t.Errorf("the stock chart has %d lines (%v), want 2 (stock and order rows, the database's, once)", lines, err)
 	}
 	got := <-loadDone
 	if got.status[200] != 40 {

@@ -5,8 +5,10 @@
 //	shop migrate                                apply the schema versions the database lacks
 //	shop migrate status                         list the schema versions and which are applied
 //	shop stock set --goods N --stock M          set a goods' stock (e.g. between load tests)
+//	shop probe URL                              exit 0 if URL answers 200 (health checks)
 //
-// Every command takes the configuration flags; see `shop serve --help`.
+// `shop COMMAND --help` lists a command's flags; `shop serve --help` all the
+// configuration's.
 package main
 
 import (
@@ -22,18 +24,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], environment(os.Environ()), os.Stdout, os.Stderr)
 	stop()
 	switch {
 	case err == nil:
-	case errors.Is(err, pflag.ErrHelp):
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "shop:", err)
 		os.Exit(2)
@@ -43,104 +44,206 @@ func main() {
 	}
 }
 
-const usage = `usage:
-  shop serve [flags]                          serve the HTTP API
-  shop migrate [flags]                        apply the schema versions the database lacks
-  shop migrate status [flags]                 list the schema versions and which are applied
-  shop stock set --goods N --stock M [flags]  set a goods' stock (--clear-orders deletes its orders,
-                                              --reset-fence after ZooKeeper's data was wiped,
-                                              --start/--end the sale window)
-  shop probe URL                              exit 0 if URL answers 200 (container health checks)
-run "shop COMMAND --help" for the flags`
+// environment turns os.Environ's list into a map.
+func environment(list []string) map[string]string {
+	env := make(map[string]string, len(list))
+	for _, kv := range list {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
 
 // run is the whole program: it parses the command line, loads the
 // configuration and runs one command until it ends or ctx is canceled.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: no command\n%s", errUsage, usage)
-	}
-	cmd, args := args[0], args[1:]
-	if cmd == "probe" {
-		return probe(ctx, args, stdout)
-	}
-	if cmd == "migrate" && len(args) > 0 && args[0] == "status" {
-		cmd, args = "migrate status", args[1:]
-	}
-	if cmd == "stock" {
-		if len(args) == 0 || args[0] != "set" {
-			return fmt.Errorf("%w: stock takes the subcommand set\n%s", errUsage, usage)
+// Mistakes on the command line are errUsage (exit status 2); --help
+// prints the command's help to stdout and returns nil.
+func run(ctx context.Context, args []string, env map[string]string, stdout, stderr io.Writer) error {
+	root := commands(env, stdout, stderr)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContext(ctx)
+}
+
+// commands is the shop's command tree. Each command has only the flags it
+// uses; every command reads the whole configuration (file, environment,
+// its flags) and refuses a bad or unknown key.
+func commands(env map[string]string, stdout, stderr io.Writer) *cobra.Command {
+	// load parses the configuration of cmd's flags and makes the logger.
+	load := func(cmd *cobra.Command) (Config, *slog.Logger, error) {
+		cfg, err := loadConfig(cmd.Flags(), env)
+		if err != nil {
+			return Config{}, nil, err
 		}
-		cmd, args = "stock set", args[1:]
+		return cfg, newLogger(stderr, cfg.Log.Level), nil
 	}
-	fs := pflag.NewFlagSet("shop "+cmd, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFlags(fs)
+	// with is a command's RunE that loads the configuration and runs f.
+	with := func(f func(ctx context.Context, cfg Config, log *slog.Logger) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := load(cmd)
+			if err != nil {
+				return err
+			}
+			return f(cmd.Context(), cfg, log)
+		}
+	}
+	root := &cobra.Command{
+		Use:   "shop",
+		Short: "A flash sale guarded by a ZooKeeper lock (Curator's InterProcessMutex, in Go)",
+		Long: `shop sells a goods' stock to a crowd of buyers without overselling: the purchase
+(read the stock, write it back minus one, insert an order) runs under a ZooKeeper
+lock, fenced by the lock's token.
+
+The configuration comes from config.yaml (or --config / SHOP_CONFIG), overridden by
+SHOP_* environment variables (SHOP_LOCK_ENABLED for lock.enabled), overridden by
+flags. An unknown key or a bad value stops the command, naming the key.`,
+		Example: `  shop migrate && shop stock set --goods 1 --stock 100 --clear-orders
+  shop serve
+  SHOP_LOCK_ENABLED=false shop serve     # reproduce the seed's overselling`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("%w: no command; run shop --help", errUsage)
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+
+	serveCmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API",
+		Long: `serve answers GET /goods-stock/{goodsNo} (the purchase) and the rest of the API until
+SIGINT or SIGTERM, then finishes the purchases in flight and releases their locks.
+It needs MySQL (mysql.dsn) and, with the lock on, ZooKeeper (zookeeper.servers).`,
+		Example: `  shop serve
+  shop serve --server.addr 127.0.0.1:8081 --purchase.strategy batch
+  shop serve --lock.enabled=false --demo.maxSleep 1s   # oversells under load`,
+		Args: noArgs,
+		RunE: with(serve),
+	}
+	configFlags(serveCmd.Flags())
+
+	migrateCmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the schema versions the database lacks",
+		Example: `  shop migrate
+  shop migrate --mysql.dsn 'seckill:seckill@tcp(127.0.0.1:3306)/seckill'`,
+		Args: noArgs,
+		RunE: with(migrate),
+	}
+	configFlags(migrateCmd.Flags(), "mysql.dsn", "log.")
+	statusCmd := &cobra.Command{
+		Use:     "status",
+		Short:   "List the schema versions and which are applied",
+		Example: "  shop migrate status",
+		Args:    noArgs,
+		RunE: with(func(ctx context.Context, cfg Config, _ *slog.Logger) error {
+			return migrateStatus(ctx, cfg, stdout)
+		}),
+	}
+	configFlags(statusCmd.Flags(), "mysql.dsn", "log.")
+	migrateCmd.AddCommand(statusCmd)
+
+	stockCmd := &cobra.Command{
+		Use:   "stock",
+		Short: "Change a goods' stock and sale window",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("%w: stock takes the subcommand set; run shop stock set --help", errUsage)
+		},
+	}
+	stockCmd.AddCommand(stockSetCommand(load))
+
+	probeCmd := &cobra.Command{
+		Use:     "probe URL",
+		Short:   "Exit 0 if URL answers 200 within 3 s (health checks of images without curl)",
+		Example: "  shop probe http://127.0.0.1:8080/readyz",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("%w: probe takes one URL", errUsage)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return probe(cmd.Context(), args[0], stdout) },
+	}
+	root.AddCommand(serveCmd, migrateCmd, stockCmd, probeCmd)
+	return root
+}
+
+// noArgs refuses positional arguments: an unknown subcommand, or a value
+// given without its flag.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if cmd.HasSubCommands() {
+		hint := ""
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			hint = "; did you mean " + s[0] + "?"
+		}
+		return fmt.Errorf("%w: unknown command %q for %q%s (run %s --help)", errUsage, args[0], cmd.CommandPath(), hint, cmd.CommandPath())
+	}
+	return fmt.Errorf("%w: unexpected arguments %s (run %s --help)", errUsage, strings.Join(args, " "), cmd.CommandPath())
+}
+
+// stockSetCommand is `shop stock set`.
+func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *cobra.Command {
 	var goods, stock int32
 	var reset repo.StockReset
 	var saleStart, saleEnd string
-	switch cmd {
-	case "serve", "migrate", "migrate status":
-	case "stock set":
-		fs.Int32Var(&goods, "goods", 1, "goods number")
-		fs.Int32Var(&stock, "stock", -1, "new stock (required, ≥ 0)")
-		fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")
-		fs.BoolVar(&reset.ResetFence, "reset-fence", false, "also set the row's fencing token to 0 (after ZooKeeper's data was wiped; never during a sale)")
-		fs.StringVar(&saleStart, "start", "", "sale start, RFC 3339 (2026-11-23T10:00:00+08:00) or +DURATION from now (+30s); none: open")
-		fs.StringVar(&saleEnd, "end", "", "sale end, RFC 3339 or +DURATION from now; none: open")
-	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	default:
-		return fmt.Errorf("%w: unknown command %q\n%s", errUsage, cmd, usage)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %s", errUsage, strings.Join(fs.Args(), " "))
-	}
-	cfg, err := loadConfig(fs, getenv)
-	if err != nil {
-		return err
-	}
-	log := newLogger(stderr, cfg.Log.Level)
-
-	switch cmd {
-	case "serve":
-		return serve(ctx, cfg, log)
-	case "migrate":
-		return migrate(ctx, cfg, log)
-	case "migrate status":
-		return migrateStatus(ctx, cfg, stdout)
-	default:
-		if stock < 0 || goods <= 0 {
-			return fmt.Errorf("%w: stock set needs --goods N (> 0) and --stock M (≥ 0)", errUsage)
-		}
-		for _, w := range []struct {
-			flag, value string
-			into        **time.Time
-		}{{"--start", saleStart, &reset.SaleStart}, {"--end", saleEnd, &reset.SaleEnd}} {
-			t, err := parseSaleTime(w.value, time.Now())
-			if err != nil {
-				return fmt.Errorf("%w: %s: %w", errUsage, w.flag, err)
+	cmd := &cobra.Command{
+		Use:   "set --goods N --stock M",
+		Short: "Set a goods' stock (e.g. between load tests), creating its row if needed",
+		Example: `  shop stock set --goods 1 --stock 100 --clear-orders
+  shop stock set --goods 1 --stock 100 --start +30s --end +5m
+  shop stock set --goods 1 --stock 100 --start none --end none   # open the window again`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("stock") || stock < 0 || goods <= 0 {
+				return fmt.Errorf("%w: stock set needs --goods N (> 0) and --stock M (≥ 0)", errUsage)
 			}
-			*w.into = t
-		}
-		return setStock(ctx, cfg, log, goods, stock, reset)
+			now := time.Now() // one now for both: +10m and +10m are the same time
+			for _, w := range []struct {
+				flag, value string
+				into        **time.Time
+			}{{"--start", saleStart, &reset.SaleStart}, {"--end", saleEnd, &reset.SaleEnd}} {
+				t, err := parseSaleTime(w.value, now)
+				if err != nil {
+					return fmt.Errorf("%w: %s: %w", errUsage, w.flag, err)
+				}
+				*w.into = t
+			}
+			cfg, log, err := load(cmd)
+			if err != nil {
+				return err
+			}
+			if err := setStock(cmd.Context(), cfg, log, goods, stock, reset); errors.Is(err, repo.ErrEmptyWindow) {
+				return fmt.Errorf("%w: --start/--end: %w", errUsage, err)
+			} else if err != nil {
+				return err
+			}
+			return nil
+		},
 	}
+	fs := cmd.Flags()
+	fs.Int32Var(&goods, "goods", 1, "goods number")
+	fs.Int32Var(&stock, "stock", 0, "new stock, ≥ 0 (required)")
+	fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")
+	fs.BoolVar(&reset.ResetFence, "reset-fence", false, "also set the row's fencing token to 0 (after ZooKeeper's data was wiped; never during a sale)")
+	fs.StringVar(&saleStart, "start", "", "sale start: RFC 3339 (2026-11-23T10:00:00+08:00), +DURATION from now (+30s), or none (open); default: unchanged")
+	fs.StringVar(&saleEnd, "end", "", "sale end: RFC 3339, +DURATION from now, or none (open); default: unchanged")
+	configFlags(fs, "mysql.dsn", "log.")
+	return cmd
 }
 
 // probe is a health check for images without curl: GET url, succeed on 200.
-func probe(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return fmt.Errorf("%w: probe takes one URL", errUsage)
-	}
+func probe(ctx context.Context, url string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -150,7 +253,7 @@ func probe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe %s: %s", args[0], resp.Status)
+		return fmt.Errorf("probe %s: %s", url, resp.Status)
 	}
 	fmt.Fprintln(stdout, "ok")
 	return nil

@@ -21,7 +21,15 @@ var page []byte
 // polling during a sale takes no lock and no query from the purchase path.
 type Source interface {
 	Snapshot(goodsNo int32) metrics.Snapshot
+	// History is the goods' last quarter of an hour, a point a second.
+	History(goodsNo int32) []metrics.Point
+	// Track has the sampler sample the goods from now on.
+	Track(goodsNo int32) bool
 }
+
+// Exists tells whether a goods exists (a query: asked only for a goods the
+// instance has not sampled).
+type Exists func(ctx context.Context, goodsNo int32) (bool, error)
 
 // Election names the leader for the page.
 type Election interface {
@@ -31,21 +39,26 @@ type Election interface {
 // Data is one instance's answer to GET /dashboard/data.
 type Data struct {
 	metrics.Snapshot
-	LeaderID      string `json:"leaderId,omitempty"`
-	ParticipantID string `json:"participantId,omitempty"`
+	// History: with ?history=1, the goods' points so far.
+	History       []metrics.Point `json:"history,omitempty"`
+	LeaderID      string          `json:"leaderId,omitempty"`
+	ParticipantID string          `json:"participantId,omitempty"`
 }
 
 // Handler serves GET /dashboard (the page, for goods and the instances at
-// peers, base URLs; none: this one) and GET /dashboard/data?goods=N.
+// peers, base URLs; none: this one) and GET /dashboard/data?goods=N, with
+// &history=1 the goods' points sampled so far (&since=MS: those after it):
+// a page opened mid-sale draws the sale from its start.
 type Handler struct {
 	page     []byte
 	source   Source
 	election Election // may be nil
+	exists   Exists
 	goods    int32
 }
 
 // New returns the dashboard.
-func New(source Source, election Election, peers []string, goods int32) (*Handler, error) {
+func New(source Source, election Election, exists Exists, peers []string, goods int32) (*Handler, error) {
 	if len(peers) == 0 {
 		peers = []string{""} // the page's own origin
 	}
@@ -55,7 +68,7 @@ func New(source Source, election Election, peers []string, goods int32) (*Handle
 	}
 	start, end := bytes.Index(page, []byte("/*CONFIG*/")), bytes.Index(page, []byte("/*END*/"))
 	p := append(append(append([]byte{}, page[:start]...), cfg...), page[end+len("/*END*/"):]...)
-	return &Handler{page: p, source: source, election: election, goods: goods}, nil
+	return &Handler{page: p, source: source, election: election, exists: exists, goods: goods}, nil
 }
 
 // Page serves the HTML.
@@ -72,14 +85,34 @@ func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("goods"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n <= 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			w.Write([]byte(`{"code":"invalid_goods_no","message":"goods must be a positive 32-bit integer"}`))
+			fail(w, http.StatusBadRequest, "invalid_goods_no", "goods must be a positive 32-bit integer")
 			return
 		}
 		goods = int32(n)
 	}
 	d := Data{Snapshot: h.source.Snapshot(goods)}
+	if !d.Sampled {
+		// Not sampled here yet: a goods that does not exist is not charted
+		// as one with no stock; one that does is sampled from now on.
+		ok, err := h.exists(r.Context(), goods)
+		switch {
+		case err != nil:
+			fail(w, http.StatusServiceUnavailable, "unavailable", "cannot tell whether the goods exists: "+err.Error())
+			return
+		case !ok:
+			fail(w, http.StatusNotFound, "goods_not_found", "指定商品不存在")
+			return
+		}
+		h.source.Track(goods)
+	}
+	if r.URL.Query().Get("history") == "1" {
+		since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
+		for _, p := range h.source.History(goods) {
+			if p.Time > since {
+				d.History = append(d.History, p)
+			}
+		}
+	}
 	if h.election != nil {
 		if _, leaderID, self, err := h.election.Status(r.Context()); err == nil {
 			d.LeaderID, d.ParticipantID = leaderID, self
@@ -89,4 +122,12 @@ func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	json.NewEncoder(w).Encode(d)
+}
+
+// fail answers an error as the shop's API does: JSON with a code.
+func fail(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"code": code, "message": message})
 }

@@ -70,14 +70,19 @@ type Check struct {
 
 // Response is the JSON body of every answer.
 type Response struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	GoodsNo   int32  `json:"goodsNo,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	GoodsNo int32  `json:"goodsNo,omitempty"`
+	// RequestID is this request's id (the X-Request-ID header's), in
+	// every answer.
 	RequestID string `json:"requestId,omitempty"`
 	OrderID   uint64 `json:"orderId,omitempty"`
-	Stock     *int32 `json:"stock,omitempty"`
-	IsActive  *int16 `json:"isActive,omitempty"`
-	Orders    *int64 `json:"orders,omitempty"`
+	// OrderRequestID is the id of the request that placed the order (the
+	// order endpoints').
+	OrderRequestID string `json:"orderRequestId,omitempty"`
+	Stock          *int32 `json:"stock,omitempty"`
+	IsActive       *int16 `json:"isActive,omitempty"`
+	Orders         *int64 `json:"orders,omitempty"`
 	// The order endpoints' and the goods query's.
 	Status         string           `json:"status,omitempty"`
 	CreatedAt      *time.Time       `json:"createdAt,omitempty"`
@@ -200,10 +205,10 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 		}
 	}
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint", RequestID: requestIDOf(c)})
+		answer(c, http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint"})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		c.JSON(http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed", RequestID: requestIDOf(c)})
+		answer(c, http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed"})
 	})
 	return r
 }
@@ -304,8 +309,17 @@ func (h *handler) goods(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
-	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders,
-		OrdersByStatus: g.OrdersByStatus})
+	answer(c, http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders,
+		OrdersByStatus: g.OrdersByStatus, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd)})
+}
+
+// utc is t in UTC, or nil.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // ParseOrderID accepts a positive 64-bit decimal integer in its canonical
@@ -340,11 +354,11 @@ func (h *handler) orderAction(c *gin.Context, action func(context.Context, uint6
 		h.fail(c, o.GoodsNo, err)
 		return
 	}
-	c.JSON(http.StatusOK, orderResponse(o))
+	answer(c, http.StatusOK, orderResponse(o))
 }
 
 func orderResponse(o service.Order) Response {
-	return Response{Code: CodeOK, Message: o.Status, GoodsNo: o.GoodsNo, RequestID: o.RequestID, OrderID: o.ID,
+	return Response{Code: CodeOK, Message: o.Status, GoodsNo: o.GoodsNo, OrderRequestID: o.RequestID, OrderID: o.ID,
 		Status: o.Status, CreatedAt: &o.CreatedAt, PaidAt: o.PaidAt, ExpiredAt: o.ExpiredAt}
 }
 
@@ -354,11 +368,11 @@ func (h *handler) leader(c *gin.Context) {
 		h.fail(c, 0, err)
 		return
 	}
-	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "ok", Leader: &leader, LeaderID: leaderID, ParticipantID: self})
+	answer(c, http.StatusOK, Response{Code: CodeOK, Message: "ok", Leader: &leader, LeaderID: leaderID, ParticipantID: self})
 }
 
 func (h *handler) healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, Response{Code: CodeOK, Message: "alive"})
+	answer(c, http.StatusOK, Response{Code: CodeOK, Message: "alive"})
 }
 
 func (h *handler) readyz(c *gin.Context) {
@@ -367,11 +381,17 @@ func (h *handler) readyz(c *gin.Context) {
 	for _, ch := range h.checks {
 		if err := ch.Check(ctx); err != nil {
 			h.log.Warn("not ready", "check", ch.Name, "err", err)
-			c.JSON(http.StatusServiceUnavailable, Response{Code: "not_ready", Message: ch.Name + " is not answering"})
+			answer(c, http.StatusServiceUnavailable, Response{Code: "not_ready", Message: ch.Name + " is not answering"})
 			return
 		}
 	}
-	c.JSON(http.StatusOK, Response{Code: CodeReady, Message: "ready"})
+	answer(c, http.StatusOK, Response{Code: CodeReady, Message: "ready"})
+}
+
+// answer writes body as JSON with the request's id.
+func answer(c *gin.Context, status int, body Response) {
+	body.RequestID = requestIDOf(c)
+	c.JSON(status, body)
 }
 
 // fail answers with the error's row of the table; internal errors are logged.
@@ -412,7 +432,7 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 
 func (h *handler) recovered(c *gin.Context, rec any) {
 	h.log.Error("panic in handler", "path", c.Request.URL.Path, "panic", fmt.Sprint(rec))
-	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal})
+	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal, RequestID: requestIDOf(c)})
 }
 
 // Header names in their canonical form, so that looking one up or setting

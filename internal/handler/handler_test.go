@@ -113,7 +113,8 @@ func (f *fakeShop) Stock(_ context.Context, goodsNo int32) (service.StockInfo, e
 	if f.err != nil {
 		return service.StockInfo{}, f.err
 	}
-	return service.StockInfo{Goods: service.Goods{ID: 1, GoodsNo: goodsNo, Stock: 5, IsActive: 1}, Orders: 3}, nil
+	end := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	return service.StockInfo{Goods: service.Goods{ID: 1, GoodsNo: goodsNo, Stock: 5, IsActive: 1, SaleEnd: &end}, Orders: 3}, nil
 }
 
 func do(t *testing.T, h http.Handler, path string, hdr ...string) (int, handler.Response, http.Header) {
@@ -209,7 +210,8 @@ func TestPurchaseAnswers(t *testing.T) {
 
 func TestGoodsAndProbes(t *testing.T) {
 	status, body, _ := do(t, newHandler(&fakeShop{}), "/goods/3")
-	if status != 200 || body.Stock == nil || *body.Stock != 5 || body.GoodsNo != 3 || body.Orders == nil || *body.Orders != 3 {
+	if status != 200 || body.Stock == nil || *body.Stock != 5 || body.GoodsNo != 3 || body.Orders == nil || *body.Orders != 3 ||
+		body.SaleStart != nil || body.SaleEnd == nil || body.SaleEnd.Hour() != 10 {
 		t.Fatalf("GET /goods/3 = %d %+v", status, body)
 	}
 	if status, _, _ := do(t, newHandler(&fakeShop{err: service.ErrNotFound}), "/goods/3"); status != 404 {
@@ -321,7 +323,7 @@ func TestOrderEndpoints(t *testing.T) {
 // JSON with a code and the request id (HEAD answers carry no body, by
 // HTTP's rule, but the same status and request id header).
 func TestEveryAnswerIsJSON(t *testing.T) {
-	orders := &fakeOrders{orders: map[uint64]service.Order{7: {ID: 7, GoodsNo: 1, Status: service.OrderUnpaid}}}
+	orders := &fakeOrders{orders: map[uint64]service.Order{7: {ID: 7, GoodsNo: 1, RequestID: "placed-by", Status: service.OrderUnpaid}}}
 	h := handler.New(handler.Services{Shop: &fakeShop{}, Orders: orders, Election: fakeElection{leader: true}}, slog.New(slog.DiscardHandler))
 	paths := []string{"/goods-stock/1", "/goods-stock/", "/goods/1", "/goods/", "/orders/7", "/orders/7/pay", "/leader", "/healthz",
 		"/readyz", "/nowhere", "/goods-stock/1/x", "/", "/GOODS/1"}
@@ -350,8 +352,11 @@ func TestEveryAnswerIsJSON(t *testing.T) {
 				t.Errorf("%s %s: %d, body %q (%v)", m, p, rec.Code, rec.Body.String(), err)
 				continue
 			}
-			if rec.Code >= 400 && body.RequestID != "rid-1" {
-				t.Errorf("%s %s: %d %s without the request id", m, p, rec.Code, body.Code)
+			if strings.HasPrefix(p, "/orders/7") && rec.Code == 200 && body.OrderRequestID != "placed-by" {
+				t.Errorf("%s %s: orderRequestId %q, want the order's placed-by", m, p, body.OrderRequestID)
+			}
+			if body.RequestID != "rid-1" {
+				t.Errorf("%s %s: %d %s with request id %q, want the request's", m, p, rec.Code, body.Code, body.RequestID)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"database/sql"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -47,15 +48,20 @@ type Metrics struct {
 	orders      *prometheus.GaugeVec // goods, status
 
 	mu       sync.Mutex
-	goods    []int32          // the goods with labels of their own, at most maxGoods
-	outcomes map[string]int64 // purchases by outcome, for the dashboard
-	waits    []timedWait      // recent lock waits, a ring
+	goods    []int32                    // the goods with labels of their own, at most maxGoods
+	outcomes map[int32]map[string]int64 // purchases by goods and outcome, for the dashboard
+	waits    []timedWait                // recent lock waits, a ring
 	next     int
 	state    string
 	leading  bool
 	samples  map[int32]GoodsSample
 	queues   map[int32]int
+	history  map[int32][]Point // per tracked goods, a point a sample, the last historyLen
 }
+
+// historyLen is how many points of a goods' history an instance keeps: a
+// sample a second, a quarter of an hour.
+const historyLen = 900
 
 type timedWait struct {
 	at time.Time
@@ -108,7 +114,8 @@ func New(strategy string, db *sql.DB) *Metrics {
 		orders: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_orders_total", Help: "A goods' order rows by status, sampled.",
 		}, []string{"goods", "status"}),
-		outcomes: map[string]int64{},
+		outcomes: map[int32]map[string]int64{},
+		history:  map[int32][]Point{},
 		waits:    make([]timedWait, 0, 4096),
 		state:    "none",
 		samples:  map[int32]GoodsSample{},
@@ -194,7 +201,14 @@ func (m *Metrics) Purchased(goodsNo int32, outcome string, d time.Duration) {
 			label = "other"
 		}
 	}
-	m.outcomes[outcome]++
+	key := goodsNo
+	if label == "-" {
+		key = 0
+	}
+	if m.outcomes[key] == nil {
+		m.outcomes[key] = map[string]int64{}
+	}
+	m.outcomes[key][outcome]++
 	m.mu.Unlock()
 	m.purchases.WithLabelValues(label, outcome, m.strategy).Inc()
 	m.purchaseDur.WithLabelValues(outcome).Observe(d.Seconds())
@@ -262,9 +276,37 @@ func (m *Metrics) SampledGoods(goodsNo int32, s GoodsSample) {
 	for status, n := range s.OrdersByStatus {
 		m.orders.WithLabelValues(g, status).Set(float64(n))
 	}
+	now := time.Now()
+	p50, p99, _ := m.recentWaits(now)
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.samples[goodsNo] = s
-	m.mu.Unlock()
+	p := Point{Time: now.UnixMilli(), Stock: s.Stock, Orders: s.Orders, Outcomes: maps.Clone(m.outcomes[goodsNo]), QueueLength: m.queues[goodsNo],
+		LockWaitP50: p50, LockWaitP99: p99}
+	h := append(m.history[goodsNo], p)
+	if len(h) > historyLen {
+		h = slices.Delete(h, 0, len(h)-historyLen)
+	}
+	m.history[goodsNo] = h
+}
+
+// Point is one second of a goods' history on one instance, as the sampler
+// saw it: the dashboard draws the sale so far from these.
+type Point struct {
+	Time        int64            `json:"time"` // Unix milliseconds
+	Stock       int32            `json:"stock"`
+	Orders      int64            `json:"orders"`
+	Outcomes    map[string]int64 `json:"outcomes"` // this instance's answers for the goods since it started
+	LockWaitP50 float64          `json:"lockWaitP50Ms"`
+	LockWaitP99 float64          `json:"lockWaitP99Ms"`
+	QueueLength int              `json:"queueLength"`
+}
+
+// History returns the goods' points, oldest first.
+func (m *Metrics) History(goodsNo int32) []Point {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.history[goodsNo])
 }
 
 // SampledQueue records the nodes queued on the lock of goodsNo at path.
@@ -291,7 +333,7 @@ type Snapshot struct {
 	GoodsNo     int32            `json:"goodsNo"`
 	Sampled     bool             `json:"sampled"` // the goods' row has been sampled
 	Goods       GoodsSample      `json:"goods"`
-	Outcomes    map[string]int64 `json:"outcomes"` // purchases answered, by outcome, since the start
+	Outcomes    map[string]int64 `json:"outcomes"` // this instance's answers for the goods, by outcome, since it started
 	LockWaitP50 float64          `json:"lockWaitP50Ms"`
 	LockWaitP99 float64          `json:"lockWaitP99Ms"`
 	LockWaits   int              `json:"lockWaits"` // waits the percentiles are of: the last 10 s
@@ -302,25 +344,35 @@ type Snapshot struct {
 func (m *Metrics) Snapshot(goodsNo int32) Snapshot {
 	now := time.Now()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	s := Snapshot{Time: now.UnixMilli(), Strategy: m.strategy, ZooKeeper: m.state, Leader: m.leading, GoodsNo: goodsNo,
-		Outcomes: make(map[string]int64, len(m.outcomes)), QueueLength: m.queues[goodsNo]}
-	s.Goods, s.Sampled = m.samples[goodsNo]
-	for k, v := range m.outcomes {
-		s.Outcomes[k] = v
+		Outcomes: maps.Clone(m.outcomes[goodsNo]), QueueLength: m.queues[goodsNo]}
+	if s.Outcomes == nil {
+		s.Outcomes = map[string]int64{}
 	}
+	s.Goods, s.Sampled = m.samples[goodsNo]
+	m.mu.Unlock()
+	s.LockWaitP50, s.LockWaitP99, s.LockWaits = m.recentWaits(now)
+	return s
+}
+
+// recentWaits returns the p50 and p99 in milliseconds of the lock waits of
+// the last ten seconds, and their number. It copies them under the lock
+// the purchases record with and sorts them outside it.
+func (m *Metrics) recentWaits(now time.Time) (p50, p99 float64, n int) {
 	var recent []time.Duration
+	m.mu.Lock()
 	for _, w := range m.waits {
 		if now.Sub(w.at) <= 10*time.Second {
 			recent = append(recent, w.d)
 		}
 	}
-	if len(recent) > 0 {
-		slices.Sort(recent)
-		at := func(p float64) float64 {
-			return float64(recent[min(len(recent)-1, int(p*float64(len(recent))))].Microseconds()) / 1000
-		}
-		s.LockWaitP50, s.LockWaitP99, s.LockWaits = at(0.50), at(0.99), len(recent)
+	m.mu.Unlock()
+	if len(recent) == 0 {
+		return 0, 0, 0
 	}
-	return s
+	slices.Sort(recent)
+	at := func(p float64) float64 {
+		return float64(recent[min(len(recent)-1, int(p*float64(len(recent))))].Microseconds()) / 1000
+	}
+	return at(0.50), at(0.99), len(recent)
 }

@@ -133,3 +133,25 @@ func TestPoolStatsAreExportedByName(t *testing.T) {
 	}
 	t.Error("no go_sql_max_open_connections{db_name=\"seckill_sales\"}")
 }
+
+// The dashboard's history: a point a sample, with the goods' own answers
+// (not another goods'), capped at a quarter of an hour.
+func TestHistoryIsPerGoods(t *testing.T) {
+	m := metrics.New("seed", nil)
+	m.Purchased(1, "ok", time.Millisecond)
+	m.Purchased(2, "ok", time.Millisecond)
+	m.Purchased(2, "ok", time.Millisecond)
+	for i := range 1000 {
+		m.SampledGoods(1, metrics.GoodsSample{Stock: int32(1000 - i)})
+	}
+	h := m.History(1)
+	if len(h) != 900 || h[0].Stock != 900 || h[899].Stock != 1 {
+		t.Fatalf("%d points from stock %d to %d, want the last 900 (900 to 1)", len(h), h[0].Stock, h[len(h)-1].Stock)
+	}
+	if h[899].Outcomes["ok"] != 1 || m.Snapshot(2).Outcomes["ok"] != 2 {
+		t.Errorf("goods 1's point counts %d sales, goods 2's snapshot %d; want 1 and 2", h[899].Outcomes["ok"], m.Snapshot(2).Outcomes["ok"])
+	}
+	if len(m.History(2)) != 0 {
+		t.Error("goods 2 was never sampled but has a history")
+	}
+}

@@ -668,13 +668,18 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return nil, err
 		}
-		res := tx.Exec("UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? AND stock > 0 ORDER BY id LIMIT 1", order.GoodsNo)
+		now := time.Now().UTC()
+		res := tx.Exec(atomicSQL, order.GoodsNo, now, now)
 		if res.Error != nil {
 			return nil, res.Error
 		}
 		if res.RowsAffected == 0 {
-			if _, err := goods(tx, order.GoodsNo); err != nil {
+			g, err := goods(tx, order.GoodsNo)
+			if err != nil {
 				return nil, err // no such goods
+			}
+			if err := g.OpenAt(now); err != nil {
+				return nil, err
 			}
 			return nil, service.ErrSoldOut
 		}
@@ -686,6 +691,11 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
 }
+
+// atomicSQL is the atomic purchase's decrement: the first row of the goods,
+// if it has stock and its sale window is open at the time given twice.
+const atomicSQL = "UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? AND stock > 0 " +
+	"AND (sale_start IS NULL OR sale_start <= ?) AND (sale_end IS NULL OR sale_end > ?) ORDER BY id LIMIT 1"
 
 // claim is the start of every purchase under the lock: a locking read of the
 // goods' row and a check of its fence against the lock's token. The read
@@ -799,13 +809,28 @@ func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, r StockReset
 				return err
 			}
 		}
+		var w goodsStock
+		if err := tx.Select("sale_start", "sale_end").Where("goods_no = ?", goodsNo).Order("id").Take(&w).Error; err != nil {
+			return err
+		}
+		if w.SaleStart != nil && w.SaleEnd != nil && !w.SaleEnd.After(*w.SaleStart) {
+			return fmt.Errorf("%w: it would end at %s, not after its start at %s", ErrEmptyWindow,
+				w.SaleEnd.UTC().Format(time.RFC3339), w.SaleStart.UTC().Format(time.RFC3339))
+		}
 		if r.ClearOrders {
 			return tx.Where("goods_no = ?", goodsNo).Delete(&orderInfo{}).Error
 		}
 		return nil
 	})
+	if errors.Is(err, ErrEmptyWindow) {
+		return err
+	}
 	return translate(err)
 }
+
+// ErrEmptyWindow: SetStock was asked for a sale window that ends before it
+// starts (with the bound it left as it was); nothing was changed.
+var ErrEmptyWindow = errors.New("the sale window would be empty")
 
 // CountOrders counts the order rows of goodsNo.
 func (s *Store) CountOrders(ctx context.Context, goodsNo int32) (int64, error) {

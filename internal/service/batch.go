@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // Batch is a coalescing lock: the buyers of one goods queue in memory, and
@@ -161,6 +162,9 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 		clear(sold)
 		if err := b.pause(ctx, lost); err != nil {
 			return nil, err
+		}
+		if err := g.OpenAt(time.Now()); err != nil {
+			return nil, err // nobody in the batch is sold to
 		}
 		var chosen []*Order
 		for _, o := range candidates {

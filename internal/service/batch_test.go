@@ -18,12 +18,14 @@ import (
 type gateLocker struct {
 	gate  chan struct{}
 	once  sync.Once
+	asked atomic.Int32 // calls of Lock, the one at the gate included
 	locks atomic.Int32
 	held  atomic.Int32 // holds now; more than one would be a bug
 	max   atomic.Int32
 }
 
 func (g *gateLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
+	g.asked.Add(1)
 	g.once.Do(func() { <-g.gate })
 	g.locks.Add(1)
 	if n := g.held.Add(1); n > g.max.Load() {
@@ -164,5 +166,346 @@ func TestBatchTransactionFailureAnswersEveryBuyer(t *testing.T) {
 	}
 	if len(store.orders) != 0 || store.goods[1].Stock != 100 {
 		t.Fatalf("%d orders, stock %d: a failed batch must sell nothing", len(store.orders), store.goods[1].Stock)
+	}
+}
+
+// newBatchShop is a batch shop on store with an always-free lock.
+func newBatchShop(t *testing.T, store *fakeStore, locker service.Locker, cfg service.Config) *service.Shop {
+	t.Helper()
+	if store.goods == nil {
+		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
+	}
+	log := slog.New(slog.DiscardHandler)
+	b := service.NewBatch(store, locker, cfg, log)
+	t.Cleanup(b.Close)
+	return service.New(store, b, cfg, log)
+}
+
+// A batch whose COMMIT was cut off finds out, for each buyer, whether its
+// order is there: cut after it was durable, 200 with the order; cut before,
+// nothing written (then tried again, as any purchase that wrote nothing).
+func TestABatchWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
+	yes, no := true, false
+	store := &fakeStore{cutCommit: &yes}
+	shop := newBatchShop(t, store, &fakeLocker{}, service.Config{OutcomeTimeout: time.Second})
+	o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "cut-1"})
+	if err != nil || o == nil || o.ID == 0 || o.RequestID != "cut-1" {
+		t.Fatalf("cut after it was durable: %+v, %v; want the order", o, err)
+	}
+	store = &fakeStore{cutCommit: &no}
+	shop = newBatchShop(t, store, &fakeLocker{}, service.Config{OutcomeTimeout: time.Second, ConflictRetries: 1})
+	if o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "cut-2"}); !errors.Is(err, service.ErrUnavailable) || errors.Is(err, service.ErrCommitUnknown) {
+		t.Fatalf("cut before it was durable: %+v, %v; want unavailable (known not to have happened)", o, err)
+	}
+	if len(store.orders) != 0 {
+		t.Fatalf("%d orders, want none", len(store.orders))
+	}
+}
+
+// A buyer refused in a batch as a duplicate whose request id bought
+// another goods hears request_id_conflict when the batch's commit is cut
+// off, not "bought" with the other goods' order.
+func TestACutOffBatchDoesNotAnswerWithAnotherGoodsOrder(t *testing.T) {
+	yes := true
+	store := &fakeStore{cutCommit: &yes,
+		goods:  map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}, 2: {ID: 20, GoodsNo: 2, Stock: 5, IsActive: 1}},
+		orders: []service.Order{{ID: 1, GoodsNo: 2, RequestID: "reused"}}}
+	shop := newBatchShop(t, store, &fakeLocker{}, service.Config{OutcomeTimeout: time.Second})
+	o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "reused", ClientRequestID: true})
+	if !errors.Is(err, service.ErrRequestIDConflict) {
+		t.Fatalf("Purchase = %+v, %v; want request_id_conflict (the id bought goods 2)", o, err)
+	}
+}
+
+// When the fencing token cannot be read right after the lock is taken,
+// every buyer of the batch hears lock_lost at once, nothing is sold, the
+// lock is let go, and Close does not wait for them.
+func TestABatchWithoutItsTokenAnswersEveryBuyer(t *testing.T) {
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 50, IsActive: 1}}}
+	locker := &fakeLocker{tokenErr: errors.New("zklock: connection lost")}
+	log := slog.New(slog.DiscardHandler)
+	cfg := service.Config{BatchMax: 100, ConflictRetries: -1}
+	b := service.NewBatch(store, locker, cfg, log)
+	shop := service.New(store, b, cfg, log)
+	errs := make(chan error, 20)
+	for i := range 20 {
+		go func() {
+			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("t-", i)})
+			errs <- err
+		}()
+	}
+	for range 20 {
+		if err := itestReceive(t, errs); !errors.Is(err, service.ErrLockLost) {
+			t.Errorf("buyer: %v, want lock_lost", err)
+		}
+	}
+	closed := make(chan struct{})
+	go func() { b.Close(); close(closed) }()
+	itestReceive(t, closed)
+	if len(store.orders) != 0 || locker.unlocks != locker.locks {
+		t.Errorf("%d orders, %d locks and %d unlocks; want none sold and every lock let go", len(store.orders), locker.locks, locker.unlocks)
+	}
+}
+
+// itestReceive waits a generous minute for one value.
+func itestReceive[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatal("nothing within a minute: a buyer or Close waits forever")
+	}
+	var zero T
+	return zero
+}
+
+// A buyer who hangs up after its batch formed, before the batch chose whom
+// to sell to, is not sold a piece. The first buyer's batch holds the lock
+// while three more queue: they form the second batch, during whose claim
+// one of them hangs up.
+func TestBatchDoesNotSellToABuyerWhoHangsUpAfterTheBatchFormed(t *testing.T) {
+	locker := &gateLocker{gate: make(chan struct{})}
+	ctx, hangUp := context.WithCancel(context.Background())
+	claims := 0
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 100}}, claimed: func() {
+		if claims++; claims == 2 {
+			hangUp()
+		}
+	}}
+	log := slog.New(slog.DiscardHandler)
+	cfg := service.Config{BatchMax: 100, SoldOutFor: -1}
+	b := service.NewBatch(store, locker, cfg, log)
+	defer b.Close()
+	shop := service.New(store, b, cfg, log)
+	buy := func(ctx context.Context, id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: id})
+			done <- err
+		}()
+		return done
+	}
+	first := buy(context.Background(), "first")
+	for deadline := time.Now().Add(time.Minute); locker.asked.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the first batch waits at the gate, in Lock
+	}
+	a, gone, c := buy(context.Background(), "a"), buy(ctx, "gone"), buy(context.Background(), "c")
+	time.Sleep(100 * time.Millisecond) // all three queued behind the first batch
+	close(locker.gate)
+	for name, ch := range map[string]chan error{"first": first, "a": a, "c": c} {
+		if err := itestReceive(t, ch); err != nil {
+			t.Errorf("%s: %v, want sold", name, err)
+		}
+	}
+	if err := itestReceive(t, gone); !errors.Is(err, context.Canceled) {
+		t.Errorf("the buyer who hung up: %v, want canceled", err)
+	}
+	if len(store.orders) != 3 || store.batches != 2 {
+		t.Fatalf("%d orders in %d batches, want 3 in 2: nothing for the buyer who hung up", len(store.orders), store.batches)
+	}
+}
+
+// A batch sells to purchase.batchMax buyers at most, and to that many when
+// that many wait.
+func TestABatchHoldsBatchMaxBuyersAtMost(t *testing.T) {
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1000}}}
+	buyInBatches(t, store, background(250), func(i int) string { return fmt.Sprint("m-", i) })
+	if store.largest != 100 || len(store.orders) != 250 {
+		t.Fatalf("largest batch %d, %d orders; want 100 (batchMax) and 250", store.largest, len(store.orders))
+	}
+}
+
+// The batch that sells the last piece marks the goods sold out: the next
+// buyer is answered without the lock.
+func TestTheBatchThatSellsTheLastPieceMarksTheGoodsSoldOut(t *testing.T) {
+	locker := &fakeLocker{}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2}}}
+	shop := newBatchShop(t, store, locker, service.Config{SoldOutFor: time.Hour})
+	for i := range 2 {
+		if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("l-", i)}); err != nil {
+			t.Fatalf("buyer %d: %v", i, err)
+		}
+	}
+	locks := locker.locks
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "l-late"}); !errors.Is(err, service.ErrSoldOut) {
+		t.Fatalf("after the last piece: %v, want sold out", err)
+	}
+	if locker.locks != locks {
+		t.Errorf("the buyer after the last piece took the lock (%d locks, want %d): no sold-out mark", locker.locks, locks)
+	}
+}
+
+// A batch shop that is closed refuses new buyers: unavailable, nothing
+// queued.
+func TestAClosedBatchRefusesBuyers(t *testing.T) {
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
+	b := service.NewBatch(store, &fakeLocker{}, service.Config{}, slog.New(slog.DiscardHandler))
+	b.Close()
+	if err := b.Purchase(context.Background(), &service.Order{GoodsNo: 1, RequestID: "late"}); !errors.Is(err, service.ErrUnavailable) {
+		t.Fatalf("a buyer after Close: %v, want unavailable", err)
+	}
+	if len(store.orders) != 0 {
+		t.Fatalf("%d orders after Close", len(store.orders))
+	}
+}
+
+// Buyers who all gave up while they queued form no batch: no lock is taken
+// for nobody.
+func TestBuyersWhoAllGaveUpTakeNoLock(t *testing.T) {
+	locker := &fakeLocker{}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
+	b := service.NewBatch(store, locker, service.Config{}, slog.New(slog.DiscardHandler))
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Purchase(ctx, &service.Order{GoodsNo: 1, RequestID: "gone"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a buyer who gave up: %v, want canceled", err)
+	}
+	if locker.locks != 0 {
+		t.Errorf("%d locks taken for a batch of nobody", locker.locks)
+	}
+}
+
+// One limited buyer twice in the queue is put in different batches: one
+// batch never holds two limited orders of one buyer (the store's rule).
+func TestOneBuyerTwiceInTheQueueGoesInTwoBatches(t *testing.T) {
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 100}}}
+	var twice atomic.Bool
+	store.eachBatch = func(orders []*service.Order) {
+		seen := map[string]bool{}
+		for _, o := range orders {
+			if o.OnePerBuyer && seen[o.UserID] {
+				twice.Store(true)
+			}
+			seen[o.UserID] = true
+		}
+	}
+	locker := &gateLocker{gate: make(chan struct{})}
+	log := slog.New(slog.DiscardHandler)
+	cfg := service.Config{BatchMax: 100, SoldOutFor: -1, OnePerBuyer: true}
+	b := service.NewBatch(store, locker, cfg, log)
+	defer b.Close()
+	shop := service.New(store, b, cfg, log)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			_, _ = shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("u-", i), UserID: "alice"})
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // all queued behind the first batch's lock
+	close(locker.gate)
+	wg.Wait()
+	if twice.Load() {
+		t.Error("a batch held two orders of alice")
+	}
+}
+
+// A buyer queued when the goods is marked sold out (by another batch, or
+// another strategy's buyer) is answered sold out without the lock.
+func TestABatchFormedAfterTheSellOutTakesNoLock(t *testing.T) {
+	locker := &fakeLocker{}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1}}}
+	shop := newBatchShop(t, store, locker, service.Config{SoldOutFor: time.Hour})
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "last"}); err != nil {
+		t.Fatal(err)
+	}
+	locks := locker.locks
+	for i := range 3 {
+		if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("after-", i)}); !errors.Is(err, service.ErrSoldOut) {
+			t.Fatalf("after the sell-out: %v, want sold out", err)
+		}
+	}
+	if locker.locks != locks {
+		t.Errorf("%d locks after the sell-out, want none", locker.locks-locks)
+	}
+}
+
+// A lock that cannot be had, or a lock lost during the demo's pause,
+// answers every buyer of the batch and sells nothing.
+func TestABatchWithoutItsLockSellsNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		locker *fakeLocker
+		cfg    service.Config
+		want   error
+	}{
+		{"no lock", &fakeLocker{err: errors.New("zk: connection closed")}, service.Config{}, service.ErrUnavailable},
+		{"lost in the pause", &fakeLocker{lost: closedChan()}, service.Config{MaxSleep: time.Hour}, service.ErrLockLost},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
+			tt.cfg.ConflictRetries = -1
+			shop := newBatchShop(t, store, tt.locker, tt.cfg)
+			if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "x"}); !errors.Is(err, tt.want) {
+				t.Fatalf("Purchase = %v, want %v", err, tt.want)
+			}
+			if len(store.orders) != 0 {
+				t.Fatalf("%d orders, want none", len(store.orders))
+			}
+		})
+	}
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// The batch checks the sale window on the row it claimed, whatever the
+// shop's cached window said: a batch after the end sells nothing.
+func TestABatchChecksTheRowsWindow(t *testing.T) {
+	ended := time.Now().Add(-time.Minute)
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, SaleEnd: &ended}}}
+	b := service.NewBatch(store, &fakeLocker{}, service.Config{}, slog.New(slog.DiscardHandler))
+	defer b.Close()
+	if err := b.Purchase(context.Background(), &service.Order{GoodsNo: 1, RequestID: "late"}); !errors.Is(err, service.ErrEnded) {
+		t.Fatalf("a batch after the end: %v, want ended", err)
+	}
+	if len(store.orders) != 0 {
+		t.Fatalf("%d orders after the end", len(store.orders))
+	}
+}
+
+// Buyers who queued before the sell-out and form the batch after it are
+// answered sold out without taking the lock again.
+func TestBuyersQueuedBeforeTheSellOutTakeNoLockAfterIt(t *testing.T) {
+	locker := &gateLocker{gate: make(chan struct{})}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1}}}
+	log := slog.New(slog.DiscardHandler)
+	cfg := service.Config{BatchMax: 100, SoldOutFor: time.Hour}
+	b := service.NewBatch(store, locker, cfg, log)
+	defer b.Close()
+	shop := service.New(store, b, cfg, log)
+	results := make(chan error, 6)
+	buy := func(id string) {
+		go func() {
+			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: id})
+			results <- err
+		}()
+	}
+	buy("first")
+	for deadline := time.Now().Add(time.Minute); locker.asked.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the first batch waits at the gate
+	}
+	for i := range 5 {
+		buy(fmt.Sprint("queued-", i))
+	}
+	time.Sleep(100 * time.Millisecond) // queued behind the first batch
+	close(locker.gate)
+	sold, soldOut := 0, 0
+	for range 6 {
+		switch err := itestReceive(t, results); {
+		case err == nil:
+			sold++
+		case errors.Is(err, service.ErrSoldOut):
+			soldOut++
+		default:
+			t.Errorf("a buyer: %v", err)
+		}
+	}
+	if sold != 1 || soldOut != 5 || locker.locks.Load() != 1 {
+		t.Errorf("%d sold, %d sold out, %d locks; want 1, 5 and 1 (the queued batch answered from the mark)", sold, soldOut, locker.locks.Load())
 	}
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,5 +139,60 @@ func TestAStaleSaleWindowServesWhileItIsReadAgain(t *testing.T) {
 	}
 	if n := store.reads.Load(); n != 1 {
 		t.Errorf("%d reads, want 1", n)
+	}
+}
+
+// A stale window that refuses is read again before the buyer hears it: a
+// reopened sale shows to the first buyer after the cache's time, however
+// long the goods was idle.
+func TestAStaleRefusingSaleWindowIsReadAgainFirst(t *testing.T) {
+	store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 5}, gate: make(chan struct{})}
+	close(store.gate)
+	windows := newSaleWindows(time.Minute)
+	ended := time.Now().Add(-time.Hour)
+	windows.m[1] = saleWindow{end: &ended, read: time.Now().Add(-time.Hour)} // ended, and stale
+	if err := windows.check(context.Background(), store, 1, time.Now()); err != nil {
+		t.Fatalf("reopened window, cache stale and ended: %v, want open", err)
+	}
+	if n := store.reads.Load(); n != 1 {
+		t.Errorf("%d reads, want 1", n)
+	}
+}
+
+// Every strategy checks the window on the row it claimed, whatever the
+// cache said.
+func TestGoodsOpenAt(t *testing.T) {
+	now := time.Now()
+	before, after := now.Add(-time.Second), now.Add(time.Second)
+	for _, c := range []struct {
+		start, end *time.Time
+		want       error
+	}{
+		{nil, nil, nil},
+		{&before, &after, nil},
+		{&now, nil, nil},
+		{&after, nil, ErrNotStarted},
+		{nil, &now, ErrEnded},
+		{nil, &before, ErrEnded},
+	} {
+		err := Goods{SaleStart: c.start, SaleEnd: c.end}.OpenAt(now)
+		if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("start %v end %v: %v, want %v", c.start, c.end, err, c.want)
+		}
+	}
+}
+
+// Buyers one after another within the window's second share one read too:
+// the copy is trusted for its second.
+func TestAFreshSaleWindowIsNotReadAgain(t *testing.T) {
+	store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 5}}
+	windows := newSaleWindows(time.Minute)
+	for range 10 {
+		if err := windows.check(context.Background(), store, 1, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := store.reads.Load(); n != 1 {
+		t.Errorf("%d reads for 10 buyers within the copy's time, want 1", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Seed is the seed's purchase, one buyer at a time: read the stock, sleep
@@ -64,6 +65,9 @@ func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
 		if err := p.pause(ctx, lost); err != nil {
 			return 0, err
 		}
+		if err := g.OpenAt(time.Now()); err != nil {
+			return 0, err
+		}
 		if g.Stock < 1 {
 			return 0, ErrSoldOut
 		}
@@ -110,6 +114,9 @@ func (p *Seed) sellUnlocked(ctx context.Context, order *Order) error {
 		return err
 	}
 	if err := p.pause(ctx, nil); err != nil {
+		return err
+	}
+	if err := g.OpenAt(time.Now()); err != nil {
 		return err
 	}
 	if g.Stock < 1 {

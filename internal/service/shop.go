@@ -165,6 +165,10 @@ type Config struct {
 	HandOffAfterCommit bool
 }
 
+// DefaultOutcomeTimeout is Config.OutcomeTimeout's default: how long a
+// purchase whose commit was cut off may keep asking whether its order exists.
+const DefaultOutcomeTimeout = 10 * time.Second
+
 func (c *Config) setDefaults() {
 	if c.AcquireTimeout <= 0 {
 		c.AcquireTimeout = 10 * time.Second
@@ -173,7 +177,7 @@ func (c *Config) setDefaults() {
 		c.UnlockTimeout = 10 * time.Second
 	}
 	if c.OutcomeTimeout <= 0 {
-		c.OutcomeTimeout = 10 * time.Second
+		c.OutcomeTimeout = DefaultOutcomeTimeout
 	}
 	if c.SoldOutFor == 0 {
 		c.SoldOutFor = time.Second
@@ -361,6 +365,10 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		o, found, err := s.store.OrderByRequestID(ctx, order.RequestID)
 		switch {
+		case err == nil && found && o.GoodsNo != order.GoodsNo:
+			// The id bought another goods before (a batch answers its
+			// duplicates too with the cut-off commit).
+			return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID)
 		case err == nil && found:
 			s.log.Warn("commit was cut off but went through", "requestId", order.RequestID, "orderId", o.ID)
 			return &o, nil

@@ -28,6 +28,13 @@ type fakeStore struct {
 	// the commit went through (true: written).
 	cutCommit *bool
 	lookupErr error // OrderByRequestID fails with it
+	countsErr error // OrderCounts fails with it
+	// claimed runs in SellBatch after the claim, before choose; largest is
+	// the most orders one SellBatch was given.
+	claimed func()
+	largest int
+	// eachBatch sees the orders of every SellBatch.
+	eachBatch func([]*service.Order)
 
 	data sync.RWMutex // goods and orders: reads outside the row lock race with commits
 }
@@ -119,6 +126,13 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 	if fence < f.fences[no] {
 		return nil, service.ErrFenced
 	}
+	f.largest = max(f.largest, len(orders))
+	if f.eachBatch != nil {
+		f.eachBatch(orders)
+	}
+	if f.claimed != nil {
+		f.claimed()
+	}
 	var candidates []*service.Order
 	refused := map[*service.Order]error{}
 	seen := map[string]bool{}
@@ -140,6 +154,12 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 	if err := guard(); err != nil {
 		return nil, err
 	}
+	if f.committing != nil {
+		f.committing()
+	}
+	if f.cutCommit != nil && !*f.cutCommit {
+		return nil, service.ErrCommitUnknown // cut off, and rolled back
+	}
 	f.data.Lock()
 	for _, o := range chosen {
 		o.ID = uint64(len(f.orders) + 1)
@@ -153,6 +173,9 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 		f.fences = map[int32]int64{}
 	}
 	f.fences[no] = fence
+	if f.cutCommit != nil {
+		return nil, service.ErrCommitUnknown // cut off after it was durable
+	}
 	return refused, nil
 }
 
@@ -193,6 +216,9 @@ func (f *fakeStore) ActiveOrderOfBuyer(_ context.Context, no int32, user string)
 }
 
 func (f *fakeStore) OrderCounts(_ context.Context, no int32) (map[string]int64, error) {
+	if f.countsErr != nil {
+		return nil, f.countsErr
+	}
 	f.data.RLock()
 	defer f.data.RUnlock()
 	n := map[string]int64{}
@@ -656,5 +682,132 @@ func TestTheLockIsHandedOnAfterTheCommitWhenTheStoreSaysSo(t *testing.T) {
 	}
 	if locker.unlocks != 1 {
 		t.Fatalf("unlocks = %d, want 1", locker.unlocks)
+	}
+}
+
+// gatedPurchaser answers purchases in turn from outcomes (nil: sold) and,
+// while hold is set, first waits at the gate, saying so on entered.
+type gatedPurchaser struct {
+	mu       sync.Mutex
+	outcomes []error
+	next     int
+	hold     bool
+	entered  chan struct{}
+	gate     chan struct{}
+}
+
+func (g *gatedPurchaser) Purchase(ctx context.Context, o *service.Order) error {
+	g.mu.Lock()
+	hold := g.hold
+	err := g.outcomes[g.next%len(g.outcomes)]
+	g.next++
+	g.mu.Unlock()
+	if hold {
+		g.entered <- struct{}{}
+		<-g.gate
+		return nil
+	}
+	if err == nil {
+		o.ID = 1
+	}
+	return err
+}
+
+// Every way a purchase ends gives its maxWaiting slot back: after many
+// purchases that were sold, sold out, failed, cut off or given up, two
+// buyers still fit, and the third is busy.
+func TestEveryPurchaseGivesItsSlotBack(t *testing.T) {
+	g := &gatedPurchaser{outcomes: []error{nil, service.ErrSoldOut, service.ErrUnavailable, service.ErrCommitUnknown,
+		fmt.Errorf("%w: deadlock", service.ErrConflict), context.Canceled, service.ErrLockTimeout, service.ErrFenced},
+		entered: make(chan struct{}, 3), gate: make(chan struct{})}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}}}
+	shop := service.New(store, g, service.Config{MaxWaiting: 2, SoldOutFor: -1, OutcomeTimeout: 100 * time.Millisecond, ConflictRetries: -1},
+		slog.New(slog.DiscardHandler))
+	for i := range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		if i%5 == 4 {
+			cancel() // a buyer who hung up
+		}
+		_, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("p-", i)})
+		cancel()
+		if errors.Is(err, service.ErrBusy) {
+			t.Fatalf("purchase %d, one at a time: busy", i)
+		}
+	}
+	g.mu.Lock()
+	g.hold = true
+	g.mu.Unlock()
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("w-", i)})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		itest.Receive(t, g.entered, 10*time.Second, "a buyer in the purchase (its slot taken)")
+	}
+	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "third"}); !errors.Is(err, service.ErrBusy) {
+		t.Fatalf("a third buyer with two in progress: %v, want busy", err)
+	}
+	close(g.gate)
+	for range 2 {
+		if err := itest.Receive(t, errs, 10*time.Second, "a held buyer's answer"); err != nil {
+			t.Errorf("a held buyer: %v", err)
+		}
+	}
+}
+
+// Stock refuses a goods number that is not one and passes the store's
+// failures on.
+func TestStockRefusesBadInputAndPassesFailuresOn(t *testing.T) {
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
+	shop := newShop(store, nil, service.Config{})
+	if _, err := shop.Stock(context.Background(), 0); !errors.Is(err, service.ErrInvalidGoodsNo) {
+		t.Errorf("goods 0: %v, want invalid", err)
+	}
+	if _, err := shop.Stock(context.Background(), 2); !errors.Is(err, service.ErrNotFound) {
+		t.Errorf("goods 2: %v, want not found", err)
+	}
+	store.countsErr = service.ErrUnavailable
+	if _, err := shop.Stock(context.Background(), 1); !errors.Is(err, service.ErrUnavailable) {
+		t.Errorf("orders not countable: %v, want unavailable", err)
+	}
+	store.readErr = service.ErrUnavailable
+	if _, err := shop.Stock(context.Background(), 1); !errors.Is(err, service.ErrUnavailable) {
+		t.Errorf("database away: %v, want unavailable", err)
+	}
+}
+
+// A buyer before the sale's start is refused from the shop's copy of the
+// window, without the lock.
+func TestABuyerBeforeTheStartTakesNoLock(t *testing.T) {
+	start := time.Now().Add(time.Hour)
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, SaleStart: &start}}}
+	locker := &fakeLocker{lost: make(chan struct{})}
+	shop := newShop(store, locker, service.Config{})
+	for i := range 3 {
+		if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("early-", i)}); !errors.Is(err, service.ErrNotStarted) {
+			t.Fatalf("before the start: %v, want not started", err)
+		}
+	}
+	if locker.locks != 0 {
+		t.Errorf("%d locks taken before the start, want none", locker.locks)
+	}
+}
+
+// A buyer who holds an order of the goods and is refused (sold out, the
+// window) hears which order it holds: already_bought, not the refusal.
+func TestARefusedBuyerWhoHoldsAnOrderHearsIt(t *testing.T) {
+	ended := time.Now().Add(-time.Minute)
+	for _, g := range []service.Goods{{ID: 10, GoodsNo: 1, Stock: 0}, {ID: 10, GoodsNo: 1, Stock: 5, SaleEnd: &ended}} {
+		store := &fakeStore{goods: map[int32]service.Goods{1: g},
+			orders: []service.Order{{ID: 7, GoodsNo: 1, RequestID: "first", UserID: "alice", OnePerBuyer: true, Status: service.OrderUnpaid}}}
+		shop := newShop(store, &fakeLocker{lost: make(chan struct{})}, service.Config{OnePerBuyer: true})
+		_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "again", UserID: "alice"})
+		var bought *service.AlreadyBoughtError
+		if !errors.As(err, &bought) || bought.Order.ID != 7 {
+			t.Errorf("stock %d, end %v: %v, want already bought with order 7", g.Stock, g.SaleEnd, err)
+		}
 	}
 }

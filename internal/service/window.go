@@ -17,13 +17,17 @@ const readTimeout = 5 * time.Second
 // saleWindows remembers each goods' sale window for a while, so that the
 // window is checked before the lock without a query per buyer. Times are
 // compared per request; only a change of the window takes up to ttl (and
-// one read) to show.
+// one read) to show. The cache may refuse a buyer early, never admit one the
+// row would refuse: every strategy checks the window again on the row it
+// claims (Goods.OpenAt).
 //
 // One read per goods is in flight at a time: the buyers who find no window
-// yet wait for it and share its answer, and those who find it stale keep
-// using the stale one while it is read again. Without that, a crowd would
-// send a query per buyer every ttl, and a fresh instance would open a
-// connection per buyer of its first crowd.
+// yet wait for it and share its answer. A buyer who finds a stale window
+// that admits goes on while it is read again (the claim checks anyway); one
+// whose stale window refuses waits for the fresh read, so that a reopened
+// window shows at once. Without the shared read, a crowd would send a query
+// per buyer every ttl, and a fresh instance would open a connection per
+// buyer of its first crowd.
 type saleWindows struct {
 	ttl   time.Duration
 	reads singleflight.Group
@@ -48,43 +52,54 @@ func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now
 	w.mu.Lock()
 	sw, ok := w.m[goodsNo]
 	w.mu.Unlock()
-	if !ok || now.Sub(sw.read) >= w.ttl {
-		ch := w.reads.DoChan(strconv.Itoa(int(goodsNo)), func() (any, error) {
-			w.mu.Lock()
-			last, ok := w.m[goodsNo]
-			w.mu.Unlock()
-			if ok && time.Since(last.read) < w.ttl {
-				return last, nil // read by a flight that ended as this one began
-			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
-			defer cancel()
-			g, err := store.Goods(rctx, goodsNo)
-			if err != nil {
-				return nil, err
-			}
-			fresh := saleWindow{start: g.SaleStart, end: g.SaleEnd, read: time.Now()}
-			w.mu.Lock()
-			w.m[goodsNo] = fresh
-			w.mu.Unlock()
-			return fresh, nil
-		})
-		if !ok {
-			select {
-			case r := <-ch:
-				if r.Err != nil {
-					return nil
-				}
-				sw = r.Val.(saleWindow)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+	if ok && now.Sub(sw.read) < w.ttl {
+		return windowAt(sw.start, sw.end, now)
 	}
+	ch := w.reads.DoChan(strconv.Itoa(int(goodsNo)), func() (any, error) {
+		w.mu.Lock()
+		last, ok := w.m[goodsNo]
+		w.mu.Unlock()
+		if ok && time.Since(last.read) < w.ttl {
+			return last, nil // read by a flight that ended as this one began
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		defer cancel()
+		g, err := store.Goods(rctx, goodsNo)
+		if err != nil {
+			return nil, err
+		}
+		fresh := saleWindow{start: g.SaleStart, end: g.SaleEnd, read: time.Now()}
+		w.mu.Lock()
+		w.m[goodsNo] = fresh
+		w.mu.Unlock()
+		return fresh, nil
+	})
+	if ok && windowAt(sw.start, sw.end, now) == nil {
+		return nil // stale but admitting: the claim has the last word
+	}
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil
+		}
+		sw = r.Val.(saleWindow)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return windowAt(sw.start, sw.end, now)
+}
+
+// OpenAt returns a WindowError when g's sale is not open at now: before
+// SaleStart, or at or after SaleEnd. It is the authoritative check, made on
+// the row the purchase claimed; saleWindows is only its cache.
+func (g Goods) OpenAt(now time.Time) error { return windowAt(g.SaleStart, g.SaleEnd, now) }
+
+func windowAt(start, end *time.Time, now time.Time) error {
 	switch {
-	case sw.start != nil && now.Before(*sw.start):
-		return &WindowError{Err: ErrNotStarted, At: *sw.start}
-	case sw.end != nil && !now.Before(*sw.end):
-		return &WindowError{Err: ErrEnded, At: *sw.end}
+	case start != nil && now.Before(*start):
+		return &WindowError{Err: ErrNotStarted, At: *start}
+	case end != nil && !now.Before(*end):
+		return &WindowError{Err: ErrEnded, At: *end}
 	}
 	return nil
 }

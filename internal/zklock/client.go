@@ -278,7 +278,7 @@ func (c *Client) eventLoop() {
 // handle turns go-zookeeper's session events into Curator's states.
 func (c *Client) handle(zs zk.State) {
 	var changed []State
-	var sweep *Session
+	var left leftovers // of a lost session the server kept (resume.go)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -299,7 +299,9 @@ func (c *Client) handle(zs zk.State) {
 		if c.session == nil {
 			c.session = newSession(id)
 			if c.lostSession != nil && c.lostSession.id == id {
-				sweep = c.lostSession // the server kept the session we gave up (resume.go)
+				// The server kept the session we gave up: its leftovers
+				// become the new Session's before anyone can see it.
+				left = c.lostSession.handOver(c.session)
 			}
 			c.lostSession = nil
 		} else {
@@ -337,9 +339,7 @@ func (c *Client) handle(zs zk.State) {
 	}
 	next := c.session
 	c.mu.Unlock()
-	if sweep != nil {
-		c.sweep(sweep, next)
-	}
+	c.sweep(left, next)
 	ls := c.listeners.snapshot()
 	for _, st := range changed {
 		c.log.Info("zookeeper connection state", "state", st.String())

@@ -414,8 +414,10 @@ func TestLeaderLatchElectsExactlyOne(t *testing.T) {
 		t.Fatalf("participants %v, %v; want %d with p%d first", ids, err, n, first)
 	}
 	// The leader's session ends: a new leader within the session timeout.
+	// Its leadership ends when it closes: another latch may lead as soon as
+	// Close has ended the session, before Close returns.
+	timeline[first].endAt(time.Now())
 	clients[first].Close()
-	timeline[first].endAt(time.Now()) // its session, and leadership, ended here
 	latches[first] = nil
 	start := time.Now()
 	second := leader()

@@ -87,26 +87,40 @@ func (s *Session) lookedFor(pc protectedCreate) {
 	delete(s.created.unsure, pc)
 }
 
-// sweep deletes, as next, what the lost session old left behind: old and
-// next are the same ZooKeeper session, resumed after the client had given
-// it up.
-func (c *Client) sweep(old, next *Session) {
+// leftovers are the nodes a lost session may have left: those it created
+// and the protected creates whose answers were lost.
+type leftovers struct {
+	owned  map[string]struct{}
+	unsure map[protectedCreate]struct{}
+}
+
+// handOver makes next, the same ZooKeeper session resumed after the client
+// had given it up, the successor of old, and returns what old left behind.
+// The client calls it before next is published, so that a recipe that
+// looks for a lost create's node after the resumption always finds the
+// successor (lookFor) and looks as next.
+func (old *Session) handOver(next *Session) leftovers {
 	old.created.mu.Lock()
+	defer old.created.mu.Unlock()
 	old.created.successor = next
-	owned, unsure := old.created.owned, old.created.unsure
+	l := leftovers{old.created.owned, old.created.unsure}
 	old.created.owned, old.created.unsure = nil, nil
-	old.created.mu.Unlock()
-	if len(owned)+len(unsure) == 0 {
+	return l
+}
+
+// sweep deletes, as next, what a lost session left behind (handOver).
+func (c *Client) sweep(l leftovers, next *Session) {
+	if len(l.owned)+len(l.unsure) == 0 {
 		return
 	}
 	c.log.Warn("zookeeper session resumed after it was treated as lost: deleting the nodes let go with it",
-		"nodes", len(owned), "unanswered_creates", len(unsure))
+		"nodes", len(l.owned), "unanswered_creates", len(l.unsure))
 	c.background(func(context.Context) {
-		for node := range owned {
+		for node := range l.owned {
 			_ = c.deleteNode(node, next) // retried in the background itself
 		}
 	})
-	for pc := range unsure {
+	for pc := range l.unsure {
 		c.deleteProtectedOrphans(pc.parent, pc.prefix, next)
 	}
 }

@@ -151,6 +151,7 @@ func (s *LeaderSelector) run(bg context.Context) {
 			return
 		case err != nil:
 			// Could not queue (connection trouble): try again after a pause.
+			s.c.log.Warn("leader election: could not queue; trying again", "path", s.p, "participantId", s.id, "try", n+1, "err", err)
 			if s.c.sleepOrStop(ctx, s.stop, n) {
 				return
 			}

@@ -1,7 +1,8 @@
 // The seckill seed's scenario for k6: every virtual user is one buyer who
 // tries once to buy goods 1, spread round-robin over the shop instances.
 //
-//   k6 run -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=1500 loadtest/k6/seckill.js
+//   scripts/loadtools.sh k6 http://127.0.0.1:8081,http://127.0.0.1:8082 1500   (builds k6 into bin/ if missing)
+//   bin/k6 run -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=1500 loadtest/k6/seckill.js
 //
 // Environment: BASE_URLS (comma separated), GOODS (1), BUYERS (1500: the seed's JMeter threads),
 // USERS (buyer mode: VU i sends X-User-ID buyer-(i mod USERS), so with fewer USERS than BUYERS

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// Every command's --help exits 0 and lists its own flags, typed, and no
+// other command's.
+func TestEveryCommandsHelpListsItsOwnFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args         []string
+		want, absent []string
+	}{
+		{[]string{"--help"}, []string{"serve", "migrate", "stock", "probe"}, []string{"--server.addr"}},
+		{[]string{"serve", "--help"}, []string{"--server.addr string", "--lock.enabled ", "--demo.maxSleep duration", "--purchase.batchMax int", "Examples:"},
+			[]string{"--lock.enabled string", "--goods"}},
+		{[]string{"migrate", "--help"}, []string{"--mysql.dsn string", "status", "Examples:"}, []string{"--server.addr", "--lock.enabled", "--goods"}},
+		{[]string{"migrate", "status", "--help"}, []string{"--mysql.dsn string"}, []string{"--server.addr", "--goods"}},
+		{[]string{"stock", "set", "--help"}, []string{"--goods int32", "--stock int32", "--clear-orders ", "--start string", "--end string", "--mysql.dsn string", "Examples:"},
+			[]string{"--server.addr", "--lock.enabled", "--demo.maxSleep"}},
+		{[]string{"probe", "--help"}, []string{"probe URL", "Examples:"}, []string{"--mysql.dsn", "--server.addr"}},
+		{[]string{"help", "stock", "set"}, []string{"--goods int32"}, []string{"--server.addr"}},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), tt.args, map[string]string{}, &out, &errOut)
+		if err != nil {
+			t.Errorf("shop %s: %v, want exit 0\n%s", strings.Join(tt.args, " "), err, errOut.String())
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("shop %s lacks %q:\n%s", strings.Join(tt.args, " "), w, out.String())
+			}
+		}
+		for _, a := range tt.absent {
+			if strings.Contains(out.String(), a) {
+				t.Errorf("shop %s lists %q, another command's:\n%s", strings.Join(tt.args, " "), a, out.String())
+			}
+		}
+	}
+}
+
+// Mistakes on the command line are usage errors (exit 2) that say what to
+// run; none reaches a server.
+func TestCommandLineMistakesAreUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "shop --help"},
+		{[]string{"serv"}, "did you mean serve?"},
+		{[]string{"stock"}, "stock set --help"},
+		{[]string{"stock", "set"}, "--stock M"},
+		{[]string{"stock", "set", "--stock", "-1"}, "--stock M"},
+		{[]string{"stock", "set", "--stock", "1", "--end", "soon"}, "--end"},
+		{[]string{"serve", "--lock.enabled=maybe"}, "lock.enabled"},
+		{[]string{"serve", "--demo.maxSleep", "soon"}, "demo.maxSleep"},
+		{[]string{"migrate", "--server.addr", ":1"}, "unknown flag: --server.addr"},
+		{[]string{"migrate", "up"}, `unknown command "up"`},
+		{[]string{"probe"}, "one URL"},
+		{[]string{"probe", "a", "b"}, "one URL"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), tt.args, map[string]string{}, &out, &errOut)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("shop %s: %v, want a usage error saying %q", strings.Join(tt.args, " "), err, tt.want)
+		}
+	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// A server that is not there is named with the key and the command that
+// fix it, and a wait for ZooKeeper says so while it lasts.
+func TestMissingServersAreNamedWithTheirFix(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"migrate"}, map[string]string{
+		"SHOP_MYSQL_DSN": "seckill:seckill@tcp(" + closedAddr(t) + ")/seckill", "SHOP_CONFIG": "../../config.yaml"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "mysql.dsn (SHOP_MYSQL_DSN") || !strings.Contains(err.Error(), "make stack-up") {
+		t.Errorf("MySQL not there: %v, want the key and make stack-up", err)
+	}
+
+	errOut.Reset()
+	err = run(context.Background(), []string{"serve", "--server.addr", "127.0.0.1:0"}, map[string]string{
+		"SHOP_MYSQL_DSN": itest.Database(t), "SHOP_CONFIG": "../../config.yaml",
+		"SHOP_ZOOKEEPER_SERVERS": closedAddr(t), "SHOP_ZOOKEEPER_CONNECTIONTIMEOUT": "6s"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "zookeeper.servers (SHOP_ZOOKEEPER_SERVERS") || !strings.Contains(err.Error(), "make stack-up") {
+		t.Errorf("ZooKeeper not there: %v, want the key and make stack-up", err)
+	}
+	for _, line := range []string{`msg="waiting for a ZooKeeper session"`, `msg="still waiting for ZooKeeper"`} {
+		if !strings.Contains(errOut.String(), line) {
+			t.Errorf("the log lacks %s while it waits:\n%s", line, errOut.String())
+		}
+	}
+}

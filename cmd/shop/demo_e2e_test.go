@@ -1,0 +1,114 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// freePorts returns n loopback ports nothing listens on now.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var ports []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		_, p, _ := net.SplitHostPort(ln.Addr().String())
+		ports = append(ports, p)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// demo runs scripts/demo.sh as make does, on ports, pid files and an out
+// directory of the test's own (so that instances a developer left running
+// with make serve are neither used nor stopped); what it leaves running is
+// stopped at cleanup.
+type demo struct {
+	root, out string
+	env       []string
+}
+
+// builtRoot is the checkout's root, once make build has built bin/.
+func builtRoot(t *testing.T) string {
+	t.Helper()
+	for _, b := range []string{"../../bin/shop", "../../bin/loadtest"} {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("%s is missing: make build", b)
+		}
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func newDemo(t *testing.T, s stack) demo {
+	t.Helper()
+	root, out := builtRoot(t), t.TempDir()
+	d := demo{root: root, out: out, env: append(s.env, "DEMO_PORTS="+strings.Join(freePorts(t, 2), " "),
+		"DEMO_STATE="+filepath.Join(out, "state"), "DEMO_OUT="+out, "SHOP_CONFIG="+filepath.Join(root, "config.yaml"))}
+	t.Cleanup(func() {
+		cmd := exec.Command(filepath.Join(root, "scripts/demo.sh"), "down")
+		cmd.Env = d.env
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("scripts/demo.sh down: %v\n%s", err, b)
+		}
+	})
+	return d
+}
+
+// run runs the script with args and returns what it printed; a failure
+// shows the instances' logs too.
+func (d demo) run(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(d.root, "scripts/demo.sh"), args...)
+	cmd.Env = d.env
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		logs, _ := filepath.Glob(filepath.Join(d.out, "state", "*.log"))
+		for _, l := range logs {
+			if text, err := os.ReadFile(l); err == nil {
+				b = append(b, "\n--- "+filepath.Base(l)+"\n"+string(text)...)
+			}
+		}
+		t.Fatalf("scripts/demo.sh %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return string(b)
+}
+
+// make demo, the README's first command: the unlocked run oversells, both
+// locked runs are exact, the report is written, the instances are stopped.
+func TestMakeDemo(t *testing.T) {
+	out := newDemo(t, newStack(t)).run(t, "compare")
+	for _, want := range []string{"lock off: OVERSOLD", "lock on: exact", "lock on, batched: exact", "demo-report.html"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make demo's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// make failover, twice in a row as the README invites: each run starts
+// its instances, SIGKILLs the sweeper's leader, and the other takes over
+// and expires the unpaid orders.
+func TestMakeFailoverTwice(t *testing.T) {
+	d := newDemo(t, newStack(t))
+	for i := range 2 {
+		out := d.run(t, "failover")
+		for _, want := range []string{"leads", "expired", "paid"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("run %d: make failover's output lacks %q:\n%s", i+1, want, out)
+			}
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeShellLines returns the command lines of the README's ```sh blocks,
+// continuation lines joined, comments dropped.
+func readmeShellLines(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	in, cont := false, ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "```sh"):
+			in = true
+			continue
+		case strings.HasPrefix(line, "```"):
+			in = false
+			continue
+		case !in:
+			continue
+		}
+		line = cont + strings.TrimSpace(line)
+		if strings.HasSuffix(line, `\`) {
+			cont = strings.TrimSuffix(line, `\`) + " "
+			continue
+		}
+		cont = ""
+		if c := strings.Index(line, "  #"); c >= 0 {
+			line = strings.TrimSpace(line[:c])
+		}
+		if line != "" && !strings.HasPrefix(line, "#") {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+var (
+	makeTargetRE = regexp.MustCompile(`(?m)^([a-z][a-z0-9-]*):`)
+	readmePortRE = regexp.MustCompile(`(127\.0\.0\.1|localhost):(808[012])`)
+)
+
+// Every command the README shows runs as shown: the shop's and the load
+// tester's commands and the curl examples run here, in order, against two
+// instances of the test's own (the README's ports 8081 and 8082 replaced by
+// theirs), and each exits 0; a make target it names exists. Not run here:
+// `bin/shop serve` (every end-to-end test runs it), the load tools against
+// a deployment (TestTheReadmesLoadToolCommandsRunAndFailLoudly), make's
+// targets (make test is CI's; TestMakeDemo and TestMakeFailoverTwice run
+// the scripts of make demo and make failover; serve is failover's first
+// half; chaos, bench, bench-shop and the cluster demo are run by hand) and
+// docker compose (no Docker engine here: the compose tests check the file
+// statically).
+func TestTheReadmesCommandsRun(t *testing.T) {
+	root := builtRoot(t)
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := map[string]bool{}
+	for _, m := range makeTargetRE.FindAllStringSubmatch(string(makefile), -1) {
+		targets[m[1]] = true
+	}
+	s := newStack(t, "SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=1m")
+	s.shop(t, "migrate")
+	s.shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders", "--start", "none", "--end", "none")
+	a, b := s.serve(t), s.serve(t)
+	ports := map[string]string{"8080": a.url, "8081": a.url, "8082": b.url}
+	work := t.TempDir()
+	ran := 0
+	for _, line := range readmeShellLines(t) {
+		fields := strings.Fields(line)
+		switch {
+		case fields[0] == "make":
+			for _, target := range fields[1:] {
+				if !strings.HasPrefix(target, "-") && !targets[target] {
+					t.Errorf("README: %s: the Makefile has no target %s", line, target)
+				}
+			}
+			continue
+		case strings.Contains(line, "docker compose"), strings.HasPrefix(line, "scripts/loadtools.sh"),
+			strings.HasPrefix(line, "bin/shop serve"), strings.Contains(line, ".example"):
+			continue
+		case fields[0] != "curl" && fields[0] != "bin/shop" && fields[0] != "bin/loadtest":
+			t.Errorf("README: %q is a command no test runs: run it here or in another test", line)
+			continue
+		}
+		cmdline := readmePortRE.ReplaceAllStringFunc(line, func(m string) string {
+			return strings.TrimPrefix(ports[m[len(m)-4:]], "http://")
+		})
+		if fields[0] == "bin/loadtest" && !strings.Contains(cmdline, "--url") && !strings.Contains(cmdline, "compare") && !strings.Contains(cmdline, "--help") {
+			cmdline += " --url " + a.url + "," + b.url // the default URLs are the README's :8081 and :8082
+		}
+		cmdline = strings.Replace(cmdline, "bin/", root+"/bin/", 1)
+		cmd := exec.Command("bash", "-c", cmdline)
+		cmd.Dir = work
+		cmd.Env = append(s.env, "SHOP_CONFIG="+root+"/config.yaml")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("README: %s\nran as: %s\n%v\n%s", line, cmdline, err, out)
+		}
+		ran++
+	}
+	if ran < 10 {
+		t.Errorf("ran %d of the README's commands; the extraction lost them", ran)
+	}
+}
