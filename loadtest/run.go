@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/api"
 )
 
 // Options of one load run.
@@ -135,7 +137,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				switch {
 				case status == http.StatusOK:
 					c.succeeded.Add(1)
-				case status == http.StatusConflict && code == "sold_out":
+				case status == http.StatusConflict && code == api.SoldOut:
 					c.soldOut.Add(1)
 				}
 				mu.Lock()
@@ -170,7 +172,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			if p50, p99 := d.waitQuantile(0.5), d.waitQuantile(0.99); !math.IsNaN(p50) {
 				r.LockWaitP50, r.LockWaitP99 = p50*1000, p99*1000
 			}
-			r.LockLost, r.Unavailable = int(d.outcomes["lock_lost"]), int(d.outcomes["unavailable"])
+			r.LockLost, r.Unavailable = int(d.outcomes[api.LockLost]), int(d.outcomes[api.Unavailable])
 		}
 	}
 	sent := min(r.Sent, len(latencies))

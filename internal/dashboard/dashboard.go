@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
 )
 
@@ -85,7 +86,7 @@ func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("goods"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n <= 0 {
-			fail(w, http.StatusBadRequest, "invalid_goods_no", "goods must be a positive 32-bit integer")
+			fail(w, http.StatusBadRequest, api.InvalidGoodsNo, "goods must be a positive 32-bit integer")
 			return
 		}
 		goods = int32(n)
@@ -97,10 +98,10 @@ func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 		ok, err := h.exists(r.Context(), goods)
 		switch {
 		case err != nil:
-			fail(w, http.StatusServiceUnavailable, "unavailable", "cannot tell whether the goods exists: "+err.Error())
+			fail(w, http.StatusServiceUnavailable, api.Unavailable, "cannot tell whether the goods exists: "+err.Error())
 			return
 		case !ok:
-			fail(w, http.StatusNotFound, "goods_not_found", "指定商品不存在")
+			fail(w, http.StatusNotFound, api.GoodsNotFound, "指定商品不存在")
 			return
 		}
 		h.source.Track(goods)

@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
@@ -100,12 +101,6 @@ type Response struct {
 	ParticipantID string `json:"participantId,omitempty"`
 }
 
-// Codes of successful answers; error codes are in errorTable.
-const (
-	CodeOK    = "ok"
-	CodeReady = "ready"
-)
-
 // errorTable maps the service's errors to HTTP answers. The messages the
 // Spring seed shows its buyers stay in Chinese.
 var errorTable = []struct {
@@ -114,27 +109,27 @@ var errorTable = []struct {
 	code    string
 	message string
 }{
-	{service.ErrInvalidGoodsNo, http.StatusBadRequest, "invalid_goods_no", "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
-	{ErrInvalidRequestID, http.StatusBadRequest, "invalid_request_id", "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
-	{service.ErrInvalidUserID, http.StatusBadRequest, "invalid_user_id", "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
-	{service.ErrNotStarted, http.StatusConflict, "not_started", "the sale has not started yet"},
-	{service.ErrEnded, http.StatusConflict, "ended", "the sale has ended"},
-	{service.ErrAlreadyBought, http.StatusConflict, "already_bought", "this buyer has bought this goods already: one per buyer"},
-	{service.ErrRequestIDConflict, http.StatusConflict, "request_id_conflict", "this X-Request-ID bought another goods"},
-	{service.ErrNotFound, http.StatusNotFound, "goods_not_found", "指定商品不存在"},
-	{service.ErrInvalidOrderID, http.StatusBadRequest, "invalid_order_id", "orderId must be a positive 64-bit integer"},
-	{service.ErrOrderNotFound, http.StatusNotFound, "order_not_found", "no such order"},
-	{service.ErrOrderExpired, http.StatusConflict, "order_expired", "the order was not paid in time and has expired"},
-	{service.ErrSoldOut, http.StatusConflict, "sold_out", "库存不够"},
-	{service.ErrPurchaseFailed, http.StatusConflict, "purchase_failed", "抢购失败"},
-	{service.ErrDuplicateRequest, http.StatusConflict, "duplicate_request", "a purchase with this X-Request-ID was made already"},
-	{service.ErrLockTimeout, http.StatusServiceUnavailable, "lock_timeout", "too many buyers right now, try again"},
-	{service.ErrLockLost, http.StatusServiceUnavailable, "lock_lost", "the purchase was interrupted and nothing was bought, try again"},
-	{service.ErrBusy, http.StatusServiceUnavailable, "busy", "too many buyers are waiting, try again in a second"},
-	{service.ErrCommitUnknown, http.StatusServiceUnavailable, "outcome_unknown", "the purchase may or may not have been made: retry with the same X-Request-ID"},
-	{service.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", "the shop cannot reach its database or lock service, try again"},
-	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timeout", "the request took too long, try again"},
-	{context.Canceled, http.StatusServiceUnavailable, "canceled", "the request was canceled"},
+	{service.ErrInvalidGoodsNo, http.StatusBadRequest, api.InvalidGoodsNo, "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
+	{ErrInvalidRequestID, http.StatusBadRequest, api.InvalidRequestID, "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
+	{service.ErrInvalidUserID, http.StatusBadRequest, api.InvalidUserID, "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
+	{service.ErrNotStarted, http.StatusConflict, api.NotStarted, "the sale has not started yet"},
+	{service.ErrEnded, http.StatusConflict, api.Ended, "the sale has ended"},
+	{service.ErrAlreadyBought, http.StatusConflict, api.AlreadyBought, "this buyer has bought this goods already: one per buyer"},
+	{service.ErrRequestIDConflict, http.StatusConflict, api.RequestIDConflict, "this X-Request-ID bought another goods"},
+	{service.ErrNotFound, http.StatusNotFound, api.GoodsNotFound, "指定商品不存在"},
+	{service.ErrInvalidOrderID, http.StatusBadRequest, api.InvalidOrderID, "orderId must be a positive 64-bit integer"},
+	{service.ErrOrderNotFound, http.StatusNotFound, api.OrderNotFound, "no such order"},
+	{service.ErrOrderExpired, http.StatusConflict, api.OrderExpired, "the order was not paid in time and has expired"},
+	{service.ErrSoldOut, http.StatusConflict, api.SoldOut, "库存不够"},
+	{service.ErrPurchaseFailed, http.StatusConflict, api.PurchaseFailed, "抢购失败"},
+	{service.ErrDuplicateRequest, http.StatusConflict, api.DuplicateRequest, "a purchase with this X-Request-ID was made already"},
+	{service.ErrLockTimeout, http.StatusServiceUnavailable, api.LockTimeout, "too many buyers right now, try again"},
+	{service.ErrLockLost, http.StatusServiceUnavailable, api.LockLost, "the purchase was interrupted and nothing was bought, try again"},
+	{service.ErrBusy, http.StatusServiceUnavailable, api.Busy, "too many buyers are waiting, try again in a second"},
+	{service.ErrCommitUnknown, http.StatusServiceUnavailable, api.OutcomeUnknown, "the purchase may or may not have been made: retry with the same X-Request-ID"},
+	{service.ErrUnavailable, http.StatusServiceUnavailable, api.Unavailable, "the shop cannot reach its database or lock service, try again"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, api.Timeout, "the request took too long, try again"},
+	{context.Canceled, http.StatusServiceUnavailable, api.Canceled, "the request was canceled"},
 }
 
 // ErrInvalidRequestID: the X-Request-ID header is malformed (or repeated).
@@ -144,7 +139,7 @@ var ErrInvalidRequestID = errors.New("handler: malformed X-Request-ID")
 
 // Internal errors are answered with this and logged, never shown.
 const (
-	codeInternal    = "internal"
+	codeInternal    = api.Internal
 	messageInternal = "internal error"
 )
 
@@ -205,10 +200,10 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 		}
 	}
 	r.NoRoute(func(c *gin.Context) {
-		answer(c, http.StatusNotFound, Response{Code: "no_route", Message: "no such endpoint"})
+		answer(c, http.StatusNotFound, Response{Code: api.NoRoute, Message: "no such endpoint"})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		answer(c, http.StatusMethodNotAllowed, Response{Code: "method_not_allowed", Message: "method not allowed"})
+		answer(c, http.StatusMethodNotAllowed, Response{Code: api.MethodNotAllowed, Message: "method not allowed"})
 	})
 	return r
 }
@@ -258,7 +253,7 @@ func (h *handler) purchase(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, Response{
-		Code:      CodeOK,
+		Code:      api.OK,
 		Message:   fmt.Sprintf("抢购书籍:%d成功", goodsNo),
 		GoodsNo:   goodsNo,
 		RequestID: rid,
@@ -291,7 +286,7 @@ func (h *handler) observe(goodsNo int32, err error, start time.Time) {
 	if h.observer == nil {
 		return
 	}
-	outcome := CodeOK
+	outcome := api.OK
 	if err != nil {
 		_, outcome, _ = StatusOf(err)
 	}
@@ -309,7 +304,7 @@ func (h *handler) goods(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
-	answer(c, http.StatusOK, Response{Code: CodeOK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders,
+	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders,
 		OrdersByStatus: g.OrdersByStatus, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd)})
 }
 
@@ -358,7 +353,7 @@ func (h *handler) orderAction(c *gin.Context, action func(context.Context, uint6
 }
 
 func orderResponse(o service.Order) Response {
-	return Response{Code: CodeOK, Message: o.Status, GoodsNo: o.GoodsNo, OrderRequestID: o.RequestID, OrderID: o.ID,
+	return Response{Code: api.OK, Message: o.Status, GoodsNo: o.GoodsNo, OrderRequestID: o.RequestID, OrderID: o.ID,
 		Status: o.Status, CreatedAt: &o.CreatedAt, PaidAt: o.PaidAt, ExpiredAt: o.ExpiredAt}
 }
 
@@ -368,11 +363,11 @@ func (h *handler) leader(c *gin.Context) {
 		h.fail(c, 0, err)
 		return
 	}
-	answer(c, http.StatusOK, Response{Code: CodeOK, Message: "ok", Leader: &leader, LeaderID: leaderID, ParticipantID: self})
+	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", Leader: &leader, LeaderID: leaderID, ParticipantID: self})
 }
 
 func (h *handler) healthz(c *gin.Context) {
-	answer(c, http.StatusOK, Response{Code: CodeOK, Message: "alive"})
+	answer(c, http.StatusOK, Response{Code: api.OK, Message: "alive"})
 }
 
 func (h *handler) readyz(c *gin.Context) {
@@ -381,11 +376,11 @@ func (h *handler) readyz(c *gin.Context) {
 	for _, ch := range h.checks {
 		if err := ch.Check(ctx); err != nil {
 			h.log.Warn("not ready", "check", ch.Name, "err", err)
-			answer(c, http.StatusServiceUnavailable, Response{Code: "not_ready", Message: ch.Name + " is not answering"})
+			answer(c, http.StatusServiceUnavailable, Response{Code: api.NotReady, Message: ch.Name + " is not answering"})
 			return
 		}
 	}
-	answer(c, http.StatusOK, Response{Code: CodeReady, Message: "ready"})
+	answer(c, http.StatusOK, Response{Code: api.Ready, Message: "ready"})
 }
 
 // answer writes body as JSON with the request's id.
