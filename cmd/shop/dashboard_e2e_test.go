@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -136,6 +137,13 @@ func TestDashboardShowsTheSaleLive(t *testing.T) {
 		resp.Body.Close()
 	}
 
+	// Each instance samples at its start; the load begins once both have a
+	// point, so that the history the page draws holds the sale's start.
+	for _, in := range []*instance{a, b} {
+		if !waitUntil(30*time.Second, func() bool { return len(dashboardHistory(t, in.url)) > 0 }) {
+			t.Fatalf("%s has no sampled point 30 s after its start", in.url)
+		}
+	}
 	loadStart := time.Now()
 	loadDone := make(chan outcome, 1)
 	go func() { loadDone <- buyPaced([]string{a.url, b.url}, 120, 8) }()
@@ -235,4 +243,22 @@ func buyPaced(bases []string, n, conc int) outcome {
 		out.codes[a.code]++
 	}
 	return out
+}
+
+// dashboardHistory is the points of goods 1 an instance's dashboard data
+// holds (none on any error).
+func dashboardHistory(t *testing.T, url string) []json.RawMessage {
+	t.Helper()
+	resp, err := http.Get(url + "/dashboard/data?goods=1&history=1")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var d struct {
+		History []json.RawMessage `json:"history"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&d) != nil {
+		return nil
+	}
+	return d.History
 }
