@@ -34,17 +34,14 @@ shop="$root/bin/shop"
 loadtest="$root/bin/loadtest"
 ports=${DEMO_PORTS:-8081 8082}
 
-log() { printf 'demo: %s\n' "$*" >&2; }
+log_prefix=demo
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
 
 down() {
 	for f in "$state"/shop-*.pid; do
 		[ -f "$f" ] || continue
-		pid=$(cat "$f")
-		if kill -0 "$pid" 2>/dev/null; then
-			log "stopping shop (pid $pid)"
-			kill -INT "$pid"
-			for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		fi
+		stop_pid "$(cat "$f")" shop INT 15 # SIGINT: the graceful shutdown
 		rm -f "$f"
 	done
 }
@@ -59,14 +56,14 @@ instance_env() {
 }
 
 up() {
-	[ -x "$shop" ] || { log "build first: make build"; exit 1; }
+	[ -x "$shop" ] || die "build first: make build"
 	mkdir -p "$state"
 	down
 	cd "$root"
 	for port in $ports; do
 		# down stopped the instances this script started; anything still
 		# listening would answer in place of ours.
-		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		if port_open 127.0.0.1 "$port"; then
 			log "port $port is taken by another process; stop it, or pick other ports (DEMO_PORTS)"
 			exit 1
 		fi
@@ -88,7 +85,7 @@ up() {
 		for i in $(seq 1 150); do
 			# Ours must be the one answering: a process left on the port
 			# would answer for it while ours exits (address already in use).
-			if ! kill -0 "$(cat "$state/shop-$port.pid")" 2>/dev/null; then
+			if ! alive "$(cat "$state/shop-$port.pid")"; then
 				log "instance on :$port exited: $(tail -1 "$state/shop-$port.log")"
 				exit 1
 			fi
@@ -107,7 +104,7 @@ urls() {
 }
 
 compare() {
-	[ -x "$loadtest" ] || { log "build first: make build"; exit 1; }
+	[ -x "$loadtest" ] || die "build first: make build"
 	mkdir -p "$out"
 	trap 'down; stop_ensemble' EXIT
 	# 1500 buyers pass the lock one at a time, each holding it for the read, the sleep and the
@@ -156,12 +153,12 @@ field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p" <<<"$1"; }
 get() {
 	local port=$1 path=$2 body
 	shift 2
-	body=$(curl -fsS "$@" "http://127.0.0.1:$port$path" 2>&1) || { log "GET :$port$path failed ($body); is the instance up? make serve starts them"; exit 1; }
+	body=$(curl -fsS "$@" "http://127.0.0.1:$port$path" 2>&1) || die "GET :$port$path failed ($body); is the instance up? make serve starts them"
 	printf '%s' "$body"
 }
 
 failover() {
-	[ -x "$shop" ] || { log "build first: make build"; exit 1; }
+	[ -x "$shop" ] || die "build first: make build"
 	export SHOP_ORDERS_PAYTIMEOUT=${SHOP_ORDERS_PAYTIMEOUT:-20s} SHOP_ZOOKEEPER_SESSIONTIMEOUT=${SHOP_ZOOKEEPER_SESSIONTIMEOUT:-10s}
 	log "starting the instances again with orders.payTimeout $SHOP_ORDERS_PAYTIMEOUT and zookeeper.sessionTimeout $SHOP_ZOOKEEPER_SESSIONTIMEOUT, so that the takeover and the expiry show within a minute"
 	up
@@ -184,12 +181,12 @@ failover() {
 	rm -f "$state/shop-$leader.pid"
 	start=$SECONDS
 	until [ "$(field "$(get "$other" /leader)" leader)" = true ]; do
-		[ $((SECONDS - start)) -lt 120 ] || { log ":$other did not take over within 120s"; exit 1; }
+		[ $((SECONDS - start)) -lt 120 ] || die ":$other did not take over within 120s"
 		sleep 0.5
 	done
 	log ":$other leads $((SECONDS - start))s after the kill (the session timeout, plus ZooKeeper's tick)"
 	until [ "$(field "$(get "$other" "/orders/${ids[2]}")" status)" = expired ]; do
-		[ $((SECONDS - start)) -lt 180 ] || { log "the unpaid orders did not expire within 180s"; exit 1; }
+		[ $((SECONDS - start)) -lt 180 ] || die "the unpaid orders did not expire within 180s"
 		sleep 0.5
 	done
 	for id in "${ids[@]}"; do log "order $id: $(field "$(get "$other" "/orders/$id")" status)"; done

@@ -26,7 +26,9 @@ buyers=50
 stock=20
 users=30 # buyer mode
 
-log() { printf 'loadtools: %s\n' "$*" >&2; }
+log_prefix=loadtools
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 start_shop() {
 	trap 'scripts/demo.sh down' EXIT
@@ -70,9 +72,7 @@ k6() {
 
 install_jmeter() {
 	if [ ! -d /usr/share/jmeter ] || ! command -v javac >/dev/null; then
-		log "apt-get install jmeter default-jdk-headless"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jmeter default-jdk-headless >/dev/null
+		apt_install jmeter default-jdk-headless
 	fi
 	cp="/usr/share/jmeter/bin/ApacheJMeter.jar:$(ls /usr/share/jmeter/lib/ext/*.jar /usr/share/jmeter/lib/*.jar | tr '\n' ':')"
 	mkdir -p out/jmeter-launcher

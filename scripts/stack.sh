@@ -35,10 +35,9 @@ db_user=${SHOP_DB_USER:-seckill}
 db_pass=${SHOP_DB_PASSWORD:-seckill}
 db_name=${SHOP_DB_NAME:-seckill}
 
-log() { printf 'stack: %s\n' "$*" >&2; }
-die() { log "$*"; exit 1; }
-
-port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+log_prefix=stack
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
 
 zk_ok() { zk_ok_at "$zk_port"; }
 
@@ -58,8 +57,8 @@ zk_classpath() {
 }
 
 zk_install() {
-	if [ ! -f /usr/share/java/zookeeper.jar ]; then apt_install zookeeper; fi
-	command -v java >/dev/null || apt_install default-jre-headless
+	if [ ! -f /usr/share/java/zookeeper.jar ]; then apt_install --no-install-recommends zookeeper; fi
+	command -v java >/dev/null || apt_install --no-install-recommends default-jre-headless
 }
 
 # zk_start DIR: start a server with DIR/zoo.cfg, logs and pid in DIR.
@@ -90,13 +89,6 @@ forceSync=no
 CFG
 }
 
-# alive PID: the process runs (a killed one nobody has reaped yet is a zombie, not alive).
-alive() {
-	local st
-	st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
 ensemble_node() { # ensemble_node DIR N BASE
 	local dir=$1/zk$2 base=$3 n
 	mkdir -p "$dir/data"
@@ -110,18 +102,6 @@ ensemble_node() { # ensemble_node DIR N BASE
 		return
 	fi
 	zk_start "$dir"
-}
-
-apt_updated=
-apt_install() {
-	if [ "$(id -u)" != 0 ]; then die "need root to apt-get install $*"; fi
-	if [ -z "$apt_updated" ]; then
-		log "apt-get update"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-		apt_updated=1
-	fi
-	log "apt-get install $*"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
@@ -166,7 +146,7 @@ mysql_root() {
 mysql_up() {
 	if ! port_open "$mysql_host" "$mysql_port"; then
 		[ "$mysql_host" = 127.0.0.1 ] || [ "$mysql_host" = localhost ] || die "MySQL at $mysql_host:$mysql_port does not answer"
-		command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server mariadb-client
+		command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || apt_install --no-install-recommends mariadb-server mariadb-client
 		install -d -o mysql -g mysql /run/mysqld
 		if [ ! -d /var/lib/mysql/mysql ]; then
 			log "initialising /var/lib/mysql"
@@ -208,14 +188,7 @@ SQL
 stop_pidfile() { # stop_pidfile NAME
 	local f="$state/$1/pid"
 	[ -f "$f" ] || { log "$1: not started by this script"; return; }
-	local pid
-	pid=$(cat "$f")
-	if kill -0 "$pid" 2>/dev/null; then
-		log "stopping $1 (pid $pid)"
-		kill "$pid"
-		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$pid" 2>/dev/null || true
-	fi
+	stop_pid "$(cat "$f")" "$1" TERM 10
 	rm -f "$f"
 }
 
@@ -223,12 +196,12 @@ stop_pidfile() { # stop_pidfile NAME
 # Node N: SQL on BASE+N, group communication on BASE+10+N, IST on BASE+20+N, SST on BASE+30+N.
 
 galera_install() {
-	[ -f /usr/lib/galera/libgalera_smm.so ] || apt_install galera-4
-	command -v mariabackup >/dev/null || command -v mariadb-backup >/dev/null || apt_install mariadb-backup
-	{ command -v mariadb-install-db >/dev/null && [ -x /usr/sbin/mariadbd ]; } || apt_install mariadb-server mariadb-client
+	[ -f /usr/lib/galera/libgalera_smm.so ] || apt_install --no-install-recommends galera-4
+	command -v mariabackup >/dev/null || command -v mariadb-backup >/dev/null || apt_install --no-install-recommends mariadb-backup
+	{ command -v mariadb-install-db >/dev/null && [ -x /usr/sbin/mariadbd ]; } || apt_install --no-install-recommends mariadb-server mariadb-client
 	# The SST script of mariabackup streams with socat where it finds it (else nc) and
 	# reads its configuration with my_print_defaults.
-	command -v socat >/dev/null || apt_install socat
+	command -v socat >/dev/null || apt_install --no-install-recommends socat
 }
 
 galera_cnf() { # galera_cnf DIR N BASE
@@ -374,16 +347,16 @@ galera_kill() { # galera_kill DIR N
 case "${1:-up}" in
 up)
 	mkdir -p "$state"
-	command -v curl >/dev/null || apt_install curl ca-certificates
+	command -v curl >/dev/null || apt_install --no-install-recommends curl ca-certificates
 	# The Java Curator interop tests: a JDK and Debian's Curator 5.
-	command -v javac >/dev/null || apt_install default-jdk-headless
-	[ -f /usr/share/java/curator-recipes.jar ] || apt_install libcurator-recipes-java
+	command -v javac >/dev/null || apt_install --no-install-recommends default-jdk-headless
+	[ -f /usr/share/java/curator-recipes.jar ] || apt_install --no-install-recommends libcurator-recipes-java
 	# The chaos test runs a MariaDB of its own (it kills and restarts it), even where the
 	# shop's MariaDB is another machine's.
 	{ command -v mariadb-install-db >/dev/null && { command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ]; }; } ||
-		apt_install mariadb-server mariadb-client
+		apt_install --no-install-recommends mariadb-server mariadb-client
 	# The dashboard's browser test drives Debian's headless Chromium.
-	command -v chromium >/dev/null || apt_install chromium
+	command -v chromium >/dev/null || apt_install --no-install-recommends chromium
 	zk_up
 	mysql_up
 	;;
