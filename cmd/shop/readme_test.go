@@ -4,16 +4,32 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// readmeShellLines returns the command lines of the README's ```sh blocks,
-// continuation lines joined, comments dropped.
+// readmeShellLines returns the command lines of the ```sh blocks of the
+// README and of docs/*.md, in that order, continuation lines joined,
+// comments dropped.
 func readmeShellLines(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open("../../README.md")
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, name := range append([]string{"../../README.md"}, docs...) {
+		lines = append(lines, shellLines(t, name)...)
+	}
+	return lines
+}
+
+// shellLines returns the command lines of one markdown file's ```sh blocks.
+func shellLines(t *testing.T, name string) []string {
+	t.Helper()
+	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +70,7 @@ var (
 	readmePortRE = regexp.MustCompile(`(127\.0\.0\.1|localhost):(808[012])`)
 )
 
-// Every command the README shows runs as shown: the shop's and the load
+// Every command the README and docs/ show runs as shown: the shop's and the load
 // tester's commands and the curl examples run here, in order, against two
 // instances of the test's own (the README's ports 8081 and 8082 replaced by
 // theirs), and each exits 0; a make target it names exists. Not run here:
@@ -88,15 +104,15 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 		case fields[0] == "make":
 			for _, target := range fields[1:] {
 				if !strings.HasPrefix(target, "-") && !targets[target] {
-					t.Errorf("README: %s: the Makefile has no target %s", line, target)
+					t.Errorf("README/docs: %s: the Makefile has no target %s", line, target)
 				}
 			}
 			continue
 		case strings.Contains(line, "docker compose"), strings.HasPrefix(line, "scripts/loadtools.sh"),
-			strings.HasPrefix(line, "bin/shop serve"), strings.Contains(line, ".example"):
+			strings.Contains(line, "bin/shop serve"), strings.Contains(line, ".example"):
 			continue
 		case fields[0] != "curl" && fields[0] != "bin/shop" && fields[0] != "bin/loadtest":
-			t.Errorf("README: %q is a command no test runs: run it here or in another test", line)
+			t.Errorf("README/docs: %q is a command no test runs: run it here or in another test", line)
 			continue
 		}
 		cmdline := readmePortRE.ReplaceAllStringFunc(line, func(m string) string {
@@ -111,11 +127,70 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 		cmd.Env = append(s.env, "SHOP_CONFIG="+root+"/config.yaml")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Errorf("README: %s\nran as: %s\n%v\n%s", line, cmdline, err, out)
+			t.Errorf("README/docs: %s\nran as: %s\n%v\n%s", line, cmdline, err, out)
 		}
 		ran++
 	}
 	if ran < 10 {
 		t.Errorf("ran %d of the README's commands; the extraction lost them", ran)
+	}
+}
+
+var (
+	mdLinkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeadingRE = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	slugDropRE  = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+)
+
+// slug is GitHub's anchor for a heading: lower case, punctuation dropped,
+// spaces as dashes.
+func slug(heading string) string {
+	return strings.ReplaceAll(slugDropRE.ReplaceAllString(strings.ToLower(heading), ""), " ", "-")
+}
+
+// Every relative link of the README and docs/ names a file that exists and,
+// with #anchor, a heading of that file: the README points to the details,
+// and a moved section must not leave its links behind.
+func TestTheDocsLinksResolve(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, name := range append([]string{"../../README.md"}, docs...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mdLinkRE.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			p := name
+			if file != "" {
+				p = filepath.Join(filepath.Dir(name), file)
+			}
+			body, err := os.ReadFile(p)
+			if err != nil {
+				t.Errorf("%s links to %s: %v", filepath.Base(name), target, err)
+				continue
+			}
+			checked++
+			if anchor == "" {
+				continue
+			}
+			found := false
+			for _, h := range mdHeadingRE.FindAllStringSubmatch(string(body), -1) {
+				found = found || slug(h[1]) == anchor
+			}
+			if !found {
+				t.Errorf("%s links to %s: %s has no heading #%s", filepath.Base(name), target, filepath.Base(p), anchor)
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("checked %d links; the extraction lost them", checked)
 	}
 }
