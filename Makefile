@@ -62,7 +62,7 @@ bench: stack-up
 		(cd internal/zklock && \
 			../../bin/zklock.test -test.run '^$$' -test.bench Uncontended -test.benchtime 2s -test.v && \
 			../../bin/zklock.test -test.run '^$$' -test.bench Contended -test.benchtime $${BENCH_HANDOFFS:-4000}x -test.v) || exit 1; \
-	done | scripts/benchtable.sh
+	done | $(GO) run ./cmd/benchtable
 
 ## bench-shop: the purchase strategies side by side on two instances each (seed, batch, atomic):
 ## every buyer buys, a sell-out, how time and memory grow with the crowd, and each strategy on one
