@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/go-zookeeper/zk"
 	"golang.org/x/net/netutil"
 
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
@@ -273,8 +272,7 @@ func zkReady(c *zklock.Client) func(ctx context.Context) error {
 		if _, err := c.Session(ctx); err != nil {
 			return err
 		}
-		_, _, err := c.Conn().Exists("/")
-		return err
+		return c.Ping(ctx)
 	}
 }
 
@@ -297,8 +295,10 @@ func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues b
 			}
 			if queues {
 				p := l.lockPath(goods)
-				kids, _, err := zc.Conn().Children(p)
-				if err == nil || errors.Is(err, zk.ErrNoNode) {
+				qctx, cancel := context.WithTimeout(ctx, time.Second)
+				kids, err := zc.Children(qctx, p)
+				cancel()
+				if err == nil {
 					m.SampledQueue(goods, p, len(kids))
 				}
 			}

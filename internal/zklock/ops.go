@@ -123,6 +123,26 @@ func (c *Client) children(ctx context.Context, p string) ([]string, error) {
 	return kids, err
 }
 
+// Children lists p's children within ctx, retrying through connection
+// loss; a p that does not exist has none.
+func (c *Client) Children(ctx context.Context, p string) ([]string, error) {
+	kids, err := c.children(ctx, p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return kids, err
+}
+
+// Ping reads the root's stat once, within ctx: a readiness check that the
+// server answers.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := call(ctx, func() (bool, error) {
+		ok, _, err := c.conn.Exists("/")
+		return ok, err
+	}, nil)
+	return err
+}
+
 // ensurePath creates p and its missing ancestors as CONTAINER nodes, or
 // PERSISTENT ones where the server has no containers (before 3.5), as
 // Curator's creatingParentContainersIfNeeded does. An ancestor found

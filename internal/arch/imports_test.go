@@ -1,0 +1,89 @@
+// Package arch holds the tests of the module's shape: which package may
+// import what.
+package arch
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/seckill-zk/seckill-zk/"
+
+// rules: an import path prefix, and the only packages whose non-test code
+// may import it. internal/itest is test support (the fault proxies speak
+// ZooKeeper's and MySQL's wire).
+var rules = []struct {
+	imported string
+	only     []string
+}{
+	{"github.com/go-zookeeper/zk", []string{"internal/zklock", "internal/itest"}},
+	{"gorm.io/", []string{"internal/repo"}},
+	{"github.com/go-sql-driver/mysql", []string{"internal/repo", "internal/itest", "migrations"}},
+	{"github.com/pressly/goose", []string{"internal/repo", "migrations"}},
+	{"github.com/gin-gonic/gin", []string{"internal/handler", "cmd/shop"}},
+	{"github.com/spf13/viper", []string{"cmd/shop"}},
+	{"github.com/prometheus/", []string{"internal/metrics"}},
+}
+
+// forbidden: what a package's non-test code never imports, whatever the
+// rules above allow: the service declares the interfaces it needs and
+// knows neither the database nor ZooKeeper nor HTTP.
+var forbidden = map[string][]string{
+	"internal/service": {"github.com/go-zookeeper/zk", "gorm.io/", "github.com/go-sql-driver/mysql",
+		"github.com/gin-gonic/gin", module + "internal/repo", module + "internal/zklock", module + "internal/handler"},
+	"internal/zklock": {module + "internal/", "github.com/prometheus/"},
+}
+
+// TestImportRules reads every non-test Go file of the module and checks
+// its imports against the rules.
+func TestImportRules(t *testing.T) {
+	root := filepath.Join("..", "..")
+	files := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); p != root && (strings.HasPrefix(name, ".") || name == "bin" || name == "out" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		pkg := filepath.ToSlash(filepath.Dir(rel))
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			for _, r := range rules {
+				if strings.HasPrefix(path, r.imported) && !slices.Contains(r.only, pkg) {
+					t.Errorf("%s imports %s: only %v may", rel, path, r.only)
+				}
+			}
+			for _, f := range forbidden[pkg] {
+				if strings.HasPrefix(path, f) {
+					t.Errorf("%s imports %s, which %s never does", rel, path, pkg)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 50 {
+		t.Fatalf("read %d files; the walk lost the module", files)
+	}
+}
