@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -135,7 +136,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var locker service.Locker
 	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic"
 	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
-	zkl := newZKLocker(nil, cfg.Lock.Path) // its client comes with the connection
+	paths := lockPaths{cfg.Lock.Path}
 	var zc *zklock.Client
 	if useLock || elect {
 		zc, err = connectZooKeeper(ctx, cfg, zklock.Options{
@@ -143,7 +144,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
 			Retry:             cfg.ZooKeeper.Retry,
 			Logger:            log,
-			Observer:          m.LockObserver(func(dir string) string { return zkl.metricLabel(dir, m.Tracked) }),
+			Observer:          m.LockObserver(func(dir string) string { return paths.metricLabel(dir, m.Tracked) }),
 		}, log)
 		if err != nil {
 			return err
@@ -155,14 +156,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(zc)})
 	}
 	if useLock {
-		zkl.client = zc
-		locker = zkl
+		locker = newZKLocker(zc, cfg.Lock.Path)
 	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}
 
 	scfg := service.Config{
-		MaxSleep:       cfg.Demo.MaxSleep,
+		Pause:          demoPause(cfg.Demo.MaxSleep),
 		AcquireTimeout: cfg.Lock.AcquireTimeout,
 		MaxWaiting:     cfg.Purchase.MaxWaiting,
 		BatchMax:       cfg.Purchase.BatchMax,
@@ -178,18 +178,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	case store.Cluster():
 		log.Info("mysql is a Galera cluster node: causal claims, commits confirmed, the lock handed on after the commit (list the nodes in mysql.dsn for a writer node per goods)")
 	}
+	marks := service.NewSoldOutMarks(service.DefaultSoldOutFor)
 	var purchaser service.Purchaser
-	switch cfg.Purchase.Strategy {
-	case "atomic":
+	switch {
+	case cfg.Purchase.Strategy == "atomic":
 		purchaser = service.NewAtomic(store)
-	case "batch":
-		b := service.NewBatch(store, locker, scfg, log)
+	case !cfg.Lock.Enabled: // the seed's purchase without its lock (parseConfig allows no other)
+		purchaser = service.NewUnlocked(store, scfg, log)
+	case cfg.Purchase.Strategy == "batch":
+		b := service.NewBatch(store, locker, marks, scfg, log)
 		defer b.Close() // after the server's shutdown: the last batches are done
 		purchaser = b
 	default:
-		purchaser = service.NewSeed(store, locker, scfg, log)
+		purchaser = service.NewSeed(store, locker, marks, scfg, log)
 	}
-	shop := service.New(store, purchaser, scfg, log)
+	shop := service.New(store, purchaser, marks, scfg, log)
 	orders := service.NewOrders(store, service.OrdersConfig{PayTimeout: cfg.Orders.PayTimeout, SweepInterval: cfg.Orders.SweepInterval}, log)
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
@@ -228,7 +231,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
-	go func() { defer close(sampled); sample(sampleCtx, shop, zc, locker != nil, zkl, m, log) }()
+	go func() { defer close(sampled); sample(sampleCtx, shop, zc, locker != nil, paths, m, log) }()
 	defer func() { stopSampling(); <-sampled }()
 
 	gin.SetMode(gin.ReleaseMode)
@@ -280,7 +283,7 @@ func zkReady(c *zklock.Client) func(ctx context.Context) error {
 // goods the metrics track and, with the lock on, how many nodes queue on
 // each one's lock: the gauges and the dashboard's numbers, so that neither
 // a scrape nor the page ever queries on a buyer's path.
-func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues bool, l *zkLocker, m *metrics.Metrics, log *slog.Logger) {
+func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues bool, l lockPaths, m *metrics.Metrics, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -347,4 +350,13 @@ func fmtWindow(t *time.Time) string {
 		return "open"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// demoPause is the demo's sleep between a purchase's read and its write: a
+// random duration in [0, maxSleep), the seed's race amplifier; none for 0.
+func demoPause(maxSleep time.Duration) func() time.Duration {
+	if maxSleep <= 0 {
+		return nil
+	}
+	return func() time.Duration { return rand.N(maxSleep) }
 }

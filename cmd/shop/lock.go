@@ -9,18 +9,22 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
-// zkLocker gives the service a ZooKeeper mutex per purchase, on a fixed path
-// (the seed's /Locks) or on one per goods when the path holds {goodsNo}.
+// zkLocker gives the service a ZooKeeper mutex per purchase, on its
+// lockPaths.
 type zkLocker struct {
 	client *zklock.Client
-	path   string
+	lockPaths
 }
 
 func newZKLocker(c *zklock.Client, path string) *zkLocker {
-	return &zkLocker{client: c, path: path}
+	return &zkLocker{client: c, lockPaths: lockPaths{path}}
 }
 
-func (l *zkLocker) lockPath(goodsNo int32) string {
+// lockPaths are the purchase locks' paths: a fixed path (the seed's
+// /Locks), or one per goods when the path holds {goodsNo}.
+type lockPaths struct{ path string }
+
+func (l lockPaths) lockPath(goodsNo int32) string {
 	return strings.ReplaceAll(l.path, goodsNoPlaceholder, strconv.FormatInt(int64(goodsNo), 10))
 }
 
@@ -42,7 +46,7 @@ func (l mutexLease) Unlock(ctx context.Context) error         { return l.m.Relea
 
 // goodsOf returns the goods number whose lock lives at dir, if dir is one of
 // this locker's paths.
-func (l *zkLocker) goodsOf(dir string) (int32, bool) {
+func (l lockPaths) goodsOf(dir string) (int32, bool) {
 	before, after, ok := strings.Cut(l.path, goodsNoPlaceholder)
 	if !ok {
 		return 0, false
@@ -65,7 +69,7 @@ func (l *zkLocker) goodsOf(dir string) (int32, bool) {
 // metricLabel is the lock-path label of the lock node directory dir: the
 // path itself for a fixed path or a goods the metrics track, "other" for
 // another goods' lock, "" for locks that are not purchase locks.
-func (l *zkLocker) metricLabel(dir string, tracked func(int32) bool) string {
+func (l lockPaths) metricLabel(dir string, tracked func(int32) bool) string {
 	if !strings.Contains(l.path, goodsNoPlaceholder) {
 		if dir == l.path {
 			return dir

@@ -56,7 +56,7 @@ func TestGaleraNodeKilledMidSale(t *testing.T) {
 			if !a.OneWriter() || !b.OneWriter() {
 				t.Fatal("a store on a DSN naming three Galera nodes has no writer node per goods")
 			}
-			cfg := service.Config{SoldOutFor: -1, HandOffAfterCommit: !a.OneWriter(), AcquireTimeout: 30 * time.Second}
+			cfg := service.Config{HandOffAfterCommit: !a.OneWriter(), AcquireTimeout: 30 * time.Second}
 			shops := newShops(t, strategy, locker, cfg, slog.Default(), a, b)
 
 			var (

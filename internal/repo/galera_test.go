@@ -97,17 +97,19 @@ func (s *saleTally) add(o *service.Order, err error) {
 }
 
 // newShops returns a shop selling with strategy on each store, all under
-// locker; a batch strategy is closed when the test ends.
+// locker, none marking a goods sold out (every buyer tries); a batch
+// strategy is closed when the test ends.
 func newShops(t *testing.T, strategy string, locker service.Locker, cfg service.Config, log *slog.Logger, stores ...*repo.Store) []*service.Shop {
 	t.Helper()
 	var shops []*service.Shop
 	for _, s := range stores {
+		marks := service.NewSoldOutMarks(-1)
 		var p service.Purchaser
 		switch strategy {
 		case "seed":
-			p = service.NewSeed(s, locker, cfg, log)
+			p = service.NewSeed(s, locker, marks, cfg, log)
 		case "batch":
-			b := service.NewBatch(s, locker, cfg, log)
+			b := service.NewBatch(s, locker, marks, cfg, log)
 			t.Cleanup(b.Close)
 			p = b
 		case "atomic":
@@ -115,7 +117,7 @@ func newShops(t *testing.T, strategy string, locker service.Locker, cfg service.
 		default:
 			t.Fatalf("no strategy %q", strategy)
 		}
-		shops = append(shops, service.New(s, p, cfg, log))
+		shops = append(shops, service.New(s, p, marks, cfg, log))
 	}
 	return shops
 }
@@ -249,7 +251,7 @@ func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 					t.Fatal("the store does not see a Galera cluster (wsrep_on)")
 				}
 			}
-			shops := newShops(t, name, locker, service.Config{SoldOutFor: -1, HandOffAfterCommit: !tc.handOffInCommit}, log, a, b)
+			shops := newShops(t, name, locker, service.Config{HandOffAfterCommit: !tc.handOffInCommit}, log, a, b)
 			var phantoms, oversold, failures int
 			for round := range rounds {
 				if err := a.SetStock(context.Background(), 1, stock, repo.StockReset{ClearOrders: true}); err != nil {

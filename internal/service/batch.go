@@ -26,7 +26,7 @@ import (
 type Batch struct {
 	store Store
 	locking
-	soldOut *soldOutMarks
+	soldOut *SoldOutMarks
 
 	mu     sync.Mutex
 	closed bool
@@ -45,13 +45,16 @@ type batchBuyer struct {
 	done  chan error // the answer; buffered
 }
 
-// NewBatch returns the batch strategy. Close it after the last Purchase.
-func NewBatch(store Store, locker Locker, cfg Config, log *slog.Logger) *Batch {
+// NewBatch returns the batch strategy. A batch queued for a goods' lock
+// sells nothing once marks marks the goods sold out (the Shop's marks).
+// Close it after the last Purchase.
+func NewBatch(store Store, locker Locker, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Batch {
+	if locker == nil {
+		panic("service: NewBatch needs a Locker")
+	}
 	cfg.setDefaults()
-	return &Batch{store: store, locking: locking{locker: locker, cfg: cfg, log: log}, queues: map[int32]*batchQueue{}}
+	return &Batch{store: store, locking: locking{locker: locker, cfg: cfg, log: log}, soldOut: marks, queues: map[int32]*batchQueue{}}
 }
-
-func (b *Batch) useSoldOut(m *soldOutMarks) { b.soldOut = m }
 
 // Purchase queues the buyer for its goods' next batch and waits for the
 // answer. A buyer that gives up still waits for its batch, which is short,

@@ -51,10 +51,11 @@ func buyInBatches(t *testing.T, store *fakeStore, ctxs []context.Context, id fun
 	t.Helper()
 	locker := &gateLocker{gate: make(chan struct{})}
 	log := slog.New(slog.DiscardHandler)
-	cfg := service.Config{BatchMax: 100, SoldOutFor: -1}
-	b := service.NewBatch(store, locker, cfg, log)
+	marks := service.NewSoldOutMarks(-1)
+	cfg := service.Config{BatchMax: 100}
+	b := service.NewBatch(store, locker, marks, cfg, log)
 	defer b.Close()
-	shop := service.New(store, b, cfg, log)
+	shop := service.New(store, b, marks, cfg, log)
 	results := make([]batchResult, len(ctxs))
 	var wg sync.WaitGroup
 	for i, ctx := range ctxs {
@@ -170,15 +171,15 @@ func TestBatchTransactionFailureAnswersEveryBuyer(t *testing.T) {
 }
 
 // newBatchShop is a batch shop on store with an always-free lock.
-func newBatchShop(t *testing.T, store *fakeStore, locker service.Locker, cfg service.Config) *service.Shop {
+func newBatchShop(t *testing.T, store *fakeStore, locker service.Locker, marks *service.SoldOutMarks, cfg service.Config) *service.Shop {
 	t.Helper()
 	if store.goods == nil {
 		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
 	}
 	log := slog.New(slog.DiscardHandler)
-	b := service.NewBatch(store, locker, cfg, log)
+	b := service.NewBatch(store, locker, marks, cfg, log)
 	t.Cleanup(b.Close)
-	return service.New(store, b, cfg, log)
+	return service.New(store, b, marks, cfg, log)
 }
 
 // A batch whose COMMIT was cut off finds out, for each buyer, whether its
@@ -187,13 +188,13 @@ func newBatchShop(t *testing.T, store *fakeStore, locker service.Locker, cfg ser
 func TestABatchWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
 	yes, no := true, false
 	store := &fakeStore{cutCommit: &yes}
-	shop := newBatchShop(t, store, &fakeLocker{}, service.Config{OutcomeTimeout: time.Second})
+	shop := newBatchShop(t, store, &fakeLocker{}, service.NewSoldOutMarks(0), service.Config{OutcomeTimeout: time.Second})
 	o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "cut-1"})
 	if err != nil || o == nil || o.ID == 0 || o.RequestID != "cut-1" {
 		t.Fatalf("cut after it was durable: %+v, %v; want the order", o, err)
 	}
 	store = &fakeStore{cutCommit: &no}
-	shop = newBatchShop(t, store, &fakeLocker{}, service.Config{OutcomeTimeout: time.Second, ConflictRetries: 1})
+	shop = newBatchShop(t, store, &fakeLocker{}, service.NewSoldOutMarks(0), service.Config{OutcomeTimeout: time.Second, ConflictRetries: 1})
 	if o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "cut-2"}); !errors.Is(err, service.ErrUnavailable) || errors.Is(err, service.ErrCommitUnknown) {
 		t.Fatalf("cut before it was durable: %+v, %v; want unavailable (known not to have happened)", o, err)
 	}
@@ -210,7 +211,7 @@ func TestACutOffBatchDoesNotAnswerWithAnotherGoodsOrder(t *testing.T) {
 	store := &fakeStore{cutCommit: &yes,
 		goods:  map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}, 2: {ID: 20, GoodsNo: 2, Stock: 5, IsActive: 1}},
 		orders: []service.Order{{ID: 1, GoodsNo: 2, RequestID: "reused"}}}
-	shop := newBatchShop(t, store, &fakeLocker{}, service.Config{OutcomeTimeout: time.Second})
+	shop := newBatchShop(t, store, &fakeLocker{}, service.NewSoldOutMarks(0), service.Config{OutcomeTimeout: time.Second})
 	o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "reused", ClientRequestID: true})
 	if !errors.Is(err, service.ErrRequestIDConflict) {
 		t.Fatalf("Purchase = %+v, %v; want request_id_conflict (the id bought goods 2)", o, err)
@@ -224,9 +225,10 @@ func TestABatchWithoutItsTokenAnswersEveryBuyer(t *testing.T) {
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 50, IsActive: 1}}}
 	locker := &fakeLocker{tokenErr: errors.New("zklock: connection lost")}
 	log := slog.New(slog.DiscardHandler)
+	marks := service.NewSoldOutMarks(0)
 	cfg := service.Config{BatchMax: 100, ConflictRetries: -1}
-	b := service.NewBatch(store, locker, cfg, log)
-	shop := service.New(store, b, cfg, log)
+	b := service.NewBatch(store, locker, marks, cfg, log)
+	shop := service.New(store, b, marks, cfg, log)
 	errs := make(chan error, 20)
 	for i := range 20 {
 		go func() {
@@ -274,10 +276,11 @@ func TestBatchDoesNotSellToABuyerWhoHangsUpAfterTheBatchFormed(t *testing.T) {
 		}
 	}}
 	log := slog.New(slog.DiscardHandler)
-	cfg := service.Config{BatchMax: 100, SoldOutFor: -1}
-	b := service.NewBatch(store, locker, cfg, log)
+	marks := service.NewSoldOutMarks(-1)
+	cfg := service.Config{BatchMax: 100}
+	b := service.NewBatch(store, locker, marks, cfg, log)
 	defer b.Close()
-	shop := service.New(store, b, cfg, log)
+	shop := service.New(store, b, marks, cfg, log)
 	buy := func(ctx context.Context, id string) chan error {
 		done := make(chan error, 1)
 		go func() {
@@ -321,7 +324,7 @@ func TestABatchHoldsBatchMaxBuyersAtMost(t *testing.T) {
 func TestTheBatchThatSellsTheLastPieceMarksTheGoodsSoldOut(t *testing.T) {
 	locker := &fakeLocker{}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2}}}
-	shop := newBatchShop(t, store, locker, service.Config{SoldOutFor: time.Hour})
+	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(time.Hour), service.Config{})
 	for i := range 2 {
 		if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("l-", i)}); err != nil {
 			t.Fatalf("buyer %d: %v", i, err)
@@ -340,7 +343,7 @@ func TestTheBatchThatSellsTheLastPieceMarksTheGoodsSoldOut(t *testing.T) {
 // queued.
 func TestAClosedBatchRefusesBuyers(t *testing.T) {
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
-	b := service.NewBatch(store, &fakeLocker{}, service.Config{}, slog.New(slog.DiscardHandler))
+	b := service.NewBatch(store, &fakeLocker{}, nil, service.Config{}, slog.New(slog.DiscardHandler))
 	b.Close()
 	if err := b.Purchase(context.Background(), &service.Order{GoodsNo: 1, RequestID: "late"}); !errors.Is(err, service.ErrUnavailable) {
 		t.Fatalf("a buyer after Close: %v, want unavailable", err)
@@ -355,7 +358,7 @@ func TestAClosedBatchRefusesBuyers(t *testing.T) {
 func TestBuyersWhoAllGaveUpTakeNoLock(t *testing.T) {
 	locker := &fakeLocker{}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
-	b := service.NewBatch(store, locker, service.Config{}, slog.New(slog.DiscardHandler))
+	b := service.NewBatch(store, locker, nil, service.Config{}, slog.New(slog.DiscardHandler))
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -383,10 +386,11 @@ func TestOneBuyerTwiceInTheQueueGoesInTwoBatches(t *testing.T) {
 	}
 	locker := &gateLocker{gate: make(chan struct{})}
 	log := slog.New(slog.DiscardHandler)
-	cfg := service.Config{BatchMax: 100, SoldOutFor: -1, OnePerBuyer: true}
-	b := service.NewBatch(store, locker, cfg, log)
+	marks := service.NewSoldOutMarks(-1)
+	cfg := service.Config{BatchMax: 100, OnePerBuyer: true}
+	b := service.NewBatch(store, locker, marks, cfg, log)
 	defer b.Close()
-	shop := service.New(store, b, cfg, log)
+	shop := service.New(store, b, marks, cfg, log)
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -406,7 +410,7 @@ func TestOneBuyerTwiceInTheQueueGoesInTwoBatches(t *testing.T) {
 func TestABatchFormedAfterTheSellOutTakesNoLock(t *testing.T) {
 	locker := &fakeLocker{}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1}}}
-	shop := newBatchShop(t, store, locker, service.Config{SoldOutFor: time.Hour})
+	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(time.Hour), service.Config{})
 	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "last"}); err != nil {
 		t.Fatal(err)
 	}
@@ -431,12 +435,12 @@ func TestABatchWithoutItsLockSellsNothing(t *testing.T) {
 		want   error
 	}{
 		{"no lock", &fakeLocker{err: errors.New("zk: connection closed")}, service.Config{}, service.ErrUnavailable},
-		{"lost in the pause", &fakeLocker{lost: closedChan()}, service.Config{MaxSleep: time.Hour}, service.ErrLockLost},
+		{"lost in the pause", &fakeLocker{lost: closedChan()}, service.Config{Pause: func() time.Duration { return time.Hour }}, service.ErrLockLost},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
 			tt.cfg.ConflictRetries = -1
-			shop := newBatchShop(t, store, tt.locker, tt.cfg)
+			shop := newBatchShop(t, store, tt.locker, service.NewSoldOutMarks(0), tt.cfg)
 			if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "x"}); !errors.Is(err, tt.want) {
 				t.Fatalf("Purchase = %v, want %v", err, tt.want)
 			}
@@ -458,7 +462,7 @@ func closedChan() chan struct{} {
 func TestABatchChecksTheRowsWindow(t *testing.T) {
 	ended := time.Now().Add(-time.Minute)
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, SaleEnd: &ended}}}
-	b := service.NewBatch(store, &fakeLocker{}, service.Config{}, slog.New(slog.DiscardHandler))
+	b := service.NewBatch(store, &fakeLocker{}, nil, service.Config{}, slog.New(slog.DiscardHandler))
 	defer b.Close()
 	if err := b.Purchase(context.Background(), &service.Order{GoodsNo: 1, RequestID: "late"}); !errors.Is(err, service.ErrEnded) {
 		t.Fatalf("a batch after the end: %v, want ended", err)
@@ -474,10 +478,11 @@ func TestBuyersQueuedBeforeTheSellOutTakeNoLockAfterIt(t *testing.T) {
 	locker := &gateLocker{gate: make(chan struct{})}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1}}}
 	log := slog.New(slog.DiscardHandler)
-	cfg := service.Config{BatchMax: 100, SoldOutFor: time.Hour}
-	b := service.NewBatch(store, locker, cfg, log)
+	marks := service.NewSoldOutMarks(time.Hour)
+	cfg := service.Config{BatchMax: 100}
+	b := service.NewBatch(store, locker, marks, cfg, log)
 	defer b.Close()
-	shop := service.New(store, b, cfg, log)
+	shop := service.New(store, b, marks, cfg, log)
 	results := make(chan error, 6)
 	buy := func(id string) {
 		go func() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -45,13 +44,17 @@ func (l locking) unlock(ctx context.Context, lease Lease, goodsNo int32) {
 	}
 }
 
-// pause is the seed's random sleep "so the race shows more often". It ends
-// early when the request ends or the lock is lost.
+// pause is the seed's sleep "so the race shows more often" (Config.Pause).
+// It ends early when the request ends or the lock is lost.
 func (l locking) pause(ctx context.Context, lost <-chan struct{}) error {
-	if l.cfg.MaxSleep <= 0 {
+	if l.cfg.Pause == nil {
 		return nil
 	}
-	t := time.NewTimer(rand.N(l.cfg.MaxSleep))
+	d := l.cfg.Pause()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

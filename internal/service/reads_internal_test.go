@@ -52,7 +52,7 @@ func crowd(n int, f func()) {
 // does not depend on how the goroutines are scheduled.)
 func TestAnExpiredSoldOutMarkIsCheckedByOneRead(t *testing.T) {
 	store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 0}, delay: 20 * time.Millisecond}
-	marks := newSoldOutMarks(time.Minute)
+	marks := NewSoldOutMarks(time.Minute)
 	marks.until[1] = time.Now().Add(-time.Second) // seen sold out, a while ago
 	var soldOut atomic.Int64
 	crowd(100, func() {
@@ -75,7 +75,7 @@ func TestAnExpiredSoldOutMarkIsCheckedByOneRead(t *testing.T) {
 // the buyers go on to buy.
 func TestAnExpiredSoldOutMarkGoesAfterARestock(t *testing.T) {
 	store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 5}}
-	marks := newSoldOutMarks(time.Minute)
+	marks := NewSoldOutMarks(time.Minute)
 	marks.until[1] = time.Now().Add(-time.Second)
 	if marks.check(context.Background(), store, 1) {
 		t.Fatal("restocked goods still answered sold out")

@@ -9,39 +9,33 @@ import (
 )
 
 // Seed is the seed's purchase, one buyer at a time: read the stock, sleep
-// up to MaxSleep, check it, write back the value read minus one with an
-// order row.
+// for the demo's pause (Config.Pause), check it, write back the value read
+// minus one with an order row.
 //
-// Without a locker that is the seed's overselling race. With one, the read,
-// the sleep and the write are one transaction that first claims the row
-// against the lock's fencing token (and writes the token with the stock), so a holder whose lock passed on while it was
-// paused can neither write after a newer holder nor have its late commit
-// overwritten by one.
+// The read, the sleep and the write are one transaction that first claims
+// the row against the lock's fencing token (and writes the token with the
+// stock), so a holder whose lock passed on while it was paused can neither
+// write after a newer holder nor have its late commit overwritten by one.
+// Without the lock the same purchase is Unlocked (unlocked.go).
 type Seed struct {
 	store Store
 	locking
-	soldOut *soldOutMarks
+	soldOut *SoldOutMarks
 }
 
-// NewSeed returns the seed strategy; a nil locker runs it without a lock,
-// which oversells under concurrency: the switch the demo flips.
-func NewSeed(store Store, locker Locker, cfg Config, log *slog.Logger) *Seed {
-	cfg.setDefaults()
-	return &Seed{store: store, locking: locking{locker: locker, cfg: cfg, log: log}}
-}
-
-func (p *Seed) useSoldOut(m *soldOutMarks) { p.soldOut = m }
-
-// Purchase sells one piece to one buyer.
-func (p *Seed) Purchase(ctx context.Context, order *Order) error {
-	if p.locker == nil {
-		return p.sellUnlocked(ctx, order)
+// NewSeed returns the seed strategy. The buyers queued for a goods' lock
+// leave the queue when marks marks it sold out (the Shop's marks).
+func NewSeed(store Store, locker Locker, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Seed {
+	if locker == nil {
+		panic("service: NewSeed needs a Locker (NewUnlocked is the purchase without one)")
 	}
-	return p.sellLocked(ctx, order)
+	cfg.setDefaults()
+	return &Seed{store: store, locking: locking{locker: locker, cfg: cfg, log: log}, soldOut: marks}
 }
 
-// sellLocked is the purchase under the lock, fenced by its token.
-func (p *Seed) sellLocked(ctx context.Context, order *Order) error {
+// Purchase sells one piece to one buyer, under the lock, fenced by its
+// token.
+func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 	goodsNo := order.GoodsNo
 	lease, err := p.lockWhileInStock(ctx, goodsNo)
 	if err != nil {
@@ -103,24 +97,4 @@ func (p *Seed) lockWhileInStock(ctx context.Context, goodsNo int32) (Lease, erro
 		return nil, ErrSoldOut
 	}
 	return lease, err
-}
-
-// sellUnlocked is the seed's purchase without a lock: a plain read, the
-// sleep, and a write of the value read minus one. Concurrent buyers read the
-// same stock and oversell; that is what the lock switch shows.
-func (p *Seed) sellUnlocked(ctx context.Context, order *Order) error {
-	g, err := p.store.Goods(ctx, order.GoodsNo)
-	if err != nil {
-		return err
-	}
-	if err := p.pause(ctx, nil); err != nil {
-		return err
-	}
-	if err := g.OpenAt(time.Now()); err != nil {
-		return err
-	}
-	if g.Stock < 1 {
-		return ErrSoldOut
-	}
-	return p.store.Sell(ctx, g, g.Stock-1, order)
 }

@@ -122,13 +122,15 @@ type Purchaser interface {
 
 // Config tunes the purchase.
 type Config struct {
-	// MaxSleep: each purchase sleeps a random duration in [0, MaxSleep)
-	// between reading and writing the stock, the seed's race amplifier (the
-	// batch strategy sleeps once per batch).
-	MaxSleep time.Duration
-	// AcquireTimeout bounds the wait for the lock. Default 10s.
+	// Pause, if set, is how long a purchase sleeps between reading and
+	// writing the stock: the seed's race amplifier, the demo's random sleep
+	// (the batch strategy sleeps once per batch). Nil: no sleep.
+	Pause func() time.Duration
+	// AcquireTimeout bounds the wait for the lock. Default
+	// DefaultAcquireTimeout.
 	AcquireTimeout time.Duration
-	// UnlockTimeout bounds the release of the lock. Default 10s.
+	// UnlockTimeout bounds the release of the lock. Default
+	// DefaultUnlockTimeout.
 	UnlockTimeout time.Duration
 	// OutcomeTimeout bounds how long a purchase whose commit was cut off
 	// keeps asking the database whether its order exists. Default 10s.
@@ -137,24 +139,20 @@ type Config struct {
 	// locking strategies: the buyers waiting for the lock); a buyer beyond
 	// it is answered ErrBusy at once. 0: no bound.
 	MaxWaiting int
-	// SoldOutFor is how long a goods seen sold out is answered sold out
-	// without asking the lock or the database; a restock shows after at
-	// most this long. Default 1s; negative: never.
-	SoldOutFor time.Duration
 	// BatchMax bounds the buyers one batch sells to (the batch strategy).
-	// Default 100.
+	// Default DefaultBatchMax.
 	BatchMax int
 	// OnePerBuyer: a buyer who gives an id holds at most one order of a
 	// goods that is not expired (enforced by the database).
 	OnePerBuyer bool
 	// WindowFor is how long a goods' sale window, read from the database,
 	// is trusted before it is read again: a changed window shows within
-	// it. Default 1s.
+	// it. Default DefaultWindowFor.
 	WindowFor time.Duration
 	// ConflictRetries bounds how often a purchase that wrote nothing for a
 	// conflict (ErrConflict) or a broken connection (ErrConnectionLost) is
 	// tried again, after a short random wait, within the request's deadline.
-	// Default 5; negative: never.
+	// Default DefaultConflictRetries; negative: never.
 	ConflictRetries int
 	// HandOffAfterCommit makes the locking strategies release the lock
 	// only once the commit has answered, instead of during the commit. The
@@ -165,31 +163,40 @@ type Config struct {
 	HandOffAfterCommit bool
 }
 
-// DefaultOutcomeTimeout is Config.OutcomeTimeout's default: how long a
-// purchase whose commit was cut off may keep asking whether its order exists.
-const DefaultOutcomeTimeout = 10 * time.Second
+// The defaults of Config's fields and of NewSoldOutMarks.
+const (
+	DefaultAcquireTimeout = 10 * time.Second
+	DefaultUnlockTimeout  = 10 * time.Second
+	// DefaultOutcomeTimeout: how long a purchase whose commit was cut off
+	// may keep asking whether its order exists.
+	DefaultOutcomeTimeout = 10 * time.Second
+	// DefaultSoldOutFor: how long a goods seen sold out is answered sold
+	// out without asking the lock or the database; a restock shows after
+	// at most this long.
+	DefaultSoldOutFor      = time.Second
+	DefaultBatchMax        = 100
+	DefaultWindowFor       = time.Second
+	DefaultConflictRetries = 5
+)
 
 func (c *Config) setDefaults() {
 	if c.AcquireTimeout <= 0 {
-		c.AcquireTimeout = 10 * time.Second
+		c.AcquireTimeout = DefaultAcquireTimeout
 	}
 	if c.UnlockTimeout <= 0 {
-		c.UnlockTimeout = 10 * time.Second
+		c.UnlockTimeout = DefaultUnlockTimeout
 	}
 	if c.OutcomeTimeout <= 0 {
 		c.OutcomeTimeout = DefaultOutcomeTimeout
 	}
-	if c.SoldOutFor == 0 {
-		c.SoldOutFor = time.Second
-	}
 	if c.BatchMax <= 0 {
-		c.BatchMax = 100
+		c.BatchMax = DefaultBatchMax
 	}
 	if c.WindowFor <= 0 {
-		c.WindowFor = time.Second
+		c.WindowFor = DefaultWindowFor
 	}
 	if c.ConflictRetries == 0 {
-		c.ConflictRetries = 5
+		c.ConflictRetries = DefaultConflictRetries
 	}
 }
 
@@ -202,18 +209,17 @@ type Shop struct {
 	purchaser Purchaser
 	cfg       Config
 	log       *slog.Logger
-	soldOut   *soldOutMarks
+	soldOut   *SoldOutMarks
 	windows   *saleWindows
 	waiting   chan struct{} // a token per purchase in progress; nil: no bound
 }
 
-// New returns a Shop that sells with p.
-func New(store Store, p Purchaser, cfg Config, log *slog.Logger) *Shop {
+// New returns a Shop that sells with p and answers the buyers of a goods
+// marks has seen sold out at once (nil: none are; give the locking
+// strategy the same marks, so that its queued buyers leave at the mark).
+func New(store Store, p Purchaser, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Shop {
 	cfg.setDefaults()
-	s := &Shop{store: store, purchaser: p, cfg: cfg, log: log, soldOut: newSoldOutMarks(cfg.SoldOutFor), windows: newSaleWindows(cfg.WindowFor)}
-	if q, ok := p.(interface{ useSoldOut(*soldOutMarks) }); ok {
-		q.useSoldOut(s.soldOut) // queued buyers see the mark too
-	}
+	s := &Shop{store: store, purchaser: p, cfg: cfg, log: log, soldOut: marks, windows: newSaleWindows(cfg.WindowFor)}
 	if cfg.MaxWaiting > 0 {
 		s.waiting = make(chan struct{}, cfg.MaxWaiting)
 	}

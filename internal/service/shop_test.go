@@ -274,11 +274,25 @@ func (f *fakeLocker) Unlock(ctx context.Context) error {
 }
 
 func newShop(store *fakeStore, locker service.Locker, cfg service.Config) *service.Shop {
+	return newShopMarking(store, locker, service.NewSoldOutMarks(0), cfg)
+}
+
+// newUnlockedShop sells with the seed's purchase without a lock.
+func newUnlockedShop(store *fakeStore, cfg service.Config) *service.Shop {
 	if store.goods == nil {
 		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
 	}
 	log := slog.New(slog.DiscardHandler)
-	return service.New(store, service.NewSeed(store, locker, cfg, log), cfg, log)
+	return service.New(store, service.NewUnlocked(store, cfg, log), service.NewSoldOutMarks(0), cfg, log)
+}
+
+// newShopMarking is newShop with the sold-out marks given.
+func newShopMarking(store *fakeStore, locker service.Locker, marks *service.SoldOutMarks, cfg service.Config) *service.Shop {
+	if store.goods == nil {
+		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
+	}
+	log := slog.New(slog.DiscardHandler)
+	return service.New(store, service.NewSeed(store, locker, marks, cfg, log), marks, cfg, log)
 }
 
 func TestPurchaseOutcomes(t *testing.T) {
@@ -315,7 +329,7 @@ func TestPurchaseOutcomes(t *testing.T) {
 
 func TestPurchaseWritesReadValueMinusOne(t *testing.T) {
 	store := &fakeStore{}
-	order, err := newShop(store, nil, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "req-7"})
+	order, err := newUnlockedShop(store, service.Config{}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "req-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +343,7 @@ func TestPurchaseAbortsWhenTheLockIsLost(t *testing.T) {
 		store := &fakeStore{}
 		locker := &fakeLocker{lost: make(chan struct{})}
 		close(locker.lost)
-		_, err := newShop(store, locker, service.Config{MaxSleep: time.Hour}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
+		_, err := newShop(store, locker, service.Config{Pause: func() time.Duration { return time.Hour }}).Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 		if !errors.Is(err, service.ErrLockLost) || len(store.orders) != 0 || store.goods[1].Stock != 2 {
 			t.Fatalf("err %v, %d orders, stock %d: want ErrLockLost and nothing written", err, len(store.orders), store.goods[1].Stock)
 		}
@@ -423,12 +437,12 @@ func TestPurchaseWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
 	for _, tt := range tests {
 		for _, locked := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s (locked %t)", tt.name, locked), func(t *testing.T) {
-				var locker service.Locker
-				if locked {
-					locker = &fakeLocker{lost: make(chan struct{})}
-				}
 				store := tt.store()
-				shop := newShop(store, locker, service.Config{OutcomeTimeout: 200 * time.Millisecond})
+				cfg := service.Config{OutcomeTimeout: 200 * time.Millisecond}
+				shop := newUnlockedShop(store, cfg)
+				if locked {
+					shop = newShop(store, &fakeLocker{lost: make(chan struct{})}, cfg)
+				}
 				order, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "req-cut"})
 				if tt.want == nil {
 					if err != nil || order == nil || order.ID == 0 || order.RequestID != "req-cut" {
@@ -451,7 +465,7 @@ func TestPurchaseWhoseCommitWasCutOffTellsTheTruth(t *testing.T) {
 func TestSoldOutIsAnsweredWithoutTheLockUntilTheMarkExpires(t *testing.T) {
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 0}}}
 	locker := &fakeLocker{lost: make(chan struct{})}
-	shop := newShop(store, locker, service.Config{SoldOutFor: 50 * time.Millisecond})
+	shop := newShopMarking(store, locker, service.NewSoldOutMarks(50*time.Millisecond), service.Config{})
 	for range 3 {
 		if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"}); !errors.Is(err, service.ErrSoldOut) {
 			t.Fatalf("Purchase = %v, want ErrSoldOut", err)
@@ -721,7 +735,7 @@ func TestEveryPurchaseGivesItsSlotBack(t *testing.T) {
 		fmt.Errorf("%w: deadlock", service.ErrConflict), context.Canceled, service.ErrLockTimeout, service.ErrFenced},
 		entered: make(chan struct{}, 3), gate: make(chan struct{})}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}}}
-	shop := service.New(store, g, service.Config{MaxWaiting: 2, SoldOutFor: -1, OutcomeTimeout: 100 * time.Millisecond, ConflictRetries: -1},
+	shop := service.New(store, g, service.NewSoldOutMarks(-1), service.Config{MaxWaiting: 2, OutcomeTimeout: 100 * time.Millisecond, ConflictRetries: -1},
 		slog.New(slog.DiscardHandler))
 	for i := range 100 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -762,7 +776,7 @@ func TestEveryPurchaseGivesItsSlotBack(t *testing.T) {
 // failures on.
 func TestStockRefusesBadInputAndPassesFailuresOn(t *testing.T) {
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
-	shop := newShop(store, nil, service.Config{})
+	shop := newUnlockedShop(store, service.Config{})
 	if _, err := shop.Stock(context.Background(), 0); !errors.Is(err, service.ErrInvalidGoodsNo) {
 		t.Errorf("goods 0: %v, want invalid", err)
 	}

@@ -9,13 +9,13 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// soldOutMarks remembers, per goods, that this instance saw it sold out, so
+// SoldOutMarks remembers, per goods, that this instance saw it sold out, so
 // that later buyers are answered at once instead of queueing for the lock
 // to hear the same. During a sale the stock only goes down, so the answer
 // stays right until a restock; a mark is trusted for `ttl`, after which the
 // stock is read again, without the lock. That is how a restock reaches every
 // instance: nobody needs to tell them, each finds out within ttl and a read.
-type soldOutMarks struct {
+type SoldOutMarks struct {
 	ttl    time.Duration // <0: never mark
 	probes singleflight.Group
 
@@ -31,12 +31,20 @@ type queuedBuyers struct {
 	cancel context.CancelFunc
 }
 
-func newSoldOutMarks(ttl time.Duration) *soldOutMarks {
-	return &soldOutMarks{ttl: ttl, until: map[int32]time.Time{}}
+// NewSoldOutMarks returns the marks of one instance, each trusted for ttl
+// (0: DefaultSoldOutFor; negative: never marked). The Shop and the locking
+// strategies share them: the Shop answers later buyers from them, and the
+// buyers queued for a goods' lock leave the queue when it is marked. A nil
+// *SoldOutMarks marks nothing.
+func NewSoldOutMarks(ttl time.Duration) *SoldOutMarks {
+	if ttl == 0 {
+		ttl = DefaultSoldOutFor
+	}
+	return &SoldOutMarks{ttl: ttl, until: map[int32]time.Time{}}
 }
 
 // mark records that goodsNo was seen sold out now.
-func (m *soldOutMarks) mark(goodsNo int32) {
+func (m *SoldOutMarks) mark(goodsNo int32) {
 	if m == nil || m.ttl < 0 {
 		return
 	}
@@ -54,7 +62,7 @@ func (m *soldOutMarks) mark(goodsNo int32) {
 // instead of each taking the lock in turn to hear "sold out" (with a
 // thousand in the queue, seconds of hand-offs after the last piece). nil
 // when m is nil.
-func (m *soldOutMarks) whileInStock(goodsNo int32) context.Context {
+func (m *SoldOutMarks) whileInStock(goodsNo int32) context.Context {
 	if m == nil {
 		return nil
 	}
@@ -73,7 +81,7 @@ func (m *soldOutMarks) whileInStock(goodsNo int32) context.Context {
 }
 
 // state says whether goodsNo has a mark, and whether it has expired.
-func (m *soldOutMarks) state(goodsNo int32) (marked, expired bool) {
+func (m *SoldOutMarks) state(goodsNo int32) (marked, expired bool) {
 	if m == nil {
 		return false, false
 	}
@@ -84,7 +92,7 @@ func (m *soldOutMarks) state(goodsNo int32) (marked, expired bool) {
 }
 
 // seen reports whether goodsNo was seen sold out within ttl.
-func (m *soldOutMarks) seen(goodsNo int32) bool {
+func (m *SoldOutMarks) seen(goodsNo int32) bool {
 	marked, expired := m.state(goodsNo)
 	return marked && !expired
 }
@@ -95,7 +103,7 @@ func (m *soldOutMarks) seen(goodsNo int32) bool {
 // a time, its answer shared by the buyers who come meanwhile; it renews the
 // mark or, after a restock, removes it. Without it, every buyer in flight
 // when a mark expires would queue for the lock to hear "sold out" again.
-func (m *soldOutMarks) check(ctx context.Context, store Store, goodsNo int32) bool {
+func (m *SoldOutMarks) check(ctx context.Context, store Store, goodsNo int32) bool {
 	marked, expired := m.state(goodsNo)
 	if !marked || !expired {
 		return marked
