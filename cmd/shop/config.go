@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
@@ -71,14 +72,19 @@ type Config struct {
 	}
 }
 
-// setting is one configuration key with its default and its meaning; the
-// table is the single source of flags, defaults and the README's table.
+// setting is one configuration key: its type, default, meaning and where
+// it goes in Config. The table below is the one place a key is declared:
+// the flags, viper's defaults and the parsing come from it, and tests check
+// config.yaml and the README's table against it.
 type setting struct {
 	key  string
 	kind kind
 	def  string
 	// usage is the flag's help and the README's description.
 	usage string
+	// parse converts and checks the key's value into c (p keeps the first
+	// error).
+	parse func(p *parser, key string, c *Config)
 }
 
 // kind is a setting's type: the flag's type; the parser converts strictly.
@@ -93,38 +99,70 @@ const (
 )
 
 var settings = []setting{
-	{"server.addr", kString, "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)"},
-	{"server.shutdownTimeout", kDuration, "15s", "how long shutdown waits for in-flight purchases"},
-	{"server.readTimeout", kDuration, "15s", "longest time to read a request, headers and body"},
-	{"server.writeTimeout", kDuration, "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s"},
-	{"server.idleTimeout", kDuration, "60s", "a keep-alive connection idle this long is closed"},
-	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less twice mysql.maxOpenConns and 64"},
-	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node"},
-	{"mysql.maxOpenConns", kInt, "100", "size of each of the two connection pools (the seed's Druid maxActive; the purchase under the lock has its own)"},
-	{"mysql.maxIdleConns", kInt, "100", "idle connections each pool keeps; keep it at mysql.maxOpenConns: Go closes every connection returned beyond it, and a burst then opens new ones faster than MySQL's back_log takes them (Druid's minIdle is not Go's MaxIdleConns)"},
-	{"mysql.idleTransactionTimeout", kDuration, "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep"},
-	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port"},
-	{"zookeeper.sessionTimeout", kDuration, "25s", "ZooKeeper session timeout"},
-	{"zookeeper.connectionTimeout", kDuration, "20s", "how long start-up waits for a ZooKeeper session"},
-	{"zookeeper.retry.baseSleep", kDuration, "1s", "exponential backoff retry: base sleep"},
-	{"zookeeper.retry.maxRetries", kInt, "10", "exponential backoff retry: retries (at most 29)"},
-	{"zookeeper.retry.maxSleep", kDuration, "0s", "exponential backoff retry: longest sleep (0: no cap)"},
-	{"lock.enabled", kBool, "true", "guard purchases with the ZooKeeper lock; false reproduces overselling"},
-	{"lock.path", kString, "/Locks", "lock path; {goodsNo} in it makes one lock per goods, e.g. /locks/goods/{goodsNo}"},
-	{"lock.acquireTimeout", kDuration, "10s", "how long a purchase waits for the lock before answering 503"},
-	{"purchase.strategy", kString, "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)"},
-	{"purchase.maxWaiting", kInt, "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy"},
-	{"purchase.batchMax", kInt, "100", "batch strategy: the most buyers one batch sells to"},
-	{"purchase.onePerBuyer", kBool, "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired"},
-	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)"},
-	{"orders.sweepInterval", kDuration, "1s", "how often the elected instance expires unpaid orders"},
-	{"leader.enabled", kBool, "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)"},
-	{"leader.path", kString, "/seckill/leader", "ZooKeeper path of the sweeper's election (Curator LeaderSelector)"},
-	{"leader.id", kString, "", "this instance's participant id in the election (default: hostname:port)"},
-	{"dashboard.peers", kList, "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only)"},
-	{"dashboard.goods", kInt, "1", "the goods /dashboard charts"},
-	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier"},
-	{"log.level", kString, "info", "log level: debug, info, warn, error"},
+	{"server.addr", kString, "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)",
+		func(p *parser, k string, c *Config) { c.Server.Addr = p.str(k) }},
+	{"server.shutdownTimeout", kDuration, "15s", "how long shutdown waits for in-flight purchases",
+		func(p *parser, k string, c *Config) { c.Server.ShutdownTimeout = p.duration(k, false) }},
+	{"server.readTimeout", kDuration, "15s", "longest time to read a request, headers and body",
+		func(p *parser, k string, c *Config) { c.Server.ReadTimeout = p.duration(k, false) }},
+	{"server.writeTimeout", kDuration, "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s",
+		func(p *parser, k string, c *Config) { c.Server.WriteTimeout = p.duration(k, true) }},
+	{"server.idleTimeout", kDuration, "60s", "a keep-alive connection idle this long is closed",
+		func(p *parser, k string, c *Config) { c.Server.IdleTimeout = p.duration(k, false) }},
+	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less twice mysql.maxOpenConns and 64",
+		func(p *parser, k string, c *Config) { c.Server.MaxConnections = p.count(k) }},
+	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node",
+		func(p *parser, k string, c *Config) { c.MySQL.DSN = p.str(k) }},
+	{"mysql.maxOpenConns", kInt, "100", "size of each of the two connection pools (the seed's Druid maxActive; the purchase under the lock has its own)",
+		func(p *parser, k string, c *Config) { c.MySQL.MaxOpenConns = p.positive(k) }},
+	{"mysql.maxIdleConns", kInt, "100", "idle connections each pool keeps; keep it at mysql.maxOpenConns: Go closes every connection returned beyond it, and a burst then opens new ones faster than MySQL's back_log takes them (Druid's minIdle is not Go's MaxIdleConns)",
+		func(p *parser, k string, c *Config) { c.MySQL.MaxIdleConns = p.positive(k) }},
+	{"mysql.idleTransactionTimeout", kDuration, "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep",
+		func(p *parser, k string, c *Config) { c.MySQL.IdleTransactionTimeout = p.duration(k, true) }},
+	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Servers = p.list(k) }},
+	{"zookeeper.sessionTimeout", kDuration, zklock.DefaultSessionTimeout.String(), "ZooKeeper session timeout",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.SessionTimeout = p.duration(k, false) }},
+	{"zookeeper.connectionTimeout", kDuration, zklock.DefaultConnectionTimeout.String(), "how long start-up waits for a ZooKeeper session",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.ConnectionTimeout = p.duration(k, false) }},
+	{"zookeeper.retry.baseSleep", kDuration, zklock.DefaultRetryBaseSleep.String(), "exponential backoff retry: base sleep",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.BaseSleep = p.duration(k, false) }},
+	{"zookeeper.retry.maxRetries", kInt, strconv.Itoa(zklock.DefaultRetryMaxRetries), "exponential backoff retry: retries (at most 29)",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxRetries = p.positive(k) }},
+	{"zookeeper.retry.maxSleep", kDuration, "0s", "exponential backoff retry: longest sleep (0: no cap)",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxSleep = p.duration(k, true) }},
+	{"lock.enabled", kBool, "true", "guard purchases with the ZooKeeper lock; false reproduces overselling",
+		func(p *parser, k string, c *Config) { c.Lock.Enabled = p.boolean(k) }},
+	{"lock.path", kString, "/Locks", "lock path; {goodsNo} in it makes one lock per goods, e.g. /locks/goods/{goodsNo}",
+		func(p *parser, k string, c *Config) { c.Lock.Path = p.lockPath(k) }},
+	{"lock.acquireTimeout", kDuration, service.DefaultAcquireTimeout.String(), "how long a purchase waits for the lock before answering 503",
+		func(p *parser, k string, c *Config) { c.Lock.AcquireTimeout = p.duration(k, false) }},
+	{"purchase.strategy", kString, "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)",
+		func(p *parser, k string, c *Config) { c.Purchase.Strategy = p.oneOf(k, "seed", "batch", "atomic") }},
+	{"purchase.maxWaiting", kInt, "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy",
+		func(p *parser, k string, c *Config) { c.Purchase.MaxWaiting = p.positive(k) }},
+	{"purchase.batchMax", kInt, strconv.Itoa(service.DefaultBatchMax), "batch strategy: the most buyers one batch sells to",
+		func(p *parser, k string, c *Config) { c.Purchase.BatchMax = p.positive(k) }},
+	{"purchase.onePerBuyer", kBool, "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired",
+		func(p *parser, k string, c *Config) { c.Purchase.OnePerBuyer = p.boolean(k) }},
+	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)",
+		func(p *parser, k string, c *Config) { c.Orders.PayTimeout = p.duration(k, true) }},
+	{"orders.sweepInterval", kDuration, "1s", "how often the elected instance expires unpaid orders",
+		func(p *parser, k string, c *Config) { c.Orders.SweepInterval = p.duration(k, false) }},
+	{"leader.enabled", kBool, "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)",
+		func(p *parser, k string, c *Config) { c.Leader.Enabled = p.boolean(k) }},
+	{"leader.path", kString, "/seckill/leader", "ZooKeeper path of the sweeper's election (Curator LeaderSelector)",
+		func(p *parser, k string, c *Config) { c.Leader.Path = p.lockPath(k) }},
+	{"leader.id", kString, "", "this instance's participant id in the election (default: hostname:port)",
+		func(p *parser, k string, c *Config) { c.Leader.ID = strings.TrimSpace(p.v.GetString(k)) }},
+	{"dashboard.peers", kList, "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only)",
+		func(p *parser, k string, c *Config) { c.Dashboard.Peers = p.peers(k) }},
+	{"dashboard.goods", kInt, "1", "the goods /dashboard charts",
+		func(p *parser, k string, c *Config) { c.Dashboard.Goods = int32(p.positive(k)) }},
+	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier",
+		func(p *parser, k string, c *Config) { c.Demo.MaxSleep = p.duration(k, true) }},
+	{"log.level", kString, "info", "log level: debug, info, warn, error",
+		func(p *parser, k string, c *Config) { c.Log.Level = p.oneOf(k, "debug", "info", "warn", "error") }},
 }
 
 // configFlags adds --config and a typed flag for each setting whose key
@@ -262,52 +300,15 @@ func envName(key string) string {
 func parseConfig(v *viper.Viper) (Config, error) {
 	var c Config
 	p := parser{v: v}
-	c.Server.Addr = p.str("server.addr")
-	c.Server.ShutdownTimeout = p.duration("server.shutdownTimeout", false)
-	c.Server.ReadTimeout = p.duration("server.readTimeout", false)
-	c.Server.WriteTimeout = p.duration("server.writeTimeout", true)
-	c.Server.IdleTimeout = p.duration("server.idleTimeout", false)
-	c.Server.MaxConnections = p.count("server.maxConnections")
-	c.MySQL.DSN = p.str("mysql.dsn")
-	c.MySQL.MaxOpenConns = p.positive("mysql.maxOpenConns")
-	c.MySQL.MaxIdleConns = p.positive("mysql.maxIdleConns")
-	c.MySQL.IdleTransactionTimeout = p.duration("mysql.idleTransactionTimeout", true)
-	c.ZooKeeper.Servers = p.list("zookeeper.servers")
-	c.ZooKeeper.SessionTimeout = p.duration("zookeeper.sessionTimeout", false)
-	c.ZooKeeper.ConnectionTimeout = p.duration("zookeeper.connectionTimeout", false)
-	c.ZooKeeper.Retry.BaseSleep = p.duration("zookeeper.retry.baseSleep", false)
-	c.ZooKeeper.Retry.MaxRetries = p.positive("zookeeper.retry.maxRetries")
-	c.ZooKeeper.Retry.MaxSleep = p.duration("zookeeper.retry.maxSleep", true)
-	c.Lock.Enabled = p.boolean("lock.enabled")
-	c.Lock.Path = p.lockPath("lock.path")
-	c.Lock.AcquireTimeout = p.duration("lock.acquireTimeout", false)
-	c.Purchase.Strategy = p.oneOf("purchase.strategy", "seed", "batch", "atomic")
-	c.Purchase.MaxWaiting = p.positive("purchase.maxWaiting")
-	c.Purchase.BatchMax = p.positive("purchase.batchMax")
-	c.Purchase.OnePerBuyer = p.boolean("purchase.onePerBuyer")
-	c.Orders.PayTimeout = p.duration("orders.payTimeout", true)
-	c.Orders.SweepInterval = p.duration("orders.sweepInterval", false)
-	c.Leader.Enabled = p.boolean("leader.enabled")
-	c.Leader.Path = p.lockPath("leader.path")
-	c.Leader.ID = strings.TrimSpace(p.v.GetString("leader.id"))
-	for _, peer := range strings.Split(strings.TrimSpace(p.v.GetString("dashboard.peers")), ",") {
-		switch peer = strings.TrimRight(strings.TrimSpace(peer), "/"); peer {
-		case "":
-		case "self":
-			c.Dashboard.Peers = append(c.Dashboard.Peers, "") // the page's own origin
-		default:
-			c.Dashboard.Peers = append(c.Dashboard.Peers, peer)
-		}
+	for _, s := range settings {
+		s.parse(&p, s.key, &c)
 	}
-	c.Dashboard.Goods = int32(p.positive("dashboard.goods"))
-	c.Demo.MaxSleep = p.duration("demo.maxSleep", true)
 	if p.err == nil && !c.Lock.Enabled && c.Purchase.Strategy != "seed" {
 		p.err = fmt.Errorf("config: lock.enabled=false (SHOP_LOCK_ENABLED) reproduces the seed's overselling and goes only with purchase.strategy=seed (SHOP_PURCHASE_STRATEGY), not %q", c.Purchase.Strategy)
 	}
 	if longest := c.Lock.AcquireTimeout + c.Demo.MaxSleep; p.err == nil && c.Server.WriteTimeout > 0 && c.Server.WriteTimeout <= longest {
 		p.err = fmt.Errorf("config: server.writeTimeout (SHOP_SERVER_WRITETIMEOUT) %v must exceed lock.acquireTimeout + demo.maxSleep (%v): a buyer who waited that long would lose the answer to a purchase that was made", c.Server.WriteTimeout, longest)
 	}
-	c.Log.Level = p.oneOf("log.level", "debug", "info", "warn", "error")
 	if p.err != nil {
 		return Config{}, p.err
 	}
@@ -400,6 +401,21 @@ func (p *parser) oneOf(key string, allowed ...string) string {
 		p.fail(key, "%q is not one of %s", s, strings.Join(allowed, ", "))
 	}
 	return s
+}
+
+// peers is dashboard.peers: base URLs, "self" for the page's own origin.
+func (p *parser) peers(key string) []string {
+	var out []string
+	for _, peer := range strings.Split(strings.TrimSpace(p.v.GetString(key)), ",") {
+		switch peer = strings.TrimRight(strings.TrimSpace(peer), "/"); peer {
+		case "":
+		case "self":
+			out = append(out, "") // the page's own origin
+		default:
+			out = append(out, peer)
+		}
+	}
+	return out
 }
 
 // list accepts a YAML list or a comma-separated string.

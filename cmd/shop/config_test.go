@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -213,5 +214,47 @@ func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
 			t.Errorf("%v: write timeout %v, want at least %v (acquire %v + sleep %v + outcome %v) and 20 s for the transaction",
 				env, w, longest+20*time.Second, c.Lock.AcquireTimeout, c.Demo.MaxSleep, service.DefaultOutcomeTimeout)
 		}
+	}
+}
+
+// Each setting's row parses into a field of its own: a value other than
+// the default, given in the environment, changes the Config, and no two
+// settings change the same field.
+func TestEverySettingReachesItsOwnField(t *testing.T) {
+	base, err := load(t, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	candidates := map[kind][]string{
+		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone"},
+		kInt:      {"7"},
+		kBool:     {"false", "true"},
+		kDuration: {"77s", "7s"},
+		kList:     {"h1:1,h2:2"},
+	}
+	changedBy := map[string]string{} // the Config as text after a change → the setting that made it
+	for _, s := range settings {
+		var changed string
+		for _, v := range candidates[s.kind] {
+			if v == s.def {
+				continue
+			}
+			c, err := load(t, map[string]string{envName(s.key): v})
+			if err != nil {
+				continue // not a value this key takes: try the next
+			}
+			if got := fmt.Sprintf("%+v", c); got != fmt.Sprintf("%+v", base) {
+				changed = got
+				break
+			}
+		}
+		if changed == "" {
+			t.Errorf("%s: no value changed the Config: its row parses into nothing", s.key)
+			continue
+		}
+		if other, ok := changedBy[changed]; ok {
+			t.Errorf("%s and %s change the Config the same way: one field for two settings", s.key, other)
+		}
+		changedBy[changed] = s.key
 	}
 }

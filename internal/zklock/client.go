@@ -52,15 +52,25 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// Options configure a Client. Zero fields get the documented defaults, which
-// are the seckill seed's Curator settings.
+// The defaults of Options: the seckill seed's Curator settings.
+const (
+	DefaultSessionTimeout    = 25 * time.Second
+	DefaultConnectionTimeout = 20 * time.Second
+	DefaultRetryBaseSleep    = time.Second
+	DefaultRetryMaxRetries   = 10
+)
+
+// Options configure a Client. Zero fields get the defaults above.
 type Options struct {
-	// SessionTimeout is the ZooKeeper session timeout. Default 25s.
+	// SessionTimeout is the ZooKeeper session timeout. Default
+	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
-	// ConnectionTimeout bounds Connect's wait for the first session. Default 20s.
+	// ConnectionTimeout bounds Connect's wait for the first session.
+	// Default DefaultConnectionTimeout.
 	ConnectionTimeout time.Duration
 	// Retry is the policy for operations failing with connection loss.
-	// Default ExponentialBackoffRetry{BaseSleep: 1s, MaxRetries: 10}.
+	// Default ExponentialBackoffRetry{BaseSleep: DefaultRetryBaseSleep,
+	// MaxRetries: DefaultRetryMaxRetries}.
 	Retry ExponentialBackoffRetry
 	// Logger receives connection state changes. Default: discard.
 	Logger *slog.Logger
@@ -89,16 +99,16 @@ type Observer interface {
 
 func (o *Options) setDefaults() {
 	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 25 * time.Second
+		o.SessionTimeout = DefaultSessionTimeout
 	}
 	if o.ConnectionTimeout <= 0 {
-		o.ConnectionTimeout = 20 * time.Second
+		o.ConnectionTimeout = DefaultConnectionTimeout
 	}
 	if o.Retry.BaseSleep <= 0 {
-		o.Retry.BaseSleep = time.Second
+		o.Retry.BaseSleep = DefaultRetryBaseSleep
 	}
 	if o.Retry.MaxRetries <= 0 {
-		o.Retry.MaxRetries = 10
+		o.Retry.MaxRetries = DefaultRetryMaxRetries
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
