@@ -704,17 +704,55 @@ const atomicSQL = "UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? A
 // under a newer lock (service.ErrFenced). The row stays locked until the
 // transaction ends, and the sale writes the token into the fence with the
 // stock, so no older holder can write after it.
+//
+// The batch claims in a GORM transaction (here), the seed's sale on a
+// connection of its own (saleTx.claim); both read the claim's answer with
+// readClaim, the one fence check.
 func (s *Store) claim(tx *gorm.DB, goodsNo int32, fence int64) (goodsStock, error) {
-	var rows []goodsStock
-	if err := tx.Raw(s.claimStmt, goodsNo).Scan(&rows).Error; err != nil {
+	rows, err := tx.Raw(s.claimStmt, goodsNo).Rows()
+	if err != nil {
 		return goodsStock{}, err
 	}
-	if len(rows) == 0 {
+	return readClaim(rows, fence)
+}
+
+// readClaim reads the answer to claimSQL, closing rows: the goods' row,
+// service.ErrNotFound without one, or the fence error when the row was
+// written under a lock newer than token.
+func readClaim(rows *sql.Rows, token int64) (goodsStock, error) {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return goodsStock{}, err
+		}
 		return goodsStock{}, service.ErrNotFound
 	}
-	row := rows[0]
-	if row.Fence > fence {
-		return goodsStock{}, fenced(fence, row.Fence)
+	var (
+		row      goodsStock
+		stock    sql.NullInt32
+		active   sql.NullInt16
+		from, to sql.NullTime
+	)
+	if err := rows.Scan(&row.ID, &row.GoodsNo, &stock, &active, &row.Fence, &from, &to); err != nil {
+		return goodsStock{}, err
+	}
+	if err := rows.Close(); err != nil {
+		return goodsStock{}, err
+	}
+	if stock.Valid {
+		row.Stock = &stock.Int32
+	}
+	if active.Valid {
+		row.IsActive = &active.Int16
+	}
+	if from.Valid {
+		row.SaleStart = &from.Time
+	}
+	if to.Valid {
+		row.SaleEnd = &to.Time
+	}
+	if row.Fence > token {
+		return goodsStock{}, fenced(token, row.Fence)
 	}
 	return row, nil
 }
@@ -741,11 +779,15 @@ func (s *Store) causal(stmt string) string {
 // of overwriting that commit.
 const claimedStock = "id = ? AND stock <=> ? AND fence = ?"
 
+// writeClaimedSQL is the one write of a claimed row: its stock and the
+// lock's token as its fence, if the row is still as the claim read it
+// (arguments: stock, fence, then the row's id, stock and fence as read).
+const writeClaimedSQL = "UPDATE goods_stock SET stock = ?, fence = ? WHERE " + claimedStock
+
 // writeClaimed writes the stock and the fence of a row read by claim, if
 // the row is still as read.
 func writeClaimed(tx *gorm.DB, read goodsStock, stock int32, fence int64) error {
-	res := tx.Model(&goodsStock{}).Where(claimedStock, read.ID, read.Stock, read.Fence).
-		Updates(map[string]any{"stock": stock, "fence": fence})
+	res := tx.Exec(writeClaimedSQL, stock, fence, read.ID, read.Stock, read.Fence)
 	if res.Error != nil {
 		return res.Error
 	}

@@ -128,46 +128,15 @@ func (t *saleTx) discard() {
 	t.conn.Close()
 }
 
-// claim reads the goods' row with a write lock, as claim does in a GORM
-// transaction, and checks its fence against the caller's token.
+// claim is the claim (Store.claim's) on the sale's own connection.
 func (t *saleTx) claim(ctx context.Context, goodsNo int32, fence int64) (service.Goods, error) {
 	rows, err := t.query(ctx, t.claimStmt, goodsNo)
 	if err != nil {
 		return service.Goods{}, err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return service.Goods{}, err
-		}
-		return service.Goods{}, service.ErrNotFound
-	}
-	var (
-		row      goodsStock
-		stock    sql.NullInt32
-		active   sql.NullInt16
-		from, to sql.NullTime
-	)
-	if err := rows.Scan(&row.ID, &row.GoodsNo, &stock, &active, &row.Fence, &from, &to); err != nil {
+	row, err := readClaim(rows, fence)
+	if err != nil {
 		return service.Goods{}, err
-	}
-	if err := rows.Close(); err != nil {
-		return service.Goods{}, err
-	}
-	if stock.Valid {
-		row.Stock = &stock.Int32
-	}
-	if active.Valid {
-		row.IsActive = &active.Int16
-	}
-	if from.Valid {
-		row.SaleStart = &from.Time
-	}
-	if to.Valid {
-		row.SaleEnd = &to.Time
-	}
-	if row.Fence > fence {
-		return service.Goods{}, fenced(fence, row.Fence)
 	}
 	t.read = row
 	return row.goods(), nil
@@ -178,7 +147,7 @@ func (t *saleTx) claim(ctx context.Context, goodsNo int32, fence int64) (service
 // sets order.ID.
 func (t *saleTx) sell(ctx context.Context, stock int32, fence int64, order *orderInfo) error {
 	rows, err := t.query(ctx, "INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) "+
-		"VALUES (?, ?, ?, ?, ?, ?); UPDATE goods_stock SET stock = ?, fence = ? WHERE "+claimedStock+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
+		"VALUES (?, ?, ?, ?, ?, ?); "+writeClaimedSQL+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
 		order.GoodsNo, order.RequestID, order.UserID, order.Limited, order.Status, order.CreatedAt, stock, fence,
 		t.read.ID, t.read.Stock, t.read.Fence)
 	if err != nil {
