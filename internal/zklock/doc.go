@@ -20,6 +20,18 @@
 // holder for the ensemble's lifetime (also [SemaphoreMutex.Token] and
 // [Lease.Token]).
 //
+// Loss follows one rule. A held thing — a [Mutex]'s hold (and so each lock
+// of a [ReadWriteLock]), a [SemaphoreMutex], a [Lease] — is lost when the
+// connection is suspended, the session is lost, the client is closed, or its
+// node is deleted by anyone but its own release; its Lost channel closes
+// then, once, and stays closed (a hold does not come back after a
+// reconnect: acquire again). Its holder must still release it. The
+// elections follow the same events: a [LeaderLatch] stops leading (its
+// [LatchListener] hears NotLeader) and re-contends on reconnect; a
+// [LeaderSelector] cancels its term's context. Below them, the [Client]
+// reports the connection's states to listeners ([Client.Listen]), and a
+// [Session]'s Done closes when that session is lost.
+//
 // Reentrancy is per Mutex handle, not per goroutine (Go has no thread
 // identity): Acquire on a handle that already holds the lock only increments a
 // count. Give each goroutine of control its own handle; handles are cheap.

@@ -40,29 +40,30 @@ type Mutex struct {
 	pathErr   error      // ValidatePath of the lock path, checked once
 	acquiring sync.Mutex // one acquisition at a time on this handle
 
-	mu        sync.Mutex
-	count     int
-	node      string
-	sess      *Session
-	lost      chan struct{}
-	token     *fenceToken   // the hold's fencing token, known after the watcher's first read
-	stop      chan struct{} // closed by Release: the hold's watcher exits
-	arm       func()        // arms the watch on the held node (once per hold)
-	data      []byte        // node data; nil: the client's NodeData
-	onRevoke  func()        // set by MakeRevocable
-	forbidden func() error  // checked before acquiring (the read/write lock's no-upgrade rule)
-	early     bool          // FetchTokenEarly: read the token as soon as the node exists
-	heldSince time.Time     // when the hold began (for Options.Observer)
+	opts mutexOptions
+
+	mu       sync.Mutex
+	count    int
+	hold     *hold  // nil when nothing is held
+	onRevoke func() // set by MakeRevocable
+	early    bool   // FetchTokenEarly: read the token as soon as the node exists
+}
+
+// mutexOptions are what the recipes built on a Mutex give it at
+// construction.
+type mutexOptions struct {
+	data      []byte       // node data; nil: the client's NodeData
+	forbidden func() error // checked before acquiring (the read/write lock's no-upgrade rule)
 }
 
 // NewMutex returns a handle on the lock at lockPath. It does no I/O; the path
 // and its parents are created as containers on first use.
 func NewMutex(c *Client, lockPath string) *Mutex {
-	return newMutex(c, lockPath, lockMarker, standardRule(lockMarker, 1))
+	return newMutex(c, lockPath, lockMarker, standardRule(lockMarker, 1), mutexOptions{})
 }
 
-func newMutex(c *Client, dir, marker string, r rule) *Mutex {
-	return &Mutex{c: c, q: queue{c: c, dir: dir, marker: marker, rule: r}, pathErr: ValidatePath(dir)}
+func newMutex(c *Client, dir, marker string, r rule, opts mutexOptions) *Mutex {
+	return &Mutex{c: c, q: queue{c: c, dir: dir, marker: marker, rule: r}, pathErr: ValidatePath(dir), opts: opts}
 }
 
 // Acquire blocks until the lock is held, or ctx ends. When it gives up it
@@ -89,11 +90,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		m.mu.Unlock()
 		return nil
 	}
-	data, onRevoke, forbidden := m.data, m.onRevoke, m.forbidden
+	data, onRevoke := m.opts.data, m.onRevoke
 	m.mu.Unlock()
 	start := time.Now()
-	if forbidden != nil {
-		if err := forbidden(); err != nil {
+	if m.opts.forbidden != nil {
+		if err := m.opts.forbidden(); err != nil {
 			return err
 		}
 	}
@@ -128,21 +129,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		}
 		return fmt.Errorf("zklock: acquire %s: %w", m.q.dir, err)
 	}
-	h := held{node: node, sess: s, interrupted: s.interruption(), lost: make(chan struct{}), stop: make(chan struct{}),
-		token: newFenceToken(), onRevoke: onRevoke}
+	h := newHold(m.c, node, s, onRevoke)
 	pre.attach(node, h.token)
-	// The hold is watched only once somebody asks (Lost) or must be told
-	// (revocation): a goroutine and a read per hold are not free.
-	arm := sync.OnceFunc(func() { m.c.background(func(bg context.Context) { m.c.watchHeld(bg, h) }) })
-	if onRevoke != nil {
-		arm()
-	}
-	now := time.Now()
 	m.mu.Lock()
-	m.count, m.node, m.sess, m.lost, m.token, m.stop, m.arm, m.heldSince = 1, node, s, h.lost, h.token, h.stop, arm, now
+	m.count, m.hold = 1, h
 	m.mu.Unlock()
 	if o := m.c.opts.Observer; o != nil {
-		o.LockAcquired(m.q.dir, now.Sub(start))
+		o.LockAcquired(m.q.dir, h.since.Sub(start))
 	}
 	return nil
 }
@@ -162,39 +155,36 @@ func (m *Mutex) Release(ctx context.Context) error {
 		m.mu.Unlock()
 		return nil
 	}
-	node, s, stop, since := m.node, m.sess, m.stop, m.heldSince
-	m.node, m.sess, m.lost, m.token, m.stop, m.arm = "", nil, nil, nil, nil, nil
+	h := m.hold
+	m.hold = nil
 	m.mu.Unlock()
-	close(stop)
 	if o := m.c.opts.Observer; o != nil {
-		o.LockReleased(m.q.dir, time.Since(since))
+		o.LockReleased(m.q.dir, time.Since(h.since))
 	}
-	err := m.c.release(ctx, node, s)
-	s.untrack(node)
-	if err != nil {
+	if err := h.end(ctx); err != nil {
 		return fmt.Errorf("zklock: release %s: %w", m.q.dir, err)
 	}
 	return nil
 }
 
 // Lost returns a channel that is closed when the lock can no longer be
-// trusted to be held: the connection was suspended, the session was lost, the
-// client closed, or the lock node was deleted. A handle that holds nothing
-// returns a closed channel. Work guarded by the lock must check it before it
-// commits, and the holder must still call Release.
+// trusted to be held (the rule in the package's doc: the connection was
+// suspended, the session was lost, the client closed, or the lock node was
+// deleted). A handle that holds nothing returns a closed channel. Work
+// guarded by the lock must check it before it commits, and the holder must
+// still call Release.
 //
 // The hold is watched (a goroutine, and a data watch on the node: one read)
-// from the first call of Lost during it, or from the start for a revocable
-// lock; holders that never ask do not pay for it. Losses that happened before
-// that first call are reported all the same.
+// from the first call of Lost or Token during it, or from the start for a
+// revocable lock; holders that never ask do not pay for it. Losses that
+// happened before that first call are reported all the same.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lost == nil {
+	if m.hold == nil {
 		return closedChan
 	}
-	m.arm()
-	return m.lost
+	return m.hold.Lost()
 }
 
 // Token returns the fencing token of the current hold: the create zxid
@@ -214,14 +204,12 @@ func (m *Mutex) Lost() <-chan struct{} {
 // readers holding at once are not ordered among themselves: fence writers.
 func (m *Mutex) Token(ctx context.Context) (int64, error) {
 	m.mu.Lock()
-	if m.lost == nil {
-		m.mu.Unlock()
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil {
 		return 0, ErrNotHeld
 	}
-	m.arm()
-	tok, lost := m.token, m.lost
-	m.mu.Unlock()
-	return tok.wait(ctx, lost)
+	return h.Token(ctx)
 }
 
 // FetchTokenEarly makes this handle read the fencing token of each of its
@@ -249,7 +237,10 @@ func (m *Mutex) IsHeld() bool {
 func (m *Mutex) Node() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.node
+	if m.hold == nil {
+		return ""
+	}
+	return m.hold.node
 }
 
 // ParticipantNodes returns the paths of all nodes queued on the lock, the
@@ -285,16 +276,6 @@ func AttemptRevoke(ctx context.Context, c *Client, nodePath string) error {
 		return fmt.Errorf("zklock: revoke %s: %w", nodePath, err)
 	}
 	return nil
-}
-
-// held is what the watcher of one hold needs.
-type held struct {
-	node        string
-	sess        *Session
-	interrupted <-chan struct{} // the session's next suspension
-	lost, stop  chan struct{}
-	token       *fenceToken
-	onRevoke    func()
 }
 
 // tokenPrefetch carries a token read early (FetchTokenEarly) to the hold
@@ -385,84 +366,4 @@ func (p *tokenPrefetch) attach(node string, tok *fenceToken) {
 		return
 	}
 	p.target, p.targetNode = tok, node
-}
-
-// fenceToken is a hold's fencing token, set once: by the hold's watcher, or
-// by an early read.
-type fenceToken struct {
-	once  sync.Once
-	ready chan struct{}
-	v     int64
-}
-
-func newFenceToken() *fenceToken { return &fenceToken{ready: make(chan struct{})} }
-
-func (t *fenceToken) set(v int64) {
-	t.once.Do(func() {
-		t.v = v
-		close(t.ready)
-	})
-}
-
-// wait returns the token once it is known; ErrLost if the hold ends first.
-func (t *fenceToken) wait(ctx context.Context, lost <-chan struct{}) (int64, error) {
-	select {
-	case <-t.ready:
-		return t.v, nil
-	case <-lost:
-		select {
-		case <-t.ready: // known before the loss: still a valid fence
-			return t.v, nil
-		default:
-			return 0, ErrLost
-		}
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-}
-
-// watchHeld follows one hold and closes lost when it ends without Release:
-// connection suspended, session lost, client closed, or node deleted. It calls onRevoke when the node's data asks for revocation.
-func (c *Client) watchHeld(bg context.Context, h held) {
-	defer func() {
-		select {
-		case <-h.stop: // released: not lost
-		default:
-			close(h.lost)
-		}
-	}()
-	for {
-		data, stat, ch, err := c.conn.GetW(h.node)
-		if errors.Is(err, zk.ErrNoNode) {
-			return // deleted, by Release (stop is closed) or by someone else
-		}
-		if err == nil && h.token != nil {
-			h.token.set(stat.Czxid)
-		}
-		if err == nil && h.onRevoke != nil && string(data) == revokeMessage {
-			select {
-			case <-h.stop:
-			default:
-				h.onRevoke()
-			}
-		}
-		if err != nil {
-			ch = nil // connection trouble: the interruption will say so
-		}
-		select {
-		case ev := <-ch:
-			if ev.Type == zk.EventNodeDeleted {
-				return
-			}
-			// data changed, or a lapsed watch: read and watch again
-		case <-h.interrupted:
-			return
-		case <-h.sess.Done():
-			return
-		case <-h.stop:
-			return
-		case <-bg.Done():
-			return
-		}
-	}
 }

@@ -585,3 +585,46 @@ func release(t *testing.T, ms ...*zklock.Mutex) {
 		}
 	}
 }
+
+// A lease, like a Mutex's hold, reports its loss: a SemaphoreMutex that
+// holds nothing is lost already; a held one is not, until its lease's node
+// is deleted by someone else; then Lost closes, and Release still returns
+// it.
+func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
+	ctx := testCtx(t)
+	c := connect(t)
+	path := itest.Path(t)
+	m := zklock.NewSemaphoreMutex(c, path)
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("Lost of a semaphore mutex that holds nothing is open")
+	}
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := m.Lost()
+	if tok, err := m.Token(ctx); err != nil || tok <= 0 {
+		t.Fatalf("token %d, %v: want a positive token", tok, err)
+	}
+	select {
+	case <-lost:
+		t.Fatal("the lease is lost while its node is there")
+	case <-time.After(200 * time.Millisecond):
+	}
+	kids := children(t, c, path+"/leases")
+	if len(kids) != 1 {
+		t.Fatalf("lease nodes %v, want one", kids)
+	}
+	if err := connect(t).Conn().Delete(path+"/leases/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not lost within 10 s of its node's deletion")
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatalf("release of a lost lease: %v", err)
+	}
+}

@@ -32,7 +32,12 @@ func NewReadWriteLock(c *Client, lockPath string) *ReadWriteLock {
 			}
 			return false, kids[i-1]
 		},
-	})
+	}, mutexOptions{forbidden: func() error {
+		if l.read.IsHeld() {
+			return ErrUpgrade // no upgrade: a reader may not take the write lock
+		}
+		return nil
+	}})
 	l.read = newMutex(c, lockPath, readMarker, rule{
 		markers: markers,
 		holds: func(kids []string, i int) (bool, string) {
@@ -46,13 +51,7 @@ func NewReadWriteLock(c *Client, lockPath string) *ReadWriteLock {
 			}
 			return true, ""
 		},
-	})
-	l.write.forbidden = func() error {
-		if l.read.IsHeld() {
-			return ErrUpgrade
-		}
-		return nil
-	}
+	}, mutexOptions{})
 	return l
 }
 

@@ -167,8 +167,7 @@ func (s *LeaderSelector) run(bg context.Context) {
 
 // term waits for the lock, runs one term of leadership and releases.
 func (s *LeaderSelector) term(ctx context.Context) error {
-	m := NewMutex(s.c, s.p)
-	m.data = []byte(s.id)
+	m := newMutex(s.c, s.p, lockMarker, standardRule(lockMarker, 1), mutexOptions{data: []byte(s.id)})
 	if err := m.Acquire(ctx); err != nil {
 		return err
 	}

@@ -51,47 +51,34 @@ func NewSemaphoreV2WithCount(c *Client, semPath string, count *SharedCount) *Sem
 
 // Lease is one lease of a semaphore. Return it with Release.
 type Lease struct {
-	c    *Client
-	node string
-	sess *Session
+	hold *hold
 	once sync.Once
 }
 
 // Node is the lease's node path.
-func (l *Lease) Node() string { return l.node }
+func (l *Lease) Node() string { return l.hold.node }
+
+// Lost returns a channel that is closed when the lease can no longer be
+// trusted to be held (the rule in the package's doc, as for a Mutex: the
+// connection was suspended, the session was lost, the client closed, or the
+// lease's node was deleted). The lease is watched (one read) from the first
+// call of Lost or Token. The holder must still call Release.
+func (l *Lease) Lost() <-chan struct{} { return l.hold.Lost() }
 
 // Token returns the lease's fencing token, the create zxid of its node (see
-// Mutex.Token); it costs one read. Leases held at once are not ordered among
-// themselves, so a token fences a resource only where one lease is out at a
-// time (a SemaphoreMutex, or a semaphore of one lease). It returns ErrLost
-// when the lease's node is gone.
-func (l *Lease) Token(ctx context.Context) (int64, error) {
-	var stat *zk.Stat
-	err := l.c.retry(ctx, func() (err error) {
-		stat, err = call(ctx, func() (*zk.Stat, error) {
-			ok, st, err := l.c.conn.Exists(l.node)
-			if err == nil && !ok {
-				err = zk.ErrNoNode
-			}
-			return st, err
-		}, nil)
-		return err
-	})
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return 0, ErrLost
-	case err != nil:
-		return 0, fmt.Errorf("zklock: token of %s: %w", l.node, err)
-	}
-	return stat.Czxid, nil
-}
+// Mutex.Token); the first call of Lost or Token reads it. Leases held at
+// once are not ordered among themselves, so a token fences a resource only
+// where one lease is out at a time (a SemaphoreMutex, or a semaphore of one
+// lease). It returns ErrLost when the lease was lost before its token was
+// known.
+func (l *Lease) Token(ctx context.Context) (int64, error) { return l.hold.Token(ctx) }
 
 // Release returns the lease: its node is deleted, retried in the background
 // through connection loss until it or its session is gone. If ctx ends first
 // (or has ended already), the delete goes on in the background.
 func (l *Lease) Release(ctx context.Context) error {
 	var err error
-	l.once.Do(func() { err = l.c.release(ctx, l.node, l.sess) })
+	l.once.Do(func() { err = l.hold.end(ctx) })
 	return err
 }
 
@@ -139,7 +126,7 @@ func (s *SemaphoreV2) acquireOne(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zklock: semaphore %s: %w", path.Dir(s.leasePath), err)
 	}
-	lease := &Lease{c: s.c, node: node, sess: sess}
+	lease := &Lease{hold: newHold(s.c, node, sess, nil)}
 	if err := s.await(ctx, sess, path.Base(node)); err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx)) // retried in the background
 		return nil, fmt.Errorf("zklock: semaphore %s: %w", path.Dir(s.leasePath), err)
@@ -235,6 +222,18 @@ func (m *SemaphoreMutex) Token(ctx context.Context) (int64, error) {
 		return 0, ErrNotHeld
 	}
 	return l.Token(ctx)
+}
+
+// Lost returns a channel that is closed when the held lease is lost (see
+// Lease.Lost); a closed channel when nothing is held.
+func (m *SemaphoreMutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	l := m.lease
+	m.mu.Unlock()
+	if l == nil {
+		return closedChan
+	}
+	return l.Lost()
 }
 
 // IsHeld reports whether this handle holds the lock.

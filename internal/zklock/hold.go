@@ -1,0 +1,148 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// hold is one held lock node, a Mutex's or a semaphore's lease: everything a
+// held lock has from its acquisition to its release. Loss follows one rule
+// for every recipe (doc.go): a hold is lost when the connection is
+// suspended, the session is lost, the client is closed, or its node is
+// deleted by anyone but its release.
+type hold struct {
+	c           *Client
+	node        string
+	sess        *Session
+	interrupted <-chan struct{} // the session's next suspension
+	lost        chan struct{}   // closed when the hold is lost
+	stop        chan struct{}   // closed by end: the watcher exits, and the hold is not lost
+	token       *fenceToken     // the node's create zxid, once read
+	onRevoke    func()          // called when the node's data asks for revocation
+	arm         func()          // starts the watcher, once
+	since       time.Time       // when the hold began
+}
+
+// newHold starts the hold of node, created in session s. The hold is
+// watched (a goroutine, and a data watch on the node: one read) only once
+// somebody asks (Lost, Token) or must be told (onRevoke): a goroutine and a
+// read per hold are not free. Losses that happened before are reported all
+// the same.
+func newHold(c *Client, node string, s *Session, onRevoke func()) *hold {
+	h := &hold{c: c, node: node, sess: s, interrupted: s.interruption(), lost: make(chan struct{}),
+		stop: make(chan struct{}), token: newFenceToken(), onRevoke: onRevoke, since: time.Now()}
+	h.arm = sync.OnceFunc(func() { c.background(h.watch) })
+	if onRevoke != nil {
+		h.arm()
+	}
+	return h
+}
+
+// Lost is closed when the hold can no longer be trusted (see hold).
+func (h *hold) Lost() <-chan struct{} {
+	h.arm()
+	return h.lost
+}
+
+// Token waits for the hold's fencing token: ErrLost if the hold ended
+// before it was known.
+func (h *hold) Token(ctx context.Context) (int64, error) {
+	h.arm()
+	return h.token.wait(ctx, h.lost)
+}
+
+// end releases the hold: the watcher stops without reporting a loss, and
+// the node is deleted (Client.release: in the background if ctx ends
+// first).
+func (h *hold) end(ctx context.Context) error {
+	close(h.stop)
+	err := h.c.release(ctx, h.node, h.sess)
+	h.sess.untrack(h.node)
+	return err
+}
+
+// fenceToken is a hold's fencing token, set once: by the hold's watcher, or
+// by an early read.
+type fenceToken struct {
+	once  sync.Once
+	ready chan struct{}
+	v     int64
+}
+
+func newFenceToken() *fenceToken { return &fenceToken{ready: make(chan struct{})} }
+
+func (t *fenceToken) set(v int64) {
+	t.once.Do(func() {
+		t.v = v
+		close(t.ready)
+	})
+}
+
+// wait returns the token once it is known; ErrLost if the hold ends first.
+func (t *fenceToken) wait(ctx context.Context, lost <-chan struct{}) (int64, error) {
+	select {
+	case <-t.ready:
+		return t.v, nil
+	case <-lost:
+		select {
+		case <-t.ready: // known before the loss: still a valid fence
+			return t.v, nil
+		default:
+			return 0, ErrLost
+		}
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// watch follows the hold and closes lost when it ends without end:
+// connection suspended, session lost, client closed, or node deleted. It
+// reads the token, and calls onRevoke when the node's data asks for
+// revocation.
+func (h *hold) watch(bg context.Context) {
+	defer func() {
+		select {
+		case <-h.stop: // released: not lost
+		default:
+			close(h.lost)
+		}
+	}()
+	for {
+		data, stat, ch, err := h.c.conn.GetW(h.node)
+		if errors.Is(err, zk.ErrNoNode) {
+			return // deleted, by Release (stop is closed) or by someone else
+		}
+		if err == nil {
+			h.token.set(stat.Czxid)
+		}
+		if err == nil && h.onRevoke != nil && string(data) == revokeMessage {
+			select {
+			case <-h.stop:
+			default:
+				h.onRevoke()
+			}
+		}
+		if err != nil {
+			ch = nil // connection trouble: the interruption will say so
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNodeDeleted {
+				return
+			}
+			// data changed, or a lapsed watch: read and watch again
+		case <-h.interrupted:
+			return
+		case <-h.sess.Done():
+			return
+		case <-h.stop:
+			return
+		case <-bg.Done():
+			return
+		}
+	}
+}
