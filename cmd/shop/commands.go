@@ -21,6 +21,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
@@ -38,7 +39,7 @@ func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
 
 // connectZooKeeper waits for a ZooKeeper session, saying so every few
 // seconds, and names the key that fixes a failure.
-func connectZooKeeper(ctx context.Context, cfg Config, opts zklock.Options, log *slog.Logger) (*zklock.Client, error) {
+func connectZooKeeper(ctx context.Context, cfg Config, opts zk.Options, log *slog.Logger) (*zk.Client, error) {
 	servers := strings.Join(cfg.ZooKeeper.Servers, ",")
 	log.Info("waiting for a ZooKeeper session", "servers", servers, "timeout", cfg.ZooKeeper.ConnectionTimeout.String())
 	waiting, stopped := make(chan struct{}), make(chan struct{})
@@ -57,7 +58,7 @@ func connectZooKeeper(ctx context.Context, cfg Config, opts zklock.Options, log 
 			}
 		}
 	}()
-	zc, err := zklock.Connect(ctx, cfg.ZooKeeper.Servers, opts)
+	zc, err := zk.Connect(ctx, cfg.ZooKeeper.Servers, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w\n  check zookeeper.servers (SHOP_ZOOKEEPER_SERVERS, --zookeeper.servers); for the local ZooKeeper run: make stack-up"+
 			"\n  (without ZooKeeper: purchase.strategy=atomic and leader.enabled=false)", service.ErrUnavailable, err)
@@ -139,21 +140,23 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	paths := lockPaths{cfg.Lock.Path}
 	var zc *zklock.Client
 	if useLock || elect {
-		zc, err = connectZooKeeper(ctx, cfg, zklock.Options{
+		conn, err := connectZooKeeper(ctx, cfg, zk.Options{
 			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
 			Retry:             cfg.ZooKeeper.Retry,
 			Logger:            log,
-			Observer:          m.LockObserver(func(dir string) string { return paths.metricLabel(dir, m.Tracked) }),
 		}, log)
 		if err != nil {
 			return err
 		}
-		defer zc.Close()
+		defer conn.Close()
+		zc = zklock.New(conn, zklock.Options{
+			Observer: m.LockObserver(func(dir string) string { return paths.metricLabel(dir, m.Tracked) }),
+		})
 		m.LockStats(zc.Stats)
-		m.ZooKeeperState(zklock.StateConnected)
+		m.ZooKeeperState(zk.StateConnected)
 		defer zc.Listen(m.ZooKeeperState)()
-		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(zc)})
+		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(conn)})
 	}
 	if useLock {
 		locker = newZKLocker(zc, cfg.Lock.Path)
@@ -270,7 +273,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return nil
 }
 
-func zkReady(c *zklock.Client) func(ctx context.Context) error {
+func zkReady(c *zk.Client) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		if _, err := c.Session(ctx); err != nil {
 			return err
@@ -301,7 +304,7 @@ func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues b
 				qctx, cancel := context.WithTimeout(ctx, time.Second)
 				kids, err := zc.Children(qctx, p)
 				cancel()
-				if err == nil {
+				if err == nil || errors.Is(err, zk.ErrNoNode) { // no node yet: nobody queued
 					m.SampledQueue(goods, p, len(kids))
 				}
 			}

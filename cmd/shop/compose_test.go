@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
-	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // No Docker engine runs on the project's machines, so the compose stack and
@@ -261,7 +261,7 @@ func TestComposeMonitoring(t *testing.T) {
 	obs.LockReleased("/Locks", time.Millisecond)
 	m.SampledQueue(1, "/Locks", 0)
 	m.SampledGoods(1, metrics.GoodsSample{OrdersByStatus: map[string]int64{"unpaid": 0}})
-	m.ZooKeeperState(zklock.StateConnected)
+	m.ZooKeeperState(zk.StateConnected)
 	families, err := m.Gather()
 	if err != nil {
 		t.Fatal(err)

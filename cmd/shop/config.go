@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
-	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // Config is the shop's configuration: config.yaml, overridden by SHOP_*
@@ -38,7 +38,7 @@ type Config struct {
 		Servers           []string
 		SessionTimeout    time.Duration
 		ConnectionTimeout time.Duration
-		Retry             zklock.ExponentialBackoffRetry
+		Retry             zk.ExponentialBackoffRetry
 	}
 	Lock struct {
 		Enabled        bool
@@ -121,13 +121,13 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.MySQL.IdleTransactionTimeout = p.duration(k, true) }},
 	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Servers = p.list(k) }},
-	{"zookeeper.sessionTimeout", kDuration, zklock.DefaultSessionTimeout.String(), "ZooKeeper session timeout",
+	{"zookeeper.sessionTimeout", kDuration, zk.DefaultSessionTimeout.String(), "ZooKeeper session timeout",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.SessionTimeout = p.duration(k, false) }},
-	{"zookeeper.connectionTimeout", kDuration, zklock.DefaultConnectionTimeout.String(), "how long start-up waits for a ZooKeeper session",
+	{"zookeeper.connectionTimeout", kDuration, zk.DefaultConnectionTimeout.String(), "how long start-up waits for a ZooKeeper session",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.ConnectionTimeout = p.duration(k, false) }},
-	{"zookeeper.retry.baseSleep", kDuration, zklock.DefaultRetryBaseSleep.String(), "exponential backoff retry: base sleep",
+	{"zookeeper.retry.baseSleep", kDuration, zk.DefaultRetryBaseSleep.String(), "exponential backoff retry: base sleep",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.BaseSleep = p.duration(k, false) }},
-	{"zookeeper.retry.maxRetries", kInt, strconv.Itoa(zklock.DefaultRetryMaxRetries), "exponential backoff retry: retries (at most 29)",
+	{"zookeeper.retry.maxRetries", kInt, strconv.Itoa(zk.DefaultRetryMaxRetries), "exponential backoff retry: retries (at most 29)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxRetries = p.positive(k) }},
 	{"zookeeper.retry.maxSleep", kDuration, "0s", "exponential backoff retry: longest sleep (0: no cap)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxSleep = p.duration(k, true) }},
@@ -448,7 +448,7 @@ func (p *parser) lockPath(key string) string {
 	if s == "" {
 		return s
 	}
-	if err := zklock.ValidatePath(strings.ReplaceAll(s, goodsNoPlaceholder, "1")); err != nil {
+	if err := zk.ValidatePath(strings.ReplaceAll(s, goodsNoPlaceholder, "1")); err != nil {
 		p.fail(key, "%s", strings.TrimPrefix(err.Error(), "zklock: "))
 	}
 	return s

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
@@ -18,12 +19,12 @@ func TestZKLockerLeaseIsLostWhenItsNodeGoes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connect := func() *zklock.Client {
-		c, err := zklock.Connect(ctx, itest.ZooKeeper(t), zklock.Options{SessionTimeout: 10 * time.Second})
+		conn, err := zk.Connect(ctx, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(c.Close)
-		return c
+		t.Cleanup(conn.Close)
+		return zklock.New(conn, zklock.Options{})
 	}
 	c, observer := connect(), connect()
 	locker := newZKLocker(c, itest.Path(t)+"/goods/"+goodsNoPlaceholder)

@@ -22,7 +22,7 @@ var rules = []struct {
 	imported string
 	only     []string
 }{
-	{"github.com/go-zookeeper/zk", []string{"internal/zklock", "internal/itest"}},
+	{"github.com/go-zookeeper/zk", []string{"internal/zk", "internal/itest"}},
 	{"gorm.io/", []string{"internal/repo"}},
 	{"github.com/go-sql-driver/mysql", []string{"internal/repo", "internal/itest", "migrations"}},
 	{"github.com/pressly/goose", []string{"internal/repo", "migrations"}},
@@ -37,7 +37,16 @@ var rules = []struct {
 var forbidden = map[string][]string{
 	"internal/service": {"github.com/go-zookeeper/zk", "gorm.io/", "github.com/go-sql-driver/mysql",
 		"github.com/gin-gonic/gin", module + "internal/repo", module + "internal/zklock", module + "internal/handler"},
-	"internal/zklock": {module + "internal/", "github.com/prometheus/"},
+}
+
+// layers: the only packages of the module a package's non-test code may
+// import. zk is the bottom (the connection, sessions, operations), zklock
+// the recipes on it, service the rules on the interfaces it declares.
+var layers = map[string][]string{
+	"internal/zk":      {},
+	"internal/zklock":  {"internal/zk"},
+	"internal/service": {},
+	"internal/api":     {},
 }
 
 // TestImportRules reads every non-test Go file of the module and checks
@@ -71,6 +80,9 @@ func TestImportRules(t *testing.T) {
 				if strings.HasPrefix(path, r.imported) && !slices.Contains(r.only, pkg) {
 					t.Errorf("%s imports %s: only %v may", rel, path, r.only)
 				}
+			}
+			if allowed, ok := layers[pkg]; ok && strings.HasPrefix(path, module) && !slices.Contains(allowed, strings.TrimPrefix(path, module)) {
+				t.Errorf("%s imports %s: %s may import only %v of the module", rel, path, pkg, allowed)
 			}
 			for _, f := range forbidden[pkg] {
 				if strings.HasPrefix(path, f) {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
@@ -251,13 +252,13 @@ func (o lockObserver) LockReleased(dir string, held time.Duration) {
 }
 
 // ZooKeeperState records a connection state change (zklock.Client.Listen).
-func (m *Metrics) ZooKeeperState(s zklock.State) {
+func (m *Metrics) ZooKeeperState(s zk.State) {
 	m.zkChanges.WithLabelValues(s.String()).Inc()
-	v := map[zklock.State]float64{zklock.StateConnected: 1, zklock.StateReconnected: 1, zklock.StateSuspended: 0.5, zklock.StateLost: 0}[s]
+	v := map[zk.State]float64{zk.StateConnected: 1, zk.StateReconnected: 1, zk.StateSuspended: 0.5, zk.StateLost: 0}[s]
 	m.zkState.Set(v)
 	m.mu.Lock()
-	m.state = map[zklock.State]string{zklock.StateConnected: "connected", zklock.StateReconnected: "connected",
-		zklock.StateSuspended: "suspended", zklock.StateLost: "lost"}[s]
+	m.state = map[zk.State]string{zk.StateConnected: "connected", zk.StateReconnected: "connected",
+		zk.StateSuspended: "suspended", zk.StateLost: "lost"}[s]
 	m.mu.Unlock()
 }
 

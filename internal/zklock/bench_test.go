@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
 // BenchmarkUncontended compares one acquire+release of our Mutex and of
-// go-zookeeper's zk.Lock with the raw operations a lock needs (create
+// go-zookeeper's gozk.Lock with the raw operations a lock needs (create
 // ephemeral-sequential, list children, delete), on the same server, and the
 // Mutex with its fencing token (one more read). The four are interleaved in
 // every iteration, so that the server's fsync latency,
@@ -27,18 +27,18 @@ func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
 	path := itest.Path(b)
 	conn := c.Conn()
-	acl := zk.WorldACL(zk.PermAll)
+	acl := gozk.WorldACL(gozk.PermAll)
 	itest.CreateNode(b, conn, path+"/raw", nil)
 	itest.CreateNode(b, conn, path+"/zklock", nil)
 	m := zklock.NewMutex(c, path+"/mutex")
 	fm := zklock.NewMutex(c, path+"/fenced")
 	fm.FetchTokenEarly() // as the shop does
-	l := zk.NewLock(conn, path+"/zklock", acl)
+	l := gozk.NewLock(conn, path+"/zklock", acl)
 	var raw, mutex, zkLock, fenced time.Duration
 	var mutexEach, zkLockEach []time.Duration // for the percentiles
 	for b.Loop() {
 		t0 := time.Now()
-		node, err := conn.Create(path+"/raw/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zk.FlagEphemeralSequential, acl)
+		node, err := conn.Create(path+"/raw/_c_00000000-0000-0000-0000-000000000000-lock-", nil, gozk.FlagEphemeralSequential, acl)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func BenchmarkUncontended(b *testing.B) {
 }
 
 // BenchmarkContended measures hand-offs per second with 20 and 200 waiters
-// spread over 2 sessions, for our Mutex and for zk.Lock on the same server.
+// spread over 2 sessions, for our Mutex and for gozk.Lock on the same server.
 // Each does b.N hand-offs (-benchtime 4000x: 4000 each), in slices that
 // alternate between the two, each going first in every other slice, so that
 // drift in the server's speed weighs on both alike; an untimed warm-up slice
@@ -123,13 +123,13 @@ func benchContended(b *testing.B, sessions, waiters int) {
 	path := itest.Path(b)
 	itest.CreateNode(b, clients[0].Conn(), path+"/zklock", nil)
 	ctx := context.Background()
-	acl := zk.WorldACL(zk.PermAll)
+	acl := gozk.WorldACL(gozk.PermAll)
 	ours := func(w int) (func() error, func() error) {
 		m := zklock.NewMutex(clients[w%sessions], path+"/mutex")
 		return func() error { return m.Acquire(ctx) }, func() error { return m.Release(ctx) }
 	}
 	theirs := func(w int) (func() error, func() error) {
-		l := zk.NewLock(clients[w%sessions].Conn(), path+"/zklock", acl)
+		l := gozk.NewLock(clients[w%sessions].Conn(), path+"/zklock", acl)
 		return l.Lock, l.Unlock
 	}
 	stats := func() (s zklock.Stats) {

@@ -1,85 +1,19 @@
 package zklock
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
-// Sentinel errors of the client.
-var (
-	// ErrClosed is returned by calls on a closed Client.
-	ErrClosed = errors.New("zklock: client closed")
-	// ErrSessionLost is returned when the ZooKeeper session ended, or the
-	// connection stayed down past the session timeout, during a call.
-	ErrSessionLost = errors.New("zklock: session lost")
-)
-
-// State is the connection state a Client reports to its listeners; the
-// names are Curator's ConnectionState values.
-type State int
-
-// Connection states.
-const (
-	// StateConnected: the first session is established.
-	StateConnected State = iota + 1
-	// StateSuspended: the connection dropped; the session may still be alive.
-	StateSuspended
-	// StateReconnected: a connection is back, with the old session or a new one.
-	StateReconnected
-	// StateLost: the session expired, or the connection stayed down past the
-	// session timeout. Ephemeral nodes of that session are (or will be) gone.
-	StateLost
-)
-
-func (s State) String() string {
-	switch s {
-	case StateConnected:
-		return "connected"
-	case StateSuspended:
-		return "suspended"
-	case StateReconnected:
-		return "reconnected"
-	case StateLost:
-		return "lost"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
-
-// The defaults of Options: the seckill seed's Curator settings.
-const (
-	DefaultSessionTimeout    = 25 * time.Second
-	DefaultConnectionTimeout = 20 * time.Second
-	DefaultRetryBaseSleep    = time.Second
-	DefaultRetryMaxRetries   = 10
-)
-
-// Options configure a Client. Zero fields get the defaults above.
+// Options configure the recipes of a Client.
 type Options struct {
-	// SessionTimeout is the ZooKeeper session timeout. Default
-	// DefaultSessionTimeout.
-	SessionTimeout time.Duration
-	// ConnectionTimeout bounds Connect's wait for the first session.
-	// Default DefaultConnectionTimeout.
-	ConnectionTimeout time.Duration
-	// Retry is the policy for operations failing with connection loss.
-	// Default ExponentialBackoffRetry{BaseSleep: DefaultRetryBaseSleep,
-	// MaxRetries: DefaultRetryMaxRetries}.
-	Retry ExponentialBackoffRetry
-	// Logger receives connection state changes. Default: discard.
-	Logger *slog.Logger
 	// NodeData is written into lock nodes. Default: this host's IP address as
 	// text, as Curator does.
 	NodeData []byte
-	// Dial opens each connection to a server, within timeout. Default
-	// net.DialTimeout; set it to go through a proxy or to wrap connections.
-	Dial func(network, address string, timeout time.Duration) (net.Conn, error)
 	// Observer, if set, hears what the client's locks do: for metrics,
 	// without this package depending on a metrics library.
 	Observer Observer
@@ -88,7 +22,7 @@ type Options struct {
 // Observer hears the lock events of a Client's Mutexes (and so of the
 // recipes built on them). Its methods run on the acquiring and releasing
 // goroutines: they must be quick and must not call back into the Client.
-// Connection states are heard through Client.Listen.
+// Connection states are heard through the zk.Client's Listen.
 type Observer interface {
 	// LockAcquired: a Mutex on path was acquired after waiting (from the
 	// call of Acquire to the hold; reentrant acquisitions are not reported).
@@ -97,342 +31,58 @@ type Observer interface {
 	LockReleased(path string, held time.Duration)
 }
 
-func (o *Options) setDefaults() {
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = DefaultSessionTimeout
-	}
-	if o.ConnectionTimeout <= 0 {
-		o.ConnectionTimeout = DefaultConnectionTimeout
-	}
-	if o.Retry.BaseSleep <= 0 {
-		o.Retry.BaseSleep = DefaultRetryBaseSleep
-	}
-	if o.Retry.MaxRetries <= 0 {
-		o.Retry.MaxRetries = DefaultRetryMaxRetries
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.NodeData == nil {
-		o.NodeData = []byte(localAddress())
-	}
-	if o.Dial == nil {
-		o.Dial = net.DialTimeout
-	}
-}
-
-// Client is a ZooKeeper connection with Curator's connection-state model.
-// It is safe for concurrent use. Close it to end its session and its
-// background goroutines.
+// Client is a ZooKeeper client (zk.Client, whose methods it has) with what
+// the recipes keep per client: the queue listings its waiters share, the
+// nodes lately seen first, the nodes its sessions created, and counters.
+// Recipes take it as their first argument. Closing it closes the zk.Client.
 type Client struct {
-	conn *zk.Conn
-	opts Options
-	log  *slog.Logger
-
-	mu            sync.Mutex
-	session       *Session // current session; nil before the first and after loss until the next
-	lostSession   *Session // the session last lost, until the next one begins (resume.go)
-	ready         chan struct{}
-	suspended     bool
-	suspendedAt   time.Time
-	connectedOnce bool
-	lostTimer     *time.Timer
-	listeners     listeners[State]
-	closed        bool
-
-	events  chan struct{} // signals that pending has events
-	pending []zk.Event
-	bg      context.Context // ends at Close; background work runs under it
-	stopBG  context.CancelFunc
-	wg      sync.WaitGroup // the event loop and background deletes
-
-	noContainers bool // the server does not know CONTAINER nodes (before 3.5)
-	stats        stats
+	*zk.Client
+	opts  Options
+	stats stats
 
 	listMu sync.Mutex
 	lists  map[string]*queueListings // the queues with a listing in flight (listing.go)
 	heads  map[string][]string       // per queue, the nodes lately seen first in a listing (handoff.go)
 	// beforeListing, if set (by tests), runs before each shared listing is sent.
 	beforeListing func(dir string)
+
+	localMu sync.Mutex
+	locals  map[*zk.Session]map[string]*localNode // queue nodes each live session created (handoff.go)
 }
 
-// Connect dials the ensemble and waits, at most ctx's deadline or
-// Options.ConnectionTimeout, for the first session.
-func Connect(ctx context.Context, servers []string, opts Options) (*Client, error) {
-	opts.setDefaults()
-	if len(servers) == 0 {
-		return nil, errors.New("zklock: no servers")
+// New returns the recipes' client on zc.
+func New(zc *zk.Client, opts Options) *Client {
+	if opts.NodeData == nil {
+		opts.NodeData = []byte(localAddress())
 	}
-	c := &Client{
-		opts:   opts,
-		log:    opts.Logger,
-		ready:  make(chan struct{}),
-		events: make(chan struct{}, 1),
-	}
-	c.bg, c.stopBG = context.WithCancel(context.Background())
-	conn, _, err := zk.Connect(servers, opts.SessionTimeout,
-		zk.WithEventCallback(c.onEvent),
-		zk.WithLogger(zkLogger{c.log}),
-		zk.WithLogInfo(false),
-		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
-			return opts.Dial(network, address, min(opts.ConnectionTimeout, 5*time.Second))
-		}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("zklock: connect: %w", err)
-	}
-	c.conn = conn
-	c.wg.Add(1)
-	go c.eventLoop()
-
-	ctx, cancel := context.WithTimeout(ctx, opts.ConnectionTimeout)
-	defer cancel()
-	if _, err := c.Session(ctx); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("zklock: connect to %v: no session within %v: %w", servers, opts.ConnectionTimeout, err)
-	}
-	return c, nil
+	return &Client{Client: zc, opts: opts}
 }
 
-// Conn returns the underlying go-zookeeper connection, for operations the
-// recipes do not cover. Do not close it; close the Client.
-func (c *Client) Conn() *zk.Conn { return c.conn }
-
-// Session returns the current live session, waiting for one while the
-// connection is down.
-func (c *Client) Session(ctx context.Context) (*Session, error) {
-	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, ErrClosed
-		}
-		s, ready := c.session, c.ready
-		if s != nil && !c.suspended {
-			c.mu.Unlock()
-			return s, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-ready:
-		case <-c.bg.Done():
-			return nil, ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+// stats counts what the recipes do, for tests and benchmarks.
+type stats struct {
+	wakeups   atomic.Int64 // watch notifications that woke a waiter
+	listings  atomic.Int64 // children listings of a lock queue
+	shortcuts atomic.Int64 // hand-offs taken without listing again
+	watches   atomic.Int64 // watches lock waiters set
 }
 
-// Listen registers fn to be called, in order and from one goroutine, with
-// every state change. fn must not block for long. The returned function
-// removes the listener.
-func (c *Client) Listen(fn func(State)) (remove func()) {
-	return c.listeners.add(fn)
+// Stats are counters of a Client's recipes.
+type Stats struct {
+	// Wakeups counts watch notifications that woke a lock waiter. With a
+	// fair, herd-free queue it grows by one per hand-off.
+	Wakeups int64
+	// Listings counts the queue listings (getChildren) of lock waiters.
+	Listings int64
+	// Shortcuts counts the waiters that took the lock after a hand-off
+	// without listing the queue again: their predecessor was the only node
+	// ahead of them, or had been first in line and was created in this
+	// session, so its deletion left them first.
+	Shortcuts int64
 }
 
-// Close ends the session (ZooKeeper deletes its ephemeral nodes), stops the
-// background goroutines and waits for them. It is safe to call more than once.
-func (c *Client) Close() {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.closed = true
-	c.stopBG()
-	if c.lostTimer != nil {
-		c.lostTimer.Stop()
-	}
-	s := c.session
-	c.mu.Unlock()
-	if s != nil {
-		s.end()
-	}
-	c.conn.Close()
-	c.wg.Wait()
-}
-
-// onEvent is go-zookeeper's event callback. It runs on the connection's own
-// goroutines, sometimes under its locks, so it only queues the event.
-func (c *Client) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	c.mu.Lock()
-	c.pending = append(c.pending, ev)
-	c.mu.Unlock()
-	select {
-	case c.events <- struct{}{}:
-	default:
-	}
-}
-
-func (c *Client) eventLoop() {
-	defer c.wg.Done()
-	for {
-		select {
-		case <-c.bg.Done():
-			return
-		case <-c.events:
-		}
-		c.mu.Lock()
-		evs := c.pending
-		c.pending = nil
-		c.mu.Unlock()
-		for _, ev := range evs {
-			c.handle(ev.State)
-		}
-	}
-}
-
-// handle turns go-zookeeper's session events into Curator's states.
-func (c *Client) handle(zs zk.State) {
-	var changed []State
-	var left leftovers // of a lost session the server kept (resume.go)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	switch zs {
-	case zk.StateHasSession:
-		id := c.conn.SessionID()
-		first := !c.connectedOnce
-		c.connectedOnce = true
-		if c.session != nil && c.session.id != id {
-			changed = append(changed, c.loseLocked())
-		}
-		if c.lostTimer != nil {
-			c.lostTimer.Stop()
-			c.lostTimer = nil
-		}
-		if c.session == nil {
-			c.session = newSession(id)
-			if c.lostSession != nil && c.lostSession.id == id {
-				// The server kept the session we gave up: its leftovers
-				// become the new Session's before anyone can see it.
-				left = c.lostSession.handOver(c.session)
-			}
-			c.lostSession = nil
-		} else {
-			c.session.resume()
-		}
-		wasSuspended := c.suspended
-		c.suspended = false
-		close(c.ready)
-		c.ready = make(chan struct{})
-		switch {
-		case first:
-			changed = append(changed, StateConnected)
-		case wasSuspended || len(changed) > 0:
-			changed = append(changed, StateReconnected)
-		}
-	case zk.StateDisconnected:
-		if c.session != nil && !c.suspended {
-			c.suspended, c.suspendedAt = true, time.Now()
-			c.session.interrupt()
-			changed = append(changed, StateSuspended)
-			// Curator's rule: a connection down for a whole session timeout
-			// means the session is lost, whatever the server says later.
-			c.lostTimer = time.AfterFunc(c.opts.SessionTimeout, c.suspendedTooLong)
-		}
-	case zk.StateExpired:
-		if c.session != nil {
-			changed = append(changed, c.loseLocked())
-		}
-	case stateDownTooLong:
-		// A timer of an earlier suspension may fire late: check the time.
-		if c.suspended && c.session != nil && time.Since(c.suspendedAt) >= c.opts.SessionTimeout {
-			c.log.Warn("zookeeper connection down for a whole session timeout: session treated as lost")
-			changed = append(changed, c.loseLocked())
-		}
-	}
-	next := c.session
-	c.mu.Unlock()
-	c.sweep(left, next)
-	ls := c.listeners.snapshot()
-	for _, st := range changed {
-		c.log.Info("zookeeper connection state", "state", st.String())
-		for _, fn := range ls {
-			fn(st)
-		}
-	}
-}
-
-// loseLocked ends the current session. c.mu must be held.
-func (c *Client) loseLocked() State {
-	c.session.end()
-	c.lostSession, c.session = c.session, nil
-	return StateLost
-}
-
-// stateDownTooLong is our own event: the connection stayed down for a whole
-// session timeout. It goes through the event queue so that listeners hear
-// every change in order, from one goroutine.
-const stateDownTooLong zk.State = -1000
-
-func (c *Client) suspendedTooLong() {
-	c.onEvent(zk.Event{Type: zk.EventSession, State: stateDownTooLong})
-}
-
-// Session is one ZooKeeper session of a Client. Ephemeral nodes live as long
-// as their session.
-type Session struct {
-	id   int64
-	done chan struct{}
-	once sync.Once
-
-	mu          sync.Mutex
-	interrupted chan struct{} // closed at the next suspension; renewed on reconnect
-
-	nodesMu sync.Mutex
-	nodes   map[string]*localNode // queue nodes created in this session (handoff.go)
-
-	created sessionNodes // what may outlive a loss that the server did not see (resume.go)
-}
-
-func newSession(id int64) *Session {
-	return &Session{id: id, done: make(chan struct{}), interrupted: make(chan struct{})}
-}
-
-// ID is ZooKeeper's session id, the ephemeralOwner of this session's nodes.
-func (s *Session) ID() int64 { return s.id }
-
-// Done is closed when the session is lost: expired, or the connection down
-// for a whole session timeout, or the client closed.
-func (s *Session) Done() <-chan struct{} { return s.done }
-
-func (s *Session) end() {
-	s.once.Do(func() { close(s.done) })
-	s.interrupt()
-}
-
-// interruption returns a channel closed at the session's next suspension.
-func (s *Session) interruption() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.interrupted
-}
-
-func (s *Session) interrupt() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-s.interrupted:
-	default:
-		close(s.interrupted)
-	}
-}
-
-// resume arms a new interruption channel after a reconnect.
-func (s *Session) resume() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-s.interrupted:
-		s.interrupted = make(chan struct{})
-	default:
-	}
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	return Stats{Wakeups: c.stats.wakeups.Load(), Listings: c.stats.listings.Load(), Shortcuts: c.stats.shortcuts.Load()}
 }
 
 // localAddress is the host's first non-loopback IPv4 address, Curator's
@@ -448,11 +98,4 @@ func localAddress() string {
 		}
 	}
 	return "127.0.0.1"
-}
-
-// zkLogger routes go-zookeeper's log lines to slog at debug level.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
 }

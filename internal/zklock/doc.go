@@ -2,11 +2,12 @@
 // node-for-node compatible with Java Curator so that Go and Java processes can
 // queue on the same lock path.
 //
-// A [Client] owns the ZooKeeper connection. It reports connection state
-// (connected, suspended, reconnected, lost) to listeners and hands out the
-// current [Session], whose Done channel closes when the session is lost.
-// Recipes take the client as their first argument and every blocking call
-// takes a context first.
+// The recipes are built on internal/zk, which owns the ZooKeeper
+// connection: it reports connection state (connected, suspended,
+// reconnected, lost) to listeners and hands out the current zk.Session,
+// whose Done channel closes when the session is lost. A [Client] is the
+// recipes' view of a zk.Client ([New]); recipes take it as their first
+// argument and every blocking call takes a context first.
 //
 // [Mutex] is Curator's InterProcessMutex: a fair, reentrant lock built from
 // EPHEMERAL_SEQUENTIAL nodes named "_c_<uuid>-lock-<seq>" under the lock path,
@@ -28,9 +29,9 @@
 // reconnect: acquire again). Its holder must still release it. The
 // elections follow the same events: a [LeaderLatch] stops leading (its
 // [LatchListener] hears NotLeader) and re-contends on reconnect; a
-// [LeaderSelector] cancels its term's context. Below them, the [Client]
-// reports the connection's states to listeners ([Client.Listen]), and a
-// [Session]'s Done closes when that session is lost.
+// [LeaderSelector] cancels its term's context. Below them, the zk.Client
+// reports the connection's states to listeners (its Listen), and a
+// zk.Session's Done closes when that session is lost.
 //
 // Reentrancy is per Mutex handle, not per goroutine (Go has no thread
 // identity): Acquire on a handle that already holds the lock only increments a

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // servers is where the examples find ZooKeeper: SECKILL_TEST_ZK or the local stack.
@@ -35,11 +37,12 @@ func exampleContext() (context.Context, context.CancelFunc) {
 func ExampleMutex() {
 	ctx, cancel := exampleContext()
 	defer cancel()
-	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	conn, err := zk.Connect(ctx, servers(), zk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer client.Close()
+	defer conn.Close()
+	client := zklock.New(conn, zklock.Options{})
 
 	// One handle per goroutine of control: reentrancy is per handle.
 	m := zklock.NewMutex(client, examplePath("mutex"))
@@ -62,11 +65,12 @@ func ExampleMutex() {
 func ExampleReadWriteLock() {
 	ctx, cancel := exampleContext()
 	defer cancel()
-	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	conn, err := zk.Connect(ctx, servers(), zk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer client.Close()
+	defer conn.Close()
+	client := zklock.New(conn, zklock.Options{})
 
 	lockPath := examplePath("rwlock")
 	rw := zklock.NewReadWriteLock(client, lockPath)
@@ -96,11 +100,12 @@ func ExampleReadWriteLock() {
 func ExampleSemaphoreV2() {
 	ctx, cancel := exampleContext()
 	defer cancel()
-	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	conn, err := zk.Connect(ctx, servers(), zk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer client.Close()
+	defer conn.Close()
+	client := zklock.New(conn, zklock.Options{})
 
 	sem := zklock.NewSemaphoreV2(client, examplePath("semaphore"), 2)
 	leases, err := sem.AcquireN(ctx, 2)
@@ -122,11 +127,12 @@ func ExampleSemaphoreV2() {
 func ExampleLeaderLatch() {
 	ctx, cancel := exampleContext()
 	defer cancel()
-	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	conn, err := zk.Connect(ctx, servers(), zk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer client.Close()
+	defer conn.Close()
+	client := zklock.New(conn, zklock.Options{})
 
 	latch := zklock.NewLeaderLatch(client, examplePath("latch"), "node-1")
 	latch.Listen(zklock.LatchListener{
@@ -150,11 +156,12 @@ func ExampleLeaderLatch() {
 func ExampleLeaderSelector() {
 	ctx, cancel := exampleContext()
 	defer cancel()
-	client, err := zklock.Connect(ctx, servers(), zklock.Options{SessionTimeout: 10 * time.Second})
+	conn, err := zk.Connect(ctx, servers(), zk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer client.Close()
+	defer conn.Close()
+	client := zklock.New(conn, zklock.Options{})
 
 	terms := make(chan string)
 	sel := zklock.NewLeaderSelector(client, examplePath("selector"), "worker-1", func(ctx context.Context) error {

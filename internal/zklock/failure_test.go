@@ -12,6 +12,8 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 func newProxy(t *testing.T) *itest.Proxy { return itest.NewProxy(t, itest.ZooKeeper(t)[0]) }
@@ -19,22 +21,22 @@ func newProxy(t *testing.T) *itest.Proxy { return itest.NewProxy(t, itest.ZooKee
 // stateLog records a client's state changes.
 type stateLog struct {
 	mu     sync.Mutex
-	states []zklock.State
+	states []zk.State
 }
 
-func (s *stateLog) add(st zklock.State) {
+func (s *stateLog) add(st zk.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.states = append(s.states, st)
 }
 
-func (s *stateLog) snapshot() []zklock.State {
+func (s *stateLog) snapshot() []zk.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.states)
 }
 
-func (s *stateLog) has(want ...zklock.State) bool {
+func (s *stateLog) has(want ...zk.State) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := 0
@@ -53,11 +55,11 @@ func connectVia(t *testing.T, p *itest.Proxy) (*zklock.Client, *stateLog) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	gate := &reconnectGate{} // see racegate_test.go
-	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{
+	c, err := dial(ctx, []string{p.Addr()}, zk.Options{
 		Dial:           gate.dial,
 		SessionTimeout: shortSession,
-		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
-	})
+		Retry:          zk.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
+	}, zklock.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestSessionExpiryWhileHoldingFiresLostAndFreesTheLock(t *testing.T) {
 	}
 
 	p.Restore()
-	waitFor(t, func() bool { return states.has(zklock.StateSuspended, zklock.StateLost, zklock.StateReconnected) })
+	waitFor(t, func() bool { return states.has(zk.StateSuspended, zk.StateLost, zk.StateReconnected) })
 	if err := m.Release(ctx); err != nil {
 		t.Fatalf("release of a lost lock: %v", err)
 	}
@@ -174,7 +176,7 @@ func TestConnectionLossLeavesNoOrphans(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("%d acquisitions, %d failures across 3 connection drops", acquired, failed)
-	if !states.has(zklock.StateSuspended, zklock.StateReconnected) {
+	if !states.has(zk.StateSuspended, zk.StateReconnected) {
 		t.Fatalf("states %v: the drops were not seen", states.snapshot())
 	}
 	if acquired == 0 {
@@ -192,7 +194,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	ctx := testCtx(t)
 	ctxNoCleanup, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := zklock.Connect(ctxNoCleanup, itest.ZooKeeper(t), zklock.Options{SessionTimeout: 10 * time.Second})
+	c, err := dial(ctxNoCleanup, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,9 +256,9 @@ func TestStatesOfAReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Cut()
-	waitFor(t, func() bool { return states.has(zklock.StateSuspended) })
+	waitFor(t, func() bool { return states.has(zk.StateSuspended) })
 	p.Restore()
-	waitFor(t, func() bool { return states.has(zklock.StateSuspended, zklock.StateReconnected) })
+	waitFor(t, func() bool { return states.has(zk.StateSuspended, zk.StateReconnected) })
 	again, err := c.Session(ctx)
 	if err != nil || again != sess {
 		t.Fatalf("a short drop should keep the session: %v, %v", again, err)
@@ -266,7 +268,7 @@ func TestStatesOfAReconnect(t *testing.T) {
 		t.Fatal("session reported lost after a short drop")
 	default:
 	}
-	if got := states.snapshot(); slices.Contains(got, zklock.StateLost) {
+	if got := states.snapshot(); slices.Contains(got, zk.StateLost) {
 		t.Fatalf("states %v: lost after a short drop", got)
 	}
 }

@@ -1,11 +1,14 @@
 package zklock
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/google/uuid"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // Hand-offs without a second listing.
@@ -39,31 +42,47 @@ type localNode struct {
 	first atomic.Bool
 }
 
-// track records a queue node created in s.
-func (s *Session) track(node string) *localNode {
+// track records a queue node created in s. The session's table goes when
+// the session does.
+func (c *Client) track(s *zk.Session, node string) *localNode {
 	n := &localNode{}
-	s.nodesMu.Lock()
-	defer s.nodesMu.Unlock()
-	if s.nodes == nil {
-		s.nodes = make(map[string]*localNode)
+	c.localMu.Lock()
+	defer c.localMu.Unlock()
+	nodes, ok := c.locals[s]
+	if !ok {
+		if c.locals == nil {
+			c.locals = make(map[*zk.Session]map[string]*localNode)
+		}
+		nodes = make(map[string]*localNode)
+		c.locals[s] = nodes
+		c.Background(func(bg context.Context) {
+			select {
+			case <-s.Done():
+			case <-bg.Done():
+			}
+			c.localMu.Lock()
+			delete(c.locals, s)
+			c.localMu.Unlock()
+		})
 	}
-	s.nodes[node] = n
+	nodes[node] = n
 	return n
 }
 
-// untrack forgets a node once its owner has deleted it (or given up on it).
-func (s *Session) untrack(node string) {
-	s.nodesMu.Lock()
-	defer s.nodesMu.Unlock()
-	delete(s.nodes, node)
+// untrack forgets a node of s once its owner has deleted it (or given up on
+// it).
+func (c *Client) untrack(s *zk.Session, node string) {
+	c.localMu.Lock()
+	defer c.localMu.Unlock()
+	delete(c.locals[s], node)
 }
 
-// local returns what s knows of node, or nil when s did not create it (or
-// its owner has deleted it since).
-func (s *Session) local(node string) *localNode {
-	s.nodesMu.Lock()
-	defer s.nodesMu.Unlock()
-	return s.nodes[node]
+// local returns what the client knows of node, or nil when s did not create
+// it (or its owner has deleted it since).
+func (c *Client) local(s *zk.Session, node string) *localNode {
+	c.localMu.Lock()
+	defer c.localMu.Unlock()
+	return c.locals[s][node]
 }
 
 // remaining is a waiter's last listing after the node it watched, gone, was

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // hold is one held lock node, a Mutex's or a semaphore's lease: everything a
@@ -17,7 +17,7 @@ import (
 type hold struct {
 	c           *Client
 	node        string
-	sess        *Session
+	sess        *zk.Session
 	interrupted <-chan struct{} // the session's next suspension
 	lost        chan struct{}   // closed when the hold is lost
 	stop        chan struct{}   // closed by end: the watcher exits, and the hold is not lost
@@ -32,10 +32,10 @@ type hold struct {
 // somebody asks (Lost, Token) or must be told (onRevoke): a goroutine and a
 // read per hold are not free. Losses that happened before are reported all
 // the same.
-func newHold(c *Client, node string, s *Session, onRevoke func()) *hold {
-	h := &hold{c: c, node: node, sess: s, interrupted: s.interruption(), lost: make(chan struct{}),
+func newHold(c *Client, node string, s *zk.Session, onRevoke func()) *hold {
+	h := &hold{c: c, node: node, sess: s, interrupted: s.Interruption(), lost: make(chan struct{}),
 		stop: make(chan struct{}), token: newFenceToken(), onRevoke: onRevoke, since: time.Now()}
-	h.arm = sync.OnceFunc(func() { c.background(h.watch) })
+	h.arm = sync.OnceFunc(func() { c.Background(h.watch) })
 	if onRevoke != nil {
 		h.arm()
 	}
@@ -60,8 +60,8 @@ func (h *hold) Token(ctx context.Context) (int64, error) {
 // first).
 func (h *hold) end(ctx context.Context) error {
 	close(h.stop)
-	err := h.c.release(ctx, h.node, h.sess)
-	h.sess.untrack(h.node)
+	err := h.c.Release(ctx, h.node, h.sess)
+	h.c.untrack(h.sess, h.node)
 	return err
 }
 
@@ -112,7 +112,7 @@ func (h *hold) watch(bg context.Context) {
 		}
 	}()
 	for {
-		data, stat, ch, err := h.c.conn.GetW(h.node)
+		data, stat, ch, err := h.c.GetW(bg, h.node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return // deleted, by Release (stop is closed) or by someone else
 		}

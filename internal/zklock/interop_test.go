@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
@@ -385,7 +385,7 @@ func TestInteropSemaphoreWithSharedCountWithJavaCurator(t *testing.T) {
 					t.Errorf("acquire: %v", err)
 					return
 				}
-				me, err := c.Conn().Create(inside+"/in-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+				me, err := c.Conn().Create(inside+"/in-", nil, gozk.FlagEphemeralSequential, gozk.WorldACL(gozk.PermAll))
 				if err != nil {
 					t.Errorf("inside: %v", err)
 				}
@@ -434,11 +434,11 @@ func TestInteropLeaderSelectorWithJavaCurator(t *testing.T) {
 	enough := make(chan struct{})
 	var once sync.Once
 	sel := zklock.NewLeaderSelector(c, leaderPath, "go", func(ctx context.Context) error {
-		if _, err := c.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := c.Conn().Create(marker, nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
 			t.Errorf("Go's term could not take the marker (another leader?): %v", err)
 			return nil
 		}
-		if _, err := c.Conn().Create(marker+"-log/t-", []byte("go"), zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := c.Conn().Create(marker+"-log/t-", []byte("go"), gozk.FlagSequence, gozk.WorldACL(gozk.PermAll)); err != nil {
 			t.Errorf("term log: %v", err)
 		}
 		time.Sleep(5 * time.Millisecond)

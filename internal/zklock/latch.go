@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // LatchListener hears a LeaderLatch gain and lose leadership. Either field
@@ -37,12 +37,12 @@ type LeaderLatch struct {
 	stop      chan struct{}
 	done      chan struct{}
 	listeners []LatchListener
-	states    chan State
+	states    chan zk.State
 }
 
 // NewLeaderLatch returns a latch at latchPath for the participant id.
 func NewLeaderLatch(c *Client, latchPath, id string) *LeaderLatch {
-	return &LeaderLatch{c: c, p: latchPath, id: id, leaderCh: make(chan struct{}), states: make(chan State, 16)}
+	return &LeaderLatch{c: c, p: latchPath, id: id, leaderCh: make(chan struct{}), states: make(chan zk.State, 16)}
 }
 
 // Listen adds a listener; call it before Start to hear the first change.
@@ -55,7 +55,7 @@ func (l *LeaderLatch) Listen(ll LatchListener) {
 // Start joins the election: it creates the latch node and returns; the
 // latch then follows the election in the background until Close.
 func (l *LeaderLatch) Start(ctx context.Context) error {
-	if err := ValidatePath(l.p); err != nil {
+	if err := zk.ValidatePath(l.p); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -73,13 +73,13 @@ func (l *LeaderLatch) Start(ctx context.Context) error {
 		l.mu.Unlock()
 		return err
 	}
-	remove := l.c.Listen(func(st State) {
+	remove := l.c.Listen(func(st zk.State) {
 		select {
 		case l.states <- st:
 		default: // a burst of changes: the latest few are enough to re-check
 		}
 	})
-	l.c.background(func(bg context.Context) {
+	l.c.Background(func(bg context.Context) {
 		defer close(l.done)
 		defer remove()
 		l.run(bg, node)
@@ -92,7 +92,7 @@ func (l *LeaderLatch) create(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	node, err := l.c.createProtected(ctx, s, l.p, latchMarker, []byte(l.id))
+	node, err := l.c.CreateProtected(ctx, s, l.p, latchMarker, []byte(l.id))
 	if err != nil {
 		return "", fmt.Errorf("zklock: leader latch %s: %w", l.p, err)
 	}
@@ -112,7 +112,7 @@ func (l *LeaderLatch) run(bg context.Context, node string) {
 			node, err = l.create(bg)
 		}
 		if err == nil {
-			watch, err = l.check(node)
+			watch, err = l.check(bg, node)
 		}
 		if err != nil {
 			l.setLeader(false)
@@ -120,7 +120,7 @@ func (l *LeaderLatch) run(bg context.Context, node string) {
 				node = ""
 				continue
 			}
-			if l.c.sleepOrStop(bg, l.stop, n) {
+			if l.c.SleepOrStop(bg, l.stop, n) {
 				return
 			}
 			n++
@@ -131,13 +131,13 @@ func (l *LeaderLatch) run(bg context.Context, node string) {
 		case <-watch:
 		case st := <-l.states:
 			switch st {
-			case StateSuspended, StateLost:
+			case zk.StateSuspended, zk.StateLost:
 				l.setLeader(false)
-			case StateReconnected:
+			case zk.StateReconnected:
 				// Curator's reset: leave the queue and join it again.
 				l.setLeader(false)
 				if s, err := l.c.Session(bg); err == nil {
-					_ = l.c.deleteNode(node, s) // retried in the background itself
+					_ = l.c.DeleteNode(node, s) // retried in the background itself
 				}
 				node = ""
 			}
@@ -151,8 +151,8 @@ func (l *LeaderLatch) run(bg context.Context, node string) {
 
 // check decides leadership from the sorted children and returns the watch to
 // wait on: on our own node when leading, on the one ahead otherwise.
-func (l *LeaderLatch) check(node string) (<-chan zk.Event, error) {
-	kids, _, err := l.c.conn.Children(l.p)
+func (l *LeaderLatch) check(ctx context.Context, node string) (<-chan zk.Event, error) {
+	kids, err := l.c.Children(ctx, l.p)
 	if err != nil {
 		return nil, err
 	}
@@ -162,18 +162,18 @@ func (l *LeaderLatch) check(node string) (<-chan zk.Event, error) {
 	case i < 0:
 		return nil, errNodeGone
 	case i == 0:
-		_, stat, ch, err := l.c.conn.GetW(node)
+		_, stat, ch, err := l.c.GetW(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, errNodeGone
 		}
 		if err != nil {
 			return nil, err
 		}
-		l.setLeader(stat.EphemeralOwner == l.c.conn.SessionID())
+		l.setLeader(stat.EphemeralOwner == l.c.SessionID())
 		return ch, nil
 	default:
 		l.setLeader(false)
-		_, _, ch, err := l.c.conn.GetW(path.Join(l.p, kids[i-1]))
+		_, _, ch, err := l.c.GetW(ctx, path.Join(l.p, kids[i-1]))
 		if errors.Is(err, zk.ErrNoNode) {
 			closed := make(chan zk.Event)
 			close(closed)
@@ -267,7 +267,7 @@ func (l *LeaderLatch) Close(ctx context.Context) error {
 	if err != nil {
 		return nil // no session: the node dies with the old one
 	}
-	return l.c.deleteNode(node, s)
+	return l.c.DeleteNode(node, s)
 }
 
 // participantIDs reads the data (participant ids) of a queue's nodes in order.
@@ -279,7 +279,11 @@ func participantIDs(ctx context.Context, c *Client, dir, marker string) ([]strin
 	}
 	var ids []string
 	for _, n := range nodes {
-		data, _, err := c.conn.Get(n)
+		var data []byte
+		err := c.Retry(ctx, func() (err error) {
+			data, _, err = c.Get(ctx, n)
+			return err
+		})
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile
 		}

@@ -3,6 +3,8 @@ package zklock
 import (
 	"context"
 	"sync"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // Shared queue listings.
@@ -57,10 +59,10 @@ func (c *Client) sharedChildren(ctx context.Context, dir string, markers []strin
 			c.lists = map[string]*queueListings{}
 		}
 		c.lists[dir] = q
-		if !c.background(func(bg context.Context) { c.sendListings(bg, dir, q, l) }) {
+		if !c.Background(func(bg context.Context) { c.sendListings(bg, dir, q, l) }) {
 			delete(c.lists, dir)
 			c.listMu.Unlock()
-			return nil, ErrClosed
+			return nil, zk.ErrClosed
 		}
 	case q.next != nil:
 		l = q.next

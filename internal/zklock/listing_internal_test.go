@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // A crowd joining a queue at once shares listings: while the first listing
@@ -20,12 +21,12 @@ func TestJoinersShareQueueListings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func() *Client {
-		c, err := Connect(ctx, servers, Options{})
+		zc, err := zk.Connect(ctx, servers, zk.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(c.Close)
-		return c
+		t.Cleanup(zc.Close)
+		return New(zc, Options{})
 	}
 	holderClient, c := dial(), dial()
 	lockPath := itest.Path(t) + "/lock"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // Sentinel errors of the lock recipes.
@@ -63,7 +63,7 @@ func NewMutex(c *Client, lockPath string) *Mutex {
 }
 
 func newMutex(c *Client, dir, marker string, r rule, opts mutexOptions) *Mutex {
-	return &Mutex{c: c, q: queue{c: c, dir: dir, marker: marker, rule: r}, pathErr: ValidatePath(dir), opts: opts}
+	return &Mutex{c: c, q: queue{c: c, dir: dir, marker: marker, rule: r}, pathErr: zk.ValidatePath(dir), opts: opts}
 }
 
 // Acquire blocks until the lock is held, or ctx ends. When it gives up it
@@ -114,8 +114,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		// node (queue.await), and so pays no request more for it.
 		hooks.created = func(node string) {
 			r := pre.start(node)
-			if !m.c.background(func(context.Context) { pre.fetch(m.c, node, r) }) {
-				r.err = ErrClosed
+			if !m.c.Background(func(context.Context) { pre.fetch(m.c, node, r) }) {
+				r.err = zk.ErrClosed
 				close(r.done)
 			}
 		}
@@ -268,8 +268,8 @@ const revokeMessage = "__REVOKE__"
 // it writes "__REVOKE__" into the node. Only a holder that called
 // MakeRevocable reacts. A node that is gone already is not an error.
 func AttemptRevoke(ctx context.Context, c *Client, nodePath string) error {
-	err := c.retry(ctx, func() error {
-		_, err := call(ctx, func() (*zk.Stat, error) { return c.conn.Set(nodePath, []byte(revokeMessage), -1) }, nil)
+	err := c.Retry(ctx, func() error {
+		_, err := c.Set(ctx, nodePath, []byte(revokeMessage), -1)
 		return err
 	})
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -336,7 +336,7 @@ func (p *tokenPrefetch) watch(ctx context.Context, node string) (<-chan zk.Event
 // fetch reads node's create zxid, with a data watch, and hands it on; a
 // failure leaves the token to the hold's watcher.
 func (p *tokenPrefetch) fetch(c *Client, node string, r *earlyRead) {
-	_, st, ch, err := c.conn.GetW(node)
+	_, st, ch, err := c.GetW(context.Background(), node) // on a background goroutine already: no context of its own
 	r.ch, r.err = ch, err
 	close(r.done)
 	if err != nil {

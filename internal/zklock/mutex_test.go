@@ -11,13 +11,15 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 func connect(t testing.TB) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := zklock.Connect(ctx, itest.ZooKeeper(t), zklock.Options{SessionTimeout: 10 * time.Second})
+	c, err := dial(ctx, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -328,4 +330,14 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// dial connects a ZooKeeper client and returns the recipes' client on it,
+// as a service would: zk.Connect, then zklock.New.
+func dial(ctx context.Context, servers []string, zopts zk.Options, opts zklock.Options) (*zklock.Client, error) {
+	zc, err := zk.Connect(ctx, servers, zopts)
+	if err != nil {
+		return nil, err
+	}
+	return zklock.New(zc, opts), nil
 }

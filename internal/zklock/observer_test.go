@@ -8,6 +8,8 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 type lockEvent struct {
@@ -41,7 +43,7 @@ func TestObserverHearsWaitsAndHolds(t *testing.T) {
 	rec := &recorder{}
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	observed, err := zklock.Connect(cctx, itest.ZooKeeper(t), zklock.Options{SessionTimeout: 10 * time.Second, Observer: rec})
+	observed, err := dial(cctx, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"path"
 	"slices"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // errNodeGone: our queue node vanished while we waited (deleted by someone
@@ -101,32 +101,32 @@ type joinHooks struct {
 // returns ErrLocked when it does not hold at once. On any failure our node is
 // deleted. It retries with a new node when the session was lost meanwhile,
 // as long as ctx and the retry policy allow.
-func (q *queue) enter(ctx context.Context, data []byte, wait bool, hooks joinHooks) (string, *Session, error) {
+func (q *queue) enter(ctx context.Context, data []byte, wait bool, hooks joinHooks) (string, *zk.Session, error) {
 	for n := 0; ; n++ {
 		s, err := q.c.Session(ctx)
 		if err != nil {
 			return "", nil, err
 		}
-		node, err := q.c.createProtected(ctx, s, q.dir, q.marker, data)
+		node, err := q.c.CreateProtected(ctx, s, q.dir, q.marker, data)
 		if err == nil {
 			if hooks.created != nil {
 				hooks.created(node)
 			}
-			err = q.await(ctx, s, node, s.track(node), wait, hooks.ownWatch)
+			err = q.await(ctx, s, node, q.c.track(s, node), wait, hooks.ownWatch)
 			if err == nil {
 				return node, s, nil // the holder untracks it when it deletes it
 			}
 			// Giving up: our node must not stay in the queue. Connection
 			// trouble is handled by the delete itself, in the background.
-			if derr := q.c.deleteNode(node, s); derr != nil {
-				q.c.log.Warn("could not delete an abandoned queue node", "node", node, "err", derr)
+			if derr := q.c.DeleteNode(node, s); derr != nil {
+				q.c.Logger().Warn("could not delete an abandoned queue node", "node", node, "err", derr)
 			}
-			s.untrack(node)
+			q.c.untrack(s, node)
 		}
-		if !errors.Is(err, ErrSessionLost) && !errors.Is(err, errNodeGone) {
+		if !errors.Is(err, zk.ErrSessionLost) && !errors.Is(err, errNodeGone) {
 			return "", nil, err
 		}
-		if berr := q.c.backoff(ctx, n); berr != nil {
+		if berr := q.c.Backoff(ctx, n); berr != nil {
 			return "", nil, err
 		}
 	}
@@ -146,7 +146,7 @@ func (q *queue) enter(ctx context.Context, data []byte, wait bool, hooks joinHoo
 // predecessor was the holder, or was the only node ahead): the lock is then
 // ours without listing the children again, a round trip saved on the
 // hand-off. Otherwise the listing is stale and is made again.
-func (q *queue) await(ctx context.Context, s *Session, node string, own *localNode, wait bool,
+func (q *queue) await(ctx context.Context, s *zk.Session, node string, own *localNode, wait bool,
 	ownWatch func(context.Context, string) (<-chan zk.Event, bool, error)) error {
 	name := path.Base(node)
 	var ownGone <-chan zk.Event // a data watch on our own node, once we wait
@@ -163,7 +163,7 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		case !found:
 			select {
 			case <-s.Done():
-				return ErrSessionLost
+				return zk.ErrSessionLost
 			default:
 				return errNodeGone
 			}
@@ -174,7 +174,7 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 			return ErrLocked
 		}
 		watched := path.Join(q.dir, watch)
-		ahead := s.local(watched) // nil unless this session created it
+		ahead := q.c.local(s, watched) // nil unless this session created it
 		// A mutex waiter keeps of its listing only how many nodes were ahead
 		// of the one it watches: that settles the shortcut below as the whole
 		// listing would, and a thousand waiters each keeping a listing of the
@@ -214,7 +214,7 @@ func (q *queue) await(ctx context.Context, s *Session, node string, own *localNo
 		default:
 		}
 		if ahead == nil {
-			ahead = s.local(watched) // it may have been tracked after our listing
+			ahead = q.c.local(s, watched) // it may have been tracked after our listing
 		}
 		wasFirst := ahead != nil && ahead.first.Load() || q.c.seenFirst(q.dir, q.rule.markers, watch)
 		if beforeWatch >= 0 {
@@ -256,11 +256,8 @@ func (q *queue) watchOwn(ctx context.Context, node string, given func(context.Co
 // getW sets a data watch on p, retried through connection loss.
 func (q *queue) getW(ctx context.Context, p string) (<-chan zk.Event, error) {
 	var ch <-chan zk.Event
-	err := q.c.retry(ctx, func() (err error) {
-		ch, err = call(ctx, func() (<-chan zk.Event, error) {
-			_, _, ch, err := q.c.conn.GetW(p)
-			return ch, err
-		}, nil)
+	err := q.c.Retry(ctx, func() (err error) {
+		_, _, ch, err = q.c.GetW(ctx, p)
 		return err
 	})
 	return ch, err
@@ -269,7 +266,7 @@ func (q *queue) getW(ctx context.Context, p string) (<-chan zk.Event, error) {
 // watch sets a data watch on p and waits for it to fire. A node already gone
 // yields a synthetic event that is not a deletion, so that the caller lists
 // the queue again.
-func (q *queue) watch(ctx context.Context, s *Session, p string) (zk.Event, error) {
+func (q *queue) watch(ctx context.Context, s *zk.Session, p string) (zk.Event, error) {
 	ch, err := q.getW(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return zk.Event{Type: zk.EventNotWatching, Path: p}, nil
@@ -283,7 +280,7 @@ func (q *queue) watch(ctx context.Context, s *Session, p string) (zk.Event, erro
 		q.c.stats.wakeups.Add(1)
 		return ev, nil
 	case <-s.Done():
-		return zk.Event{}, ErrSessionLost
+		return zk.Event{}, zk.ErrSessionLost
 	case <-ctx.Done():
 		return zk.Event{}, ctx.Err()
 	}
@@ -303,4 +300,14 @@ func (q *queue) participants(ctx context.Context) ([]string, error) {
 		kids[i] = path.Join(q.dir, k)
 	}
 	return kids, nil
+}
+
+// children lists a queue's nodes, retried through connection loss.
+func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
+	var kids []string
+	err := c.Retry(ctx, func() (err error) {
+		kids, err = c.Children(ctx, dir)
+		return err
+	})
+	return kids, err
 }

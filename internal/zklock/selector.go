@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // LeaderSelector is Curator's LeaderSelector: participants queue on a Mutex
@@ -47,7 +49,7 @@ func (s *LeaderSelector) AutoRequeue() {
 
 // Start queues the participant and returns; terms run in the background.
 func (s *LeaderSelector) Start() error {
-	if err := ValidatePath(s.p); err != nil {
+	if err := zk.ValidatePath(s.p); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -57,7 +59,7 @@ func (s *LeaderSelector) Start() error {
 	}
 	s.started, s.queued = true, true
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	s.c.background(func(bg context.Context) {
+	s.c.Background(func(bg context.Context) {
 		defer close(s.done)
 		s.run(bg)
 	})
@@ -151,8 +153,8 @@ func (s *LeaderSelector) run(bg context.Context) {
 			return
 		case err != nil:
 			// Could not queue (connection trouble): try again after a pause.
-			s.c.log.Warn("leader election: could not queue; trying again", "path", s.p, "participantId", s.id, "try", n+1, "err", err)
-			if s.c.sleepOrStop(ctx, s.stop, n) {
+			s.c.Logger().Warn("leader election: could not queue; trying again", "path", s.p, "participantId", s.id, "try", n+1, "err", err)
+			if s.c.SleepOrStop(ctx, s.stop, n) {
 				return
 			}
 			n++
@@ -191,7 +193,7 @@ func (s *LeaderSelector) term(ctx context.Context) error {
 		s.mu.Unlock()
 	}()
 	if err := s.take(tctx); err != nil && !errors.Is(err, context.Canceled) {
-		s.c.log.Warn("takeLeadership returned an error", "path", s.p, "id", s.id, slog.Any("err", err))
+		s.c.Logger().Warn("takeLeadership returned an error", "path", s.p, "id", s.id, slog.Any("err", err))
 	}
 	return nil
 }

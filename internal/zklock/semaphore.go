@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // ErrNotReentrant is returned by SemaphoreMutex.Acquire on a handle that
@@ -94,7 +94,7 @@ func (s *SemaphoreV2) Acquire(ctx context.Context) (*Lease, error) {
 // AcquireN waits for n leases; on failure it returns none (those taken are
 // returned).
 func (s *SemaphoreV2) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
-	if err := ValidatePath(s.leasePath); err != nil {
+	if err := zk.ValidatePath(s.leasePath); err != nil {
 		return nil, err
 	}
 	var got []*Lease
@@ -122,7 +122,7 @@ func (s *SemaphoreV2) acquireOne(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	node, err := s.c.createProtected(ctx, sess, s.leasePath, leaseMarker, s.c.opts.NodeData)
+	node, err := s.c.CreateProtected(ctx, sess, s.leasePath, leaseMarker, s.c.opts.NodeData)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: semaphore %s: %w", path.Dir(s.leasePath), err)
 	}
@@ -136,35 +136,29 @@ func (s *SemaphoreV2) acquireOne(ctx context.Context) (*Lease, error) {
 
 // await waits, holding the semaphore's mutex, until the leases are no more
 // than allowed.
-func (s *SemaphoreV2) await(ctx context.Context, sess *Session, name string) error {
+func (s *SemaphoreV2) await(ctx context.Context, sess *zk.Session, name string) error {
 	for {
 		changed := s.changes()
-		type got struct {
-			kids []string
-			ch   <-chan zk.Event
-		}
-		var g got
-		err := s.c.retry(ctx, func() (err error) {
-			g, err = call(ctx, func() (got, error) {
-				kids, _, ch, err := s.c.conn.ChildrenW(s.leasePath)
-				return got{kids, ch}, err
-			}, nil)
+		var kids []string
+		var ch <-chan zk.Event
+		err := s.c.Retry(ctx, func() (err error) {
+			kids, ch, err = s.c.ChildrenW(ctx, s.leasePath)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(g.kids, name) {
-			return ErrSessionLost // our lease node died with its session
+		if !slices.Contains(kids, name) {
+			return zk.ErrSessionLost // our lease node died with its session
 		}
-		if int32(len(g.kids)) <= s.maxLeases() {
+		if int32(len(kids)) <= s.maxLeases() {
 			return nil
 		}
 		select {
-		case <-g.ch:
+		case <-ch:
 		case <-changed:
 		case <-sess.Done():
-			return ErrSessionLost
+			return zk.ErrSessionLost
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -8,7 +8,7 @@ import (
 	"path"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // ErrNotStarted is returned by recipes used before Start or after Close.
@@ -34,7 +34,7 @@ type SharedCount struct {
 	known     bool // cur was read
 	started   bool
 	stop      chan struct{}
-	listeners listeners[int32]
+	listeners zk.Listeners[int32]
 	changed   chan struct{} // closed and renewed at each change seen
 }
 
@@ -46,20 +46,18 @@ func NewSharedCount(c *Client, countPath string, seed int32) *SharedCount {
 
 // Start creates the node if needed, reads the value and keeps it current.
 func (s *SharedCount) Start(ctx context.Context) error {
-	if err := ValidatePath(s.path); err != nil {
+	if err := zk.ValidatePath(s.path); err != nil {
 		return err
 	}
 	var err error
 	// The parent is made again if the server reaps it (an empty container)
 	// before the count's create, a bounded number of times.
 	for attempt := 0; attempt < 3; attempt++ {
-		if err := s.c.ensurePath(ctx, path.Dir(s.path)); err != nil {
+		if err := s.c.EnsurePath(ctx, path.Dir(s.path)); err != nil {
 			return err
 		}
-		err = s.c.retry(ctx, func() error {
-			_, err := call(ctx, func() (string, error) {
-				return s.c.conn.Create(s.path, encodeCount(s.seed), zk.FlagPersistent, openACL)
-			}, nil)
+		err = s.c.Retry(ctx, func() error {
+			_, err := s.c.CreatePersistent(ctx, s.path, encodeCount(s.seed))
 			return err
 		})
 		if !errors.Is(err, zk.ErrNoNode) {
@@ -82,34 +80,30 @@ func (s *SharedCount) Start(ctx context.Context) error {
 	s.stop = make(chan struct{})
 	stop := s.stop
 	s.mu.Unlock()
-	s.c.background(func(bg context.Context) { s.watch(bg, ch, stop) })
+	s.c.Background(func(bg context.Context) { s.watch(bg, ch, stop) })
 	return nil
 }
 
 // read fetches the value with a data watch and records it.
 func (s *SharedCount) read(ctx context.Context) (<-chan zk.Event, error) {
-	type got struct {
+	var (
 		data []byte
 		stat *zk.Stat
 		ch   <-chan zk.Event
-	}
-	var g got
-	err := s.c.retry(ctx, func() (err error) {
-		g, err = call(ctx, func() (got, error) {
-			d, st, ch, err := s.c.conn.GetW(s.path)
-			return got{d, st, ch}, err
-		}, nil)
+	)
+	err := s.c.Retry(ctx, func() (err error) {
+		data, stat, ch, err = s.c.GetW(ctx, s.path)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zklock: read shared count %s: %w", s.path, err)
 	}
-	v, err := decodeCount(g.data)
+	v, err := decodeCount(data)
 	if err != nil {
 		return nil, fmt.Errorf("zklock: shared count %s: %w", s.path, err)
 	}
-	s.update(VersionedValue{Version: g.stat.Version, Value: v})
-	return g.ch, nil
+	s.update(VersionedValue{Version: stat.Version, Value: v})
+	return ch, nil
 }
 
 func (s *SharedCount) update(v VersionedValue) {
@@ -130,7 +124,7 @@ func (s *SharedCount) update(v VersionedValue) {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	for _, fn := range s.listeners.snapshot() {
+	for _, fn := range s.listeners.Snapshot() {
 		fn(v.Value)
 	}
 }
@@ -149,7 +143,7 @@ func (s *SharedCount) watch(bg context.Context, ch <-chan zk.Event, stop chan st
 			if ch, err = s.read(bg); err == nil {
 				break
 			}
-			if s.c.sleepOrStop(bg, stop, n) {
+			if s.c.SleepOrStop(bg, stop, n) {
 				return
 			}
 		}
@@ -178,7 +172,7 @@ func (s *SharedCount) changes() <-chan struct{} {
 // go on; ZooKeeper reads version -1 as "any version", so at that one version
 // of every 2^32 the set is unconditional.
 func (s *SharedCount) TrySetCount(ctx context.Context, prev VersionedValue, n int32) (bool, error) {
-	st, err := call(ctx, func() (*zk.Stat, error) { return s.c.conn.Set(s.path, encodeCount(n), prev.Version) }, nil)
+	st, err := s.c.Set(ctx, s.path, encodeCount(n), prev.Version)
 	switch {
 	case errors.Is(err, zk.ErrBadVersion):
 		return false, nil
@@ -198,7 +192,7 @@ func (s *SharedCount) SetCount(ctx context.Context, n int32) error {
 // Listen registers fn for every change of value seen; the returned function
 // removes it. fn runs on the goroutine that saw the change.
 func (s *SharedCount) Listen(fn func(int32)) (remove func()) {
-	return s.listeners.add(fn)
+	return s.listeners.Add(fn)
 }
 
 // Close stops following the value.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // What the recipes do when the ground moves under a participant: its node
@@ -107,9 +109,9 @@ func TestLostIsOpenForAHoldAfterAShortDrop(t *testing.T) {
 	p := newProxy(t)
 	c, states := connectVia(t, p)
 	p.Cut()
-	waitFor(t, func() bool { return states.has(zklock.StateSuspended) })
+	waitFor(t, func() bool { return states.has(zk.StateSuspended) })
 	p.Restore()
-	waitFor(t, func() bool { return states.has(zklock.StateSuspended, zklock.StateReconnected) })
+	waitFor(t, func() bool { return states.has(zk.StateSuspended, zk.StateReconnected) })
 	m := zklock.NewMutex(c, itest.Path(t))
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -145,9 +147,9 @@ func TestLeaderLatchRequeuesAfterAShortDrop(t *testing.T) {
 	waitFor(t, func() bool { ids, err := la.Participants(ctx); return err == nil && len(ids) == 2 })
 
 	p.Cut()
-	waitFor(t, func() bool { return states.has(zklock.StateSuspended) })
+	waitFor(t, func() bool { return states.has(zk.StateSuspended) })
 	p.Restore()
-	waitFor(t, func() bool { return states.has(zklock.StateSuspended, zklock.StateReconnected) })
+	waitFor(t, func() bool { return states.has(zk.StateSuspended, zk.StateReconnected) })
 	waitFor(t, lb.HasLeadership)
 	waitFor(t, func() bool {
 		ids, err := la.Participants(ctx)

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
 // Deterministic fault tests: a proxy that reads ZooKeeper's framing strikes
@@ -23,11 +25,11 @@ func connectShortThrough(t *testing.T, p *itest.ZKProxy) (*zklock.Client, *state
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{
+	c, err := dial(ctx, []string{p.Addr()}, zk.Options{
 		SessionTimeout: shortSession,
-		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
+		Retry:          zk.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10, MaxSleep: 500 * time.Millisecond},
 		Dial:           (&reconnectGate{}).dial, // see racegate_test.go
-	})
+	}, zklock.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func connectStallable(t *testing.T, p *itest.ZKProxy) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{SessionTimeout: 4 * time.Second, Dial: (&reconnectGate{}).dial})
+	c, err := dial(ctx, []string{p.Addr()}, zk.Options{SessionTimeout: 4 * time.Second, Dial: (&reconnectGate{}).dial}, zklock.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +75,11 @@ func connectThrough(t *testing.T, p *itest.ZKProxy) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := zklock.Connect(ctx, []string{p.Addr()}, zklock.Options{
+	c, err := dial(ctx, []string{p.Addr()}, zk.Options{
 		SessionTimeout: 10 * time.Second,
-		Retry:          zklock.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10},
+		Retry:          zk.ExponentialBackoffRetry{BaseSleep: 50 * time.Millisecond, MaxRetries: 10},
 		Dial:           (&reconnectGate{}).dial, // go-zookeeper's reconnect race: see racegate_test.go
-	})
+	}, zklock.Options{})
 	if err != nil {
 		t.Fatalf("connect through the proxy: %v", err)
 	}
@@ -381,7 +383,7 @@ func nodesOfALostSessionAfterItsResumption(t *testing.T, giveUpFirst bool) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the holder was not told its lock was lost within 30s of the cut")
 	}
-	waitFor(t, func() bool { return states.has(zklock.StateLost) })
+	waitFor(t, func() bool { return states.has(zk.StateLost) })
 	if err := m.Release(ctx); err != nil {
 		t.Logf("release after the loss: %v", err)
 	}
@@ -401,7 +403,7 @@ func nodesOfALostSessionAfterItsResumption(t *testing.T, giveUpFirst bool) {
 		giveUpWaiter()
 	}
 	p.Restore()
-	waitFor(t, func() bool { return states.has(zklock.StateLost, zklock.StateReconnected) })
+	waitFor(t, func() bool { return states.has(zk.StateLost, zk.StateReconnected) })
 	if got := c.Conn().SessionID(); got != sessionID {
 		t.Fatalf("the client came back with session %#x, not %#x: the server did not keep the session, so this test proves nothing", got, sessionID)
 	}
@@ -476,7 +478,7 @@ func TestLeaderLatchDoesNotLeadWithAnotherSessionsNode(t *testing.T) {
 	if err := observer.Conn().Delete(nodeA, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := observer.Conn().Create(nodeA, []byte("A"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := observer.Conn().Create(nodeA, []byte("A"), gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	checked := p.NoticeReply(func(op int32, p string) bool { return op == itest.ZKOpGetData && p == nodeA })
@@ -652,7 +654,7 @@ func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the holder was not told within 30s of the cut")
 	}
-	waitFor(t, func() bool { return states.has(zklock.StateLost) }) // a whole session timeout later
+	waitFor(t, func() bool { return states.has(zk.StateLost) }) // a whole session timeout later
 	select {
 	case <-acquired:
 		t.Fatal("the waiter acquired while the holder's session, and node, were still on the server")

@@ -1,4 +1,4 @@
-package zklock
+package zk
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 )
 
 func TestRetryableErrors(t *testing.T) {
@@ -19,19 +19,19 @@ func TestRetryableErrors(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"connection closed", zk.ErrConnectionClosed, true},
-		{"no server", zk.ErrNoServer, true},
-		{"session moved", zk.ErrSessionMoved, true},
+		{"connection closed", gozk.ErrConnectionClosed, true},
+		{"no server", gozk.ErrNoServer, true},
+		{"session moved", gozk.ErrSessionMoved, true},
 		{"write reset by the server, as go-zookeeper returns it", writeErr(syscall.ECONNRESET), true},
 		{"broken pipe", writeErr(syscall.EPIPE), true},
 		{"write deadline", &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}, true},
-		{"wrapped connection loss", fmt.Errorf("zklock: delete /x: %w", writeErr(syscall.ECONNRESET)), true},
-		{"no node", zk.ErrNoNode, false},
-		{"node exists", zk.ErrNodeExists, false},
-		{"bad version", zk.ErrBadVersion, false},
-		{"session expired", zk.ErrSessionExpired, false},
+		{"wrapped connection loss", fmt.Errorf("zk: delete /x: %w", writeErr(syscall.ECONNRESET)), true},
+		{"no node", gozk.ErrNoNode, false},
+		{"node exists", gozk.ErrNodeExists, false},
+		{"bad version", gozk.ErrBadVersion, false},
+		{"session expired", gozk.ErrSessionExpired, false},
 		{"canceled", context.Canceled, false},
-		{"caller's deadline", fmt.Errorf("zklock: acquire /x: %w", context.DeadlineExceeded), false},
+		{"caller's deadline", fmt.Errorf("zk: acquire /x: %w", context.DeadlineExceeded), false},
 		{"other", errors.New("boom"), false},
 	}
 	for _, tt := range tests {

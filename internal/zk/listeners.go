@@ -1,17 +1,17 @@
-package zklock
+package zk
 
 import "sync"
 
-// listeners is a set of callbacks that can each be removed. The zero value
+// Listeners is a set of callbacks that can each be removed. The zero value
 // is ready to use.
-type listeners[T any] struct {
+type Listeners[T any] struct {
 	mu   sync.Mutex
 	next int
 	fns  map[int]func(T)
 }
 
-// add registers fn and returns the function that removes it.
-func (l *listeners[T]) add(fn func(T)) (remove func()) {
+// Add registers fn and returns the function that removes it.
+func (l *Listeners[T]) Add(fn func(T)) (remove func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fns == nil {
@@ -27,8 +27,8 @@ func (l *listeners[T]) add(fn func(T)) (remove func()) {
 	}
 }
 
-// snapshot returns the current callbacks, to be called without any lock held.
-func (l *listeners[T]) snapshot() []func(T) {
+// Snapshot returns the current callbacks, to be called without any lock held.
+func (l *Listeners[T]) Snapshot() []func(T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fns := make([]func(T), 0, len(l.fns))

@@ -1,4 +1,4 @@
-package zklock
+package zk
 
 import (
 	"context"
@@ -6,41 +6,13 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 )
 
-var openACL = zk.WorldACL(zk.PermAll)
-
-// stats counts what the recipes do, for tests and benchmarks.
-type stats struct {
-	wakeups   atomic.Int64 // watch notifications that woke a waiter
-	listings  atomic.Int64 // children listings of a lock queue
-	shortcuts atomic.Int64 // hand-offs taken without listing again
-	watches   atomic.Int64 // watches lock waiters set
-}
-
-// Stats are counters of a Client's recipes.
-type Stats struct {
-	// Wakeups counts watch notifications that woke a lock waiter. With a
-	// fair, herd-free queue it grows by one per hand-off.
-	Wakeups int64
-	// Listings counts the queue listings (getChildren) of lock waiters.
-	Listings int64
-	// Shortcuts counts the waiters that took the lock after a hand-off
-	// without listing the queue again: their predecessor was the only node
-	// ahead of them, or had been first in line and was created in this
-	// session, so its deletion left them first.
-	Shortcuts int64
-}
-
-// Stats returns the client's counters.
-func (c *Client) Stats() Stats {
-	return Stats{Wakeups: c.stats.wakeups.Load(), Listings: c.stats.listings.Load(), Shortcuts: c.stats.shortcuts.Load()}
-}
+var openACL = gozk.WorldACL(gozk.PermAll)
 
 type result[T any] struct {
 	v   T
@@ -78,25 +50,25 @@ func call[T any](ctx context.Context, fn func() (T, error), abandoned func(T, er
 	}
 }
 
-// retry runs op until it succeeds, fails with an error a retry cannot help,
+// Retry runs op until it succeeds, fails with an error a retry cannot help,
 // or the retry policy gives up.
-func (c *Client) retry(ctx context.Context, op func() error) error {
+func (c *Client) Retry(ctx context.Context, op func() error) error {
 	for n := 0; ; n++ {
 		err := op()
 		if err == nil || !retryable(err) {
 			return err
 		}
-		if berr := c.backoff(ctx, n); berr != nil {
+		if berr := c.Backoff(ctx, n); berr != nil {
 			return fmt.Errorf("%w (last error: %v)", berr, err)
 		}
 	}
 }
 
-// backoff sleeps before retry n, or returns why it must not retry.
-func (c *Client) backoff(ctx context.Context, n int) error {
+// Backoff sleeps before retry n, or returns why it must not retry.
+func (c *Client) Backoff(ctx context.Context, n int) error {
 	d, ok := c.opts.Retry.sleep(n)
 	if !ok {
-		return fmt.Errorf("zklock: gave up after %d retries: %w", n, zk.ErrConnectionClosed)
+		return fmt.Errorf("zk: gave up after %d retries: %w", n, gozk.ErrConnectionClosed)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -110,26 +82,17 @@ func (c *Client) backoff(ctx context.Context, n int) error {
 	}
 }
 
-// children lists a node's children, retrying on connection loss.
+// children lists p's children within ctx, retrying through connection
+// loss.
 func (c *Client) children(ctx context.Context, p string) ([]string, error) {
 	var kids []string
-	err := c.retry(ctx, func() (err error) {
+	err := c.Retry(ctx, func() (err error) {
 		kids, err = call(ctx, func() ([]string, error) {
 			k, _, err := c.conn.Children(p)
 			return k, err
 		}, nil)
 		return err
 	})
-	return kids, err
-}
-
-// Children lists p's children within ctx, retrying through connection
-// loss; a p that does not exist has none.
-func (c *Client) Children(ctx context.Context, p string) ([]string, error) {
-	kids, err := c.children(ctx, p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
 	return kids, err
 }
 
@@ -143,20 +106,20 @@ func (c *Client) Ping(ctx context.Context) error {
 	return err
 }
 
-// ensurePath creates p and its missing ancestors as CONTAINER nodes, or
+// EnsurePath creates p and its missing ancestors as CONTAINER nodes, or
 // PERSISTENT ones where the server has no containers (before 3.5), as
 // Curator's creatingParentContainersIfNeeded does. An ancestor found
 // existing may be an empty container that the server reaps before its
 // child is made: the walk then starts again from the root, a bounded
 // number of times.
-func (c *Client) ensurePath(ctx context.Context, p string) error {
+func (c *Client) EnsurePath(ctx context.Context, p string) error {
 	if p == "/" {
 		return nil
 	}
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = c.makePath(ctx, parts); !errors.Is(err, zk.ErrNoNode) {
+		if err = c.makePath(ctx, parts); !errors.Is(err, gozk.ErrNoNode) {
 			return err
 		}
 	}
@@ -167,12 +130,12 @@ func (c *Client) makePath(ctx context.Context, parts []string) error {
 	cur := ""
 	for _, part := range parts {
 		cur += "/" + part
-		err := c.retry(ctx, func() error {
+		err := c.Retry(ctx, func() error {
 			_, err := call(ctx, func() (string, error) { return c.createParent(cur) }, nil)
 			return err
 		})
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("zklock: create %s: %w", cur, err)
+		if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+			return fmt.Errorf("zk: create %s: %w", cur, err)
 		}
 	}
 	return nil
@@ -180,8 +143,8 @@ func (c *Client) makePath(ctx context.Context, parts []string) error {
 
 func (c *Client) createParent(p string) (string, error) {
 	if !c.noContainersKnown() {
-		s, err := c.conn.CreateContainer(p, nil, zk.FlagContainer, openACL)
-		if err == nil || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) || retryable(err) {
+		s, err := c.conn.CreateContainer(p, nil, gozk.FlagContainer, openACL)
+		if err == nil || errors.Is(err, gozk.ErrNodeExists) || errors.Is(err, gozk.ErrNoNode) || retryable(err) {
 			return s, err
 		}
 		c.mu.Lock()
@@ -189,7 +152,7 @@ func (c *Client) createParent(p string) (string, error) {
 		c.mu.Unlock()
 		c.log.Info("zookeeper server has no container nodes; parents are created persistent", "err", err)
 	}
-	return c.conn.Create(p, nil, zk.FlagPersistent, openACL)
+	return c.conn.Create(p, nil, gozk.FlagPersistent, openACL)
 }
 
 func (c *Client) noContainersKnown() bool {
@@ -198,19 +161,19 @@ func (c *Client) noContainersKnown() bool {
 	return c.noContainers
 }
 
-// deleteNode deletes p now if it can; on connection loss it keeps trying in
+// DeleteNode deletes p now if it can; on connection loss it keeps trying in
 // the background (Curator's guaranteed delete) until the node is gone, the
 // session that owns it is gone, or the client closes. A missing node is success.
-func (c *Client) deleteNode(p string, owner *Session) error {
+func (c *Client) DeleteNode(p string, owner *Session) error {
 	err := c.conn.Delete(p, -1)
 	switch {
-	case err == nil || errors.Is(err, zk.ErrNoNode):
+	case err == nil || errors.Is(err, gozk.ErrNoNode):
 		owner.deleted(p)
 		return nil
 	case !retryable(err):
-		return fmt.Errorf("zklock: delete %s: %w", p, err)
+		return fmt.Errorf("zk: delete %s: %w", p, err)
 	}
-	c.background(func(ctx context.Context) {
+	c.Background(func(ctx context.Context) {
 		for n := 0; ; n++ {
 			select {
 			case <-owner.Done():
@@ -218,7 +181,7 @@ func (c *Client) deleteNode(p string, owner *Session) error {
 			default:
 			}
 			err := c.conn.Delete(p, -1)
-			if err == nil || errors.Is(err, zk.ErrNoNode) {
+			if err == nil || errors.Is(err, gozk.ErrNoNode) {
 				owner.deleted(p)
 				return
 			}
@@ -226,7 +189,7 @@ func (c *Client) deleteNode(p string, owner *Session) error {
 				c.log.Warn("guaranteed delete failed", "path", p, "err", err)
 				return
 			}
-			if c.sleepOrStop(ctx, owner.Done(), n) {
+			if c.SleepOrStop(ctx, owner.Done(), n) {
 				return
 			}
 		}
@@ -234,8 +197,8 @@ func (c *Client) deleteNode(p string, owner *Session) error {
 	return nil
 }
 
-// sleepOrStop waits before a background retry; true means stop.
-func (c *Client) sleepOrStop(ctx context.Context, stop <-chan struct{}, n int) bool {
+// SleepOrStop waits before a background retry; true means stop.
+func (c *Client) SleepOrStop(ctx context.Context, stop <-chan struct{}, n int) bool {
 	d, _ := c.opts.Retry.sleep(min(n, c.opts.Retry.MaxRetries-1)) // background work never gives up
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -249,10 +212,10 @@ func (c *Client) sleepOrStop(ctx context.Context, stop <-chan struct{}, n int) b
 	}
 }
 
-// background runs fn on a goroutine that Close waits for; fn's context ends
+// Background runs fn on a goroutine that Close waits for; fn's context ends
 // when the client closes. It reports false, and runs nothing, once the
 // client is closed.
-func (c *Client) background(fn func(ctx context.Context)) bool {
+func (c *Client) Background(fn func(ctx context.Context)) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -266,16 +229,16 @@ func (c *Client) background(fn func(ctx context.Context)) bool {
 	return true
 }
 
-// release deletes a held node whatever ctx does: the delete is started on a
+// Release deletes a held node whatever ctx does: the delete is started on a
 // goroutine of the client's and waited for until ctx ends, after which it
 // goes on alone (and deleteNode itself retries through connection loss).
 // A closed client deletes nothing: its session, and the node, are gone.
-func (c *Client) release(ctx context.Context, node string, owner *Session) error {
+func (c *Client) Release(ctx context.Context, node string, owner *Session) error {
 	if ctx.Done() == nil {
-		return c.deleteNode(node, owner) // a context that never ends: no goroutine needed
+		return c.DeleteNode(node, owner) // a context that never ends: no goroutine needed
 	}
 	done := make(chan error, 1)
-	if !c.background(func(context.Context) { done <- c.deleteNode(node, owner) }) {
+	if !c.Background(func(context.Context) { done <- c.DeleteNode(node, owner) }) {
 		return nil
 	}
 	select {
@@ -289,13 +252,13 @@ func (c *Client) release(ctx context.Context, node string, owner *Session) error
 // protectedPrefix is Curator's protection: "_c_" + a canonical UUID + "-".
 func protectedPrefix() string { return "_c_" + uuid.NewString() + "-" }
 
-// createProtected creates an EPHEMERAL_SEQUENTIAL node named
+// CreateProtected creates an EPHEMERAL_SEQUENTIAL node named
 // <parent>/_c_<uuid>-<marker><seq> in session s, creating missing parents.
 // When the connection drops during the create, the node may exist without
 // our knowing its name: it is found again by its protected prefix, and
 // rejected if a different session owns it. A node that may have been created
 // for a caller who gave up is deleted in the background.
-func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker string, data []byte) (string, error) {
+func (c *Client) CreateProtected(ctx context.Context, s *Session, parent, marker string, data []byte) (string, error) {
 	prefix := protectedPrefix()
 	want := path.Join(parent, prefix+marker)
 	orphanCheck := func() { c.deleteProtectedOrphans(parent, prefix, s) }
@@ -306,28 +269,28 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 	parentMakes := 0
 	for n := 0; ; {
 		created, err := call(ctx, func() (string, error) {
-			return c.conn.Create(want, data, zk.FlagEphemeralSequential, openACL)
+			return c.conn.Create(want, data, gozk.FlagEphemeralSequential, openACL)
 		}, func(p string, err error) {
 			if err == nil {
-				_ = c.deleteNode(p, s) // nobody waits for the answer; failures are logged there
+				_ = c.DeleteNode(p, s) // nobody waits for the answer; failures are logged there
 			}
 		})
 		switch {
 		case err == nil:
 			c.created(s, created)
 			return created, nil
-		case errors.Is(err, zk.ErrNoNode) && parentMakes < maxParentMakes:
-			if err := c.ensurePath(ctx, parent); err != nil {
+		case errors.Is(err, gozk.ErrNoNode) && parentMakes < maxParentMakes:
+			if err := c.EnsurePath(ctx, parent); err != nil {
 				return "", err
 			}
 			parentMakes++
 			continue
 		case ctx.Err() != nil:
 			return "", ctx.Err()
-		case errors.Is(err, zk.ErrSessionExpired):
+		case errors.Is(err, gozk.ErrSessionExpired):
 			return "", ErrSessionLost
 		case !retryable(err):
-			return "", fmt.Errorf("zklock: create %s: %w", want, err)
+			return "", fmt.Errorf("zk: create %s: %w", want, err)
 		}
 		// Connection loss: the create may have been applied.
 		cur, err := c.Session(ctx)
@@ -350,7 +313,7 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 			c.created(s, found)
 			return found, nil
 		}
-		if err := c.backoff(ctx, n); err != nil {
+		if err := c.Backoff(ctx, n); err != nil {
 			orphanCheck()
 			return "", err
 		}
@@ -362,7 +325,7 @@ func (c *Client) createProtected(ctx context.Context, s *Session, parent, marker
 // accepts it only if session s owns it.
 func (c *Client) findProtected(ctx context.Context, parent, prefix string, s *Session) (string, error) {
 	kids, err := c.children(ctx, parent)
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, gozk.ErrNoNode) {
 		// No parent, so no node: the lost answer was the create's NoNode
 		// (a first create before the parents exist). Create again.
 		return "", nil
@@ -380,7 +343,7 @@ func (c *Client) findProtected(ctx context.Context, parent, prefix string, s *Se
 			return "", err
 		}
 		if stat.EphemeralOwner != s.id {
-			_ = c.deleteNode(p, s) // not ours to keep; best effort, logged inside
+			_ = c.DeleteNode(p, s) // not ours to keep; best effort, logged inside
 			return "", nil
 		}
 		return p, nil
@@ -396,7 +359,7 @@ func (c *Client) deleteProtectedOrphans(parent, prefix string, s *Session) {
 	if next := s.lookFor(pc); next != nil {
 		s = next // lost and resumed already: the node, if any, is the new session's to delete
 	}
-	c.background(func(ctx context.Context) {
+	c.Background(func(ctx context.Context) {
 		for n := 0; ; n++ {
 			select {
 			case <-s.Done():
@@ -407,17 +370,17 @@ func (c *Client) deleteProtectedOrphans(parent, prefix string, s *Session) {
 			if err == nil {
 				for _, k := range kids {
 					if strings.HasPrefix(k, prefix) {
-						_ = c.deleteNode(path.Join(parent, k), s) // retried in the background itself
+						_ = c.DeleteNode(path.Join(parent, k), s) // retried in the background itself
 					}
 				}
 				s.lookedFor(pc)
 				return
 			}
-			if errors.Is(err, zk.ErrNoNode) || !retryable(err) {
+			if errors.Is(err, gozk.ErrNoNode) || !retryable(err) {
 				s.lookedFor(pc)
 				return
 			}
-			if c.sleepOrStop(ctx, s.Done(), n) {
+			if c.SleepOrStop(ctx, s.Done(), n) {
 				return
 			}
 		}

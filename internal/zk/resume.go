@@ -1,4 +1,4 @@
-package zklock
+package zk
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func (c *Client) created(s *Session, node string) {
 	}
 	s.created.mu.Unlock()
 	if next != nil {
-		c.background(func(context.Context) { _ = c.deleteNode(node, next) })
+		c.Background(func(context.Context) { _ = c.DeleteNode(node, next) })
 	}
 }
 
@@ -115,9 +115,9 @@ func (c *Client) sweep(l leftovers, next *Session) {
 	}
 	c.log.Warn("zookeeper session resumed after it was treated as lost: deleting the nodes let go with it",
 		"nodes", len(l.owned), "unanswered_creates", len(l.unsure))
-	c.background(func(context.Context) {
+	c.Background(func(context.Context) {
 		for node := range l.owned {
-			_ = c.deleteNode(node, next) // retried in the background itself
+			_ = c.DeleteNode(node, next) // retried in the background itself
 		}
 	})
 	for pc := range l.unsure {

@@ -1,4 +1,4 @@
-package zklock
+package zk
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
@@ -51,7 +51,7 @@ func TestWorkOfALostSessionArrivingAfterItsResumption(t *testing.T) {
 	}
 	ephemeral := func(t *testing.T, name string) string {
 		t.Helper()
-		p, err := c.conn.Create(path.Join(base, name), nil, zk.FlagEphemeralSequential, openACL)
+		p, err := c.conn.Create(path.Join(base, name), nil, gozk.FlagEphemeralSequential, openACL)
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
@@ -77,8 +77,8 @@ func TestWorkOfALostSessionArrivingAfterItsResumption(t *testing.T) {
 	t.Run("a protected create lost after the hand-over", func(t *testing.T) {
 		old, cur := resumed(t)
 		prefix := protectedPrefix()
-		node := ephemeral(t, prefix+lockMarker)
-		other := ephemeral(t, protectedPrefix()+lockMarker) // another create's: kept
+		node := ephemeral(t, prefix+"lock-")
+		other := ephemeral(t, protectedPrefix()+"lock-") // another create's: kept
 		c.deleteProtectedOrphans(base, prefix, old)
 		if !waitFor(10*time.Second, func() bool { return gone(node) }) {
 			t.Fatalf("%s, the lost create's node, still exists in the resumed session: the queue behind it waits for good", node)

@@ -1,4 +1,4 @@
-package zklock
+package zk
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 )
 
 // maxRetriesLimit is Curator's cap on ExponentialBackoffRetry's retries: the
@@ -38,7 +38,7 @@ func (r ExponentialBackoffRetry) sleep(n int) (time.Duration, bool) {
 }
 
 // retryable reports whether a ZooKeeper error is a connection problem that a
-// retry may get past, as Curator's RetryLoop.shouldRetry does. Besides
+// Retry may get past, as Curator's RetryLoop.shouldRetry does. Besides
 // go-zookeeper's own errors, that is any network error: when writing a
 // request fails (connection reset, broken pipe, write deadline),
 // go-zookeeper hands the caller the net.Error itself, and the request was
@@ -48,8 +48,8 @@ func retryable(err error) bool {
 		return false // the caller gave up (DeadlineExceeded is a net.Error too)
 	}
 	var netErr net.Error
-	return errors.Is(err, zk.ErrConnectionClosed) ||
-		errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionMoved) ||
+	return errors.Is(err, gozk.ErrConnectionClosed) ||
+		errors.Is(err, gozk.ErrNoServer) ||
+		errors.Is(err, gozk.ErrSessionMoved) ||
 		errors.As(err, &netErr)
 }
