@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/net/netutil"
 
+	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/handler"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
@@ -137,7 +138,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var locker service.Locker
 	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic"
 	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
-	paths := lockPaths{cfg.Lock.Path}
+	paths := coord.NewPaths(cfg.Lock.Path)
 	var zc *zklock.Client
 	if useLock || elect {
 		conn, err := connectZooKeeper(ctx, cfg, zk.Options{
@@ -151,7 +152,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer conn.Close()
 		zc = zklock.New(conn, zklock.Options{
-			Observer: m.LockObserver(func(dir string) string { return paths.metricLabel(dir, m.Tracked) }),
+			Observer: m.LockObserver(func(dir string) string { return paths.MetricLabel(dir, m.Tracked) }),
 		})
 		m.LockStats(zc.Stats)
 		m.ZooKeeperState(zk.StateConnected)
@@ -159,7 +160,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(conn)})
 	}
 	if useLock {
-		locker = newZKLocker(zc, cfg.Lock.Path)
+		locker = coord.NewLocker(zc, cfg.Lock.Path)
 	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}
@@ -202,15 +203,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	id := participantID(cfg.Leader.ID, ln.Addr())
-	var elected handler.Election = noElection{id}
+	id := coord.ParticipantID(cfg.Leader.ID, ln.Addr())
+	var elected handler.Election = coord.NoElection{ID: id}
 	if elect {
-		e, err := startElection(zc, cfg.Leader.Path, id, orders, m.Leading, log)
+		e, err := coord.StartElection(zc, cfg.Leader.Path, id, orders, m.Leading, log)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("leader election: %w", err)
 		}
-		defer e.close() // before the ZooKeeper client closes: leave the election
+		defer e.Close() // before the ZooKeeper client closes: leave the election
 		elected = e
 	} else if cfg.Orders.PayTimeout > 0 {
 		sctx, stopSweeping := context.WithCancel(ctx)
@@ -286,7 +287,7 @@ func zkReady(c *zk.Client) func(ctx context.Context) error {
 // goods the metrics track and, with the lock on, how many nodes queue on
 // each one's lock: the gauges and the dashboard's numbers, so that neither
 // a scrape nor the page ever queries on a buyer's path.
-func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues bool, l lockPaths, m *metrics.Metrics, log *slog.Logger) {
+func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues bool, l coord.Paths, m *metrics.Metrics, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -300,7 +301,7 @@ func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues b
 				log.Debug("sampling the stock failed", "goodsNo", goods, "err", err)
 			}
 			if queues {
-				p := l.lockPath(goods)
+				p := l.Path(goods)
 				qctx, cancel := context.WithTimeout(ctx, time.Second)
 				kids, err := zc.Children(qctx, p)
 				cancel()

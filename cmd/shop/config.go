@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -441,14 +442,12 @@ func (p *parser) list(key string) []string {
 	return out
 }
 
-const goodsNoPlaceholder = "{goodsNo}"
-
 func (p *parser) lockPath(key string) string {
 	s := p.str(key)
 	if s == "" {
 		return s
 	}
-	if err := zk.ValidatePath(strings.ReplaceAll(s, goodsNoPlaceholder, "1")); err != nil {
+	if err := zk.ValidatePath(strings.ReplaceAll(s, coord.GoodsNoPlaceholder, "1")); err != nil {
 		p.fail(key, "%s", strings.TrimPrefix(err.Error(), "zklock: "))
 	}
 	return s

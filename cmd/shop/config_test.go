@@ -139,16 +139,6 @@ func TestConfigRefusesTheLockOffWithOtherStrategies(t *testing.T) {
 	}
 }
 
-func TestLockPathTemplate(t *testing.T) {
-	l := newZKLocker(nil, "/locks/goods/{goodsNo}")
-	if got := l.lockPath(42); got != "/locks/goods/42" {
-		t.Fatalf("lockPath(42) = %q", got)
-	}
-	if got := newZKLocker(nil, "/Locks").lockPath(42); got != "/Locks" {
-		t.Fatalf("fixed path became %q", got)
-	}
-}
-
 func TestEverySettingIsDocumented(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {

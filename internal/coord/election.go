@@ -1,4 +1,4 @@
-package main
+package coord
 
 import (
 	"context"
@@ -10,20 +10,22 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
-// election runs the order sweeper in the one instance that leads: a
+// Election runs the order sweeper in the one instance that leads: a
 // LeaderSelector (Curator's, on a Mutex at leader.path) whose term is the
 // sweep loop. A term ends, and the sweeping with it, the moment the
 // connection is suspended or the session lost; the selector queues again and
 // another instance's term starts once ZooKeeper has dropped the old
 // leader's node (at the latest when its session expires).
-type election struct {
+type Election struct {
 	sel *zklock.LeaderSelector
 	id  string
 	log *slog.Logger
 }
 
-func startElection(c *zklock.Client, path, id string, orders *service.Orders, leading func(bool), log *slog.Logger) (*election, error) {
-	e := &election{id: id, log: log}
+// StartElection joins the election at path as id; while this instance
+// leads, it sweeps orders, and leading hears when that starts and ends.
+func StartElection(c *zklock.Client, path, id string, orders *service.Orders, leading func(bool), log *slog.Logger) (*Election, error) {
+	e := &Election{id: id, log: log}
 	e.sel = zklock.NewLeaderSelector(c, path, id, func(ctx context.Context) error {
 		log.Info("leading: this instance sweeps expired orders", "participantId", id, "path", path)
 		leading(true)
@@ -40,7 +42,7 @@ func startElection(c *zklock.Client, path, id string, orders *service.Orders, le
 }
 
 // Status is GET /leader's answer.
-func (e *election) Status(ctx context.Context) (bool, string, string, error) {
+func (e *Election) Status(ctx context.Context) (bool, string, string, error) {
 	ids, err := e.sel.Participants(ctx)
 	if err != nil {
 		return false, "", e.id, err
@@ -52,20 +54,22 @@ func (e *election) Status(ctx context.Context) (bool, string, string, error) {
 	return e.sel.HasLeadership(), leaderID, e.id, nil
 }
 
-func (e *election) close() { e.sel.Close() }
+// Close leaves the election (a term in progress ends first).
+func (e *Election) Close() { e.sel.Close() }
 
-// noElection is leader.enabled=false: every instance sweeps. That is safe
+// NoElection is leader.enabled=false: every instance sweeps. That is safe
 // (an order expires, and its piece returns, once however many sweep), only
 // redundant.
-type noElection struct{ id string }
+type NoElection struct{ ID string }
 
-func (n noElection) Status(context.Context) (bool, string, string, error) {
-	return true, n.id, n.id, nil
+// Status: this instance sweeps, as every other does.
+func (n NoElection) Status(context.Context) (bool, string, string, error) {
+	return true, n.ID, n.ID, nil
 }
 
-// participantID is the instance's id in the election: leader.id, or the
+// ParticipantID is the instance's id in the election: leader.id, or the
 // host name and the port it listens on.
-func participantID(configured string, addr net.Addr) string {
+func ParticipantID(configured string, addr net.Addr) string {
 	if configured != "" {
 		return configured
 	}

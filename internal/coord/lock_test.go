@@ -1,4 +1,4 @@
-package main
+package coord
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // before it commits. Here the lock node is deleted under it (as an admin
 // or a session's end would): Lost must close. Fails when the lease's Lost
 // is a channel that never closes.
-func TestZKLockerLeaseIsLostWhenItsNodeGoes(t *testing.T) {
+func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connect := func() *zklock.Client {
@@ -27,7 +27,7 @@ func TestZKLockerLeaseIsLostWhenItsNodeGoes(t *testing.T) {
 		return zklock.New(conn, zklock.Options{})
 	}
 	c, observer := connect(), connect()
-	locker := newZKLocker(c, itest.Path(t)+"/goods/"+goodsNoPlaceholder)
+	locker := NewLocker(c, itest.Path(t)+"/goods/"+GoodsNoPlaceholder)
 	lease, err := locker.Lock(ctx, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestZKLockerLeaseIsLostWhenItsNodeGoes(t *testing.T) {
 		t.Fatal("the lease is lost while its node is there")
 	case <-time.After(200 * time.Millisecond):
 	}
-	dir := locker.lockPath(7)
+	dir := locker.Path(7)
 	kids, _, err := observer.Conn().Children(dir)
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("children of %s: %v, %v: want the lease's node", dir, kids, err)
@@ -55,5 +55,15 @@ func TestZKLockerLeaseIsLostWhenItsNodeGoes(t *testing.T) {
 	}
 	if err := lease.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLockPathTemplate(t *testing.T) {
+	l := NewPaths("/locks/goods/{goodsNo}")
+	if got := l.Path(42); got != "/locks/goods/42" {
+		t.Fatalf("Path(42) = %q", got)
+	}
+	if got := NewPaths("/Locks").Path(42); got != "/Locks" {
+		t.Fatalf("fixed path became %q", got)
 	}
 }
