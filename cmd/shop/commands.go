@@ -188,7 +188,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	case cfg.Purchase.Strategy == "atomic":
 		purchaser = service.NewAtomic(store)
 	case !cfg.Lock.Enabled: // the seed's purchase without its lock (parseConfig allows no other)
-		purchaser = service.NewUnlocked(store, scfg, log)
+		purchaser = service.NewUnlocked(store, scfg)
 	case cfg.Purchase.Strategy == "batch":
 		b := service.NewBatch(store, locker, marks, scfg, log)
 		defer b.Close() // after the server's shutdown: the last batches are done

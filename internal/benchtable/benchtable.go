@@ -17,12 +17,11 @@ import (
 
 // mean accumulates samples.
 type mean struct {
-	n        int
-	sum, sq  float64
-	anyValue bool
+	n       int
+	sum, sq float64
 }
 
-func (m *mean) add(v float64) { m.n, m.sum, m.sq, m.anyValue = m.n+1, m.sum+v, m.sq+v*v, true }
+func (m *mean) add(v float64) { m.n, m.sum, m.sq = m.n+1, m.sum+v, m.sq+v*v }
 func (m *mean) avg() float64 {
 	if m.n == 0 {
 		return 0
@@ -96,7 +95,7 @@ func (r *Runs) unit(u string) *mean {
 	all := &mean{}
 	for _, units := range r.perBench {
 		if m := units[u]; m != nil {
-			all.n, all.sum, all.sq, all.anyValue = all.n+m.n, all.sum+m.sum, all.sq+m.sq, true
+			all.n, all.sum, all.sq = all.n+m.n, all.sum+m.sum, all.sq+m.sq
 		}
 	}
 	return all
@@ -142,7 +141,7 @@ func (r *Runs) Write(w io.Writer) {
 	}
 	ratio := func(u string) string {
 		m := r.unit(u)
-		if !m.anyValue {
+		if m.n == 0 {
 			return "n/a"
 		}
 		return fmt.Sprintf("%.2f", m.avg())

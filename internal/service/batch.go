@@ -163,7 +163,7 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 	var left int32
 	choose := func(g Goods, candidates []*Order) ([]*Order, error) {
 		clear(sold)
-		if err := b.pause(ctx, lost); err != nil {
+		if err := b.cfg.pause(ctx, lost); err != nil {
 			return nil, err
 		}
 		if err := g.OpenAt(time.Now()); err != nil {

@@ -275,12 +275,7 @@ func TestBatchDoesNotSellToABuyerWhoHangsUpAfterTheBatchFormed(t *testing.T) {
 			hangUp()
 		}
 	}}
-	log := slog.New(slog.DiscardHandler)
-	marks := service.NewSoldOutMarks(-1)
-	cfg := service.Config{BatchMax: 100}
-	b := service.NewBatch(store, locker, marks, cfg, log)
-	defer b.Close()
-	shop := service.New(store, b, marks, cfg, log)
+	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(-1), service.Config{BatchMax: 100})
 	buy := func(ctx context.Context, id string) chan error {
 		done := make(chan error, 1)
 		go func() {
@@ -385,12 +380,7 @@ func TestOneBuyerTwiceInTheQueueGoesInTwoBatches(t *testing.T) {
 		}
 	}
 	locker := &gateLocker{gate: make(chan struct{})}
-	log := slog.New(slog.DiscardHandler)
-	marks := service.NewSoldOutMarks(-1)
-	cfg := service.Config{BatchMax: 100, OnePerBuyer: true}
-	b := service.NewBatch(store, locker, marks, cfg, log)
-	defer b.Close()
-	shop := service.New(store, b, marks, cfg, log)
+	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(-1), service.Config{BatchMax: 100, OnePerBuyer: true})
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -477,12 +467,7 @@ func TestABatchChecksTheRowsWindow(t *testing.T) {
 func TestBuyersQueuedBeforeTheSellOutTakeNoLockAfterIt(t *testing.T) {
 	locker := &gateLocker{gate: make(chan struct{})}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1}}}
-	log := slog.New(slog.DiscardHandler)
-	marks := service.NewSoldOutMarks(time.Hour)
-	cfg := service.Config{BatchMax: 100}
-	b := service.NewBatch(store, locker, marks, cfg, log)
-	defer b.Close()
-	shop := service.New(store, b, marks, cfg, log)
+	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(time.Hour), service.Config{BatchMax: 100})
 	results := make(chan error, 6)
 	buy := func(id string) {
 		go func() {

@@ -45,12 +45,13 @@ func (l locking) unlock(ctx context.Context, lease Lease, goodsNo int32) {
 }
 
 // pause is the seed's sleep "so the race shows more often" (Config.Pause).
-// It ends early when the request ends or the lock is lost.
-func (l locking) pause(ctx context.Context, lost <-chan struct{}) error {
-	if l.cfg.Pause == nil {
+// It ends early when the request ends or the lock is lost (lost may be nil:
+// no lock).
+func (c Config) pause(ctx context.Context, lost <-chan struct{}) error {
+	if c.Pause == nil {
 		return nil
 	}
-	d := l.cfg.Pause()
+	d := c.Pause()
 	if d <= 0 {
 		return nil
 	}

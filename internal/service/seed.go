@@ -56,7 +56,7 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 	}
 	var left int32
 	decide := func(g Goods) (int32, error) {
-		if err := p.pause(ctx, lost); err != nil {
+		if err := p.cfg.pause(ctx, lost); err != nil {
 			return 0, err
 		}
 		if err := g.OpenAt(time.Now()); err != nil {

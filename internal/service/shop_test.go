@@ -283,7 +283,7 @@ func newUnlockedShop(store *fakeStore, cfg service.Config) *service.Shop {
 		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
 	}
 	log := slog.New(slog.DiscardHandler)
-	return service.New(store, service.NewUnlocked(store, cfg, log), service.NewSoldOutMarks(0), cfg, log)
+	return service.New(store, service.NewUnlocked(store, cfg), service.NewSoldOutMarks(0), cfg, log)
 }
 
 // newShopMarking is newShop with the sold-out marks given.

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"log/slog"
 	"time"
 )
 
@@ -12,14 +11,14 @@ import (
 // oversell; that is what the lock switch shows, and the order rows count
 // it.
 type Unlocked struct {
-	store   Store
-	locking // for the pause only: there is no locker
+	store Store
+	cfg   Config
 }
 
 // NewUnlocked returns the purchase without a lock.
-func NewUnlocked(store Store, cfg Config, log *slog.Logger) *Unlocked {
+func NewUnlocked(store Store, cfg Config) *Unlocked {
 	cfg.setDefaults()
-	return &Unlocked{store: store, locking: locking{cfg: cfg, log: log}}
+	return &Unlocked{store: store, cfg: cfg}
 }
 
 // Purchase reads, sleeps, checks and writes the value read minus one.
@@ -28,7 +27,7 @@ func (p *Unlocked) Purchase(ctx context.Context, order *Order) error {
 	if err != nil {
 		return err
 	}
-	if err := p.pause(ctx, nil); err != nil {
+	if err := p.cfg.pause(ctx, nil); err != nil {
 		return err
 	}
 	if err := g.OpenAt(time.Now()); err != nil {

@@ -112,7 +112,10 @@ func (h *hold) watch(bg context.Context) {
 		}
 	}()
 	for {
-		data, stat, ch, err := h.c.GetW(bg, h.node)
+		// No context of its own: a cancellable one would cost a goroutine
+		// per read, on every purchase's hold; the client's Close ends the
+		// read as it ends bg.
+		data, stat, ch, err := h.c.GetW(context.Background(), h.node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return // deleted, by Release (stop is closed) or by someone else
 		}
