@@ -149,7 +149,7 @@ func TestRunMeasuresOversellingAgainstAFakeShop(t *testing.T) {
 			defer a.Close()
 			defer b.Close()
 			r, err := Run(context.Background(), Options{
-				Label: "fake", Targets: []string{a.URL, b.URL}, GoodsNo: 1, Requests: 200, Concurrency: 50,
+				Label: "fake", Targets: []string{a.URL, b.URL}, Goods: []int32{1}, Requests: 200, Concurrency: 50,
 				Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 			})
 			if err != nil {
@@ -191,10 +191,10 @@ func TestCompareReportAndExpectations(t *testing.T) {
 		return p
 	}
 	samples := []Sample{{T: 0, Stock: 100}, {T: 1, Stock: 95, Orders: 1500, Succeeded: 1500}}
-	off := write("off.json", Result{Label: "lock off", Targets: []string{"http://127.0.0.1:1"}, GoodsNo: 1, Requests: 1500,
+	off := write("off.json", Result{Label: "lock off", Targets: []string{"http://127.0.0.1:1"}, Goods: []int32{1}, Requests: 1500,
 		Sent: 1500, Succeeded: 1500, StockBefore: 100, StockAfter: 95, OrdersCreated: 1500, Oversold: 1495, Samples: samples,
 		ByStatus: map[string]int{"200": 1500}})
-	on := write("on.json", Result{Label: "lock on", Targets: []string{"http://127.0.0.1:1"}, GoodsNo: 1, Requests: 1500,
+	on := write("on.json", Result{Label: "lock on", Targets: []string{"http://127.0.0.1:1"}, Goods: []int32{1}, Requests: 1500,
 		Sent: 1500, Succeeded: 100, SoldOut: 1400, StockBefore: 100, StockAfter: 0, OrdersCreated: 100, Samples: samples,
 		ByStatus: map[string]int{"200": 100, "409": 1400, "503": 0}})
 	html, svg := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.svg")
@@ -269,7 +269,7 @@ func TestRunWithBuyers(t *testing.T) {
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
 	r, err := Run(context.Background(), Options{
-		Label: "buyers", Targets: []string{srv.URL}, GoodsNo: 1, Requests: 70, Concurrency: 1, Buyers: 30,
+		Label: "buyers", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 70, Concurrency: 1, Buyers: 30,
 		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 	})
 	if err != nil {
@@ -296,7 +296,7 @@ func TestRunStartingWithOrdersPresent(t *testing.T) {
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
 	r, err := Run(context.Background(), Options{
-		Label: "again", Targets: []string{srv.URL}, GoodsNo: 1, Requests: 15, Concurrency: 3,
+		Label: "again", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 15, Concurrency: 3,
 		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 	})
 	if err != nil {
@@ -319,7 +319,7 @@ func TestARampLongerThanTheSaleDoesNotStretchTheRun(t *testing.T) {
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
 	r, err := Run(context.Background(), Options{
-		Label: "ramp", Targets: []string{srv.URL}, GoodsNo: 1, Requests: 40, Concurrency: 10, Ramp: 10 * time.Minute,
+		Label: "ramp", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 40, Concurrency: 10, Ramp: 10 * time.Minute,
 		Timeout: 10 * time.Second, MaxDuration: 20 * time.Minute, Sample: 5 * time.Millisecond,
 	})
 	if err != nil {

@@ -18,11 +18,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/seckill-zk/seckill-zk/internal/api"
 )
 
 func main() {
@@ -65,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func commands(stdout, stderr io.Writer) *cobra.Command {
-	var urls, out, html string
+	var urls, out, html, goods string
 	var asJSON, exact, quiet bool
 	o := Options{}
 	root := &cobra.Command{
@@ -104,6 +107,24 @@ It stops by itself after --requests purchases or --max-duration.
 			case o.Sample <= 0 || o.Timeout <= 0 || o.MaxDuration <= 0 || o.Ramp < 0:
 				return usageError("--sample, --timeout and --max-duration must be positive, --ramp not negative")
 			}
+			set, err := api.ParseGoodsSet(goods)
+			if err != nil {
+				return usageError("--goods: %v", err)
+			}
+			o.Goods = set
+			if _, err := newPicker(o.Goods, o.Skew, o.Seed); err != nil {
+				return usageError("%v", err)
+			}
+			switch o.RequestIDs {
+			case "auto":
+				o.RequestIDs = "lt-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			case "none":
+				o.RequestIDs = ""
+			default:
+				if !validRequestIDPrefix(o.RequestIDs) {
+					return usageError("--request-ids %q: want auto, none, or 1-40 of A-Za-z0-9._:-", o.RequestIDs)
+				}
+			}
 			o.Concurrency = min(o.Concurrency, o.Requests)
 			if o.Label == "" {
 				o.Label = fmt.Sprintf("%d buyers, %d at once", o.Requests, o.Concurrency)
@@ -139,7 +160,10 @@ It stops by itself after --requests purchases or --max-duration.
 	fs := root.Flags()
 	fs.StringVar(&urls, "url", "http://127.0.0.1:8081,http://127.0.0.1:8082", "shop base URLs, comma separated, used round-robin")
 	fs.StringVar(&o.Label, "label", "", "name of the run in tables and charts (default: N buyers, C at once)")
-	fs.IntVar(&o.GoodsNo, "goods", 1, "goods number to buy")
+	fs.StringVar(&goods, "goods", "1", "goods to buy: a number, a range (1-200) or a list (1-10,42)")
+	fs.StringVar(&o.Skew, "skew", "uniform", "how requests spread over --goods: uniform, or zipf:S (the first goods the hottest, rank k weighted 1/k^S)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the spread over --goods (the same seed, the same requests)")
+	fs.StringVar(&o.RequestIDs, "request-ids", "auto", "X-Request-ID prefix: request i sends PREFIX-i (unique per run with auto); none: send no request id")
 	fs.IntVar(&o.Requests, "requests", 1500, "purchases to send")
 	fs.IntVar(&o.Concurrency, "concurrency", 1500, "buyers at once (the seed's JMeter threads)")
 	fs.IntVar(&o.Buyers, "buyers", 0, "distinct buyer ids (X-User-ID buyer-N, request i is buyer i mod N); more requests than buyers means repeat tries; 0: anonymous")
@@ -296,4 +320,18 @@ func writeFile(name string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// validRequestIDPrefix: the shop takes request ids of 1-64 of A-Za-z0-9._:-;
+// a prefix of at most 40 leaves room for "-" and the request's number.
+func validRequestIDPrefix(s string) bool {
+	if len(s) == 0 || len(s) > 40 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:-", c)) {
+			return false
+		}
+	}
+	return true
 }

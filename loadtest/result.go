@@ -13,11 +13,17 @@ import (
 // Result is what one load run saw. The JSON form is what --json prints and
 // what `loadtest compare` reads.
 type Result struct {
-	Label       string   `json:"label"`
-	Targets     []string `json:"targets"`
-	GoodsNo     int      `json:"goodsNo"`
-	Requests    int      `json:"requests"`
-	Concurrency int      `json:"concurrency"`
+	Label   string   `json:"label"`
+	Targets []string `json:"targets"`
+	GoodsNo int      `json:"goodsNo"` // the first goods of the set
+	// Goods and Skew: the set of goods bought and how the requests were
+	// spread over it, when there were several; PerGoods is each one's
+	// figures then. The stock and order figures below are their sums.
+	Goods       []int32       `json:"goods,omitempty"`
+	Skew        string        `json:"skew,omitempty"`
+	PerGoods    []GoodsResult `json:"perGoods,omitempty"`
+	Requests    int           `json:"requests"`
+	Concurrency int           `json:"concurrency"`
 
 	Sent            int            `json:"sent"`
 	Succeeded       int            `json:"succeeded"`
@@ -128,13 +134,13 @@ func (r *Result) exactProblems() []string {
 	}
 	// Enough buyers sell the whole stock, the pieces of the orders that
 	// expired meanwhile included: nothing is left.
-	if buyers >= r.StockBefore && r.StockAfter != 0 {
+	if len(r.PerGoods) == 0 && buyers >= r.StockBefore && r.StockAfter != 0 {
 		p = append(p, fmt.Sprintf("%d left of a stock of %d (%d sold, %d expired meanwhile)", r.StockAfter, r.StockBefore, r.Succeeded, r.Expired))
 	}
 	if r.TransportErrors > 0 {
 		p = append(p, fmt.Sprintf("%d transport errors", r.TransportErrors))
 	}
-	return p
+	return append(p, r.goodsProblems()...)
 }
 
 // rows is the table of one or more runs, one column each.
@@ -183,6 +189,30 @@ func rows(rs ...*Result) [][]string {
 			line("already bought (409)", func(r *Result) string { return itoa(r.ByCode["already_bought"]) }),
 		}
 		out = slices.Insert(out, 4, rows...)
+	}
+	if slices.ContainsFunc(rs, func(r *Result) bool { return len(r.PerGoods) > 0 }) { // after "run"
+		rows := [][]string{
+			line("goods (spread)", func(r *Result) string {
+				if len(r.PerGoods) == 0 {
+					return strconv.Itoa(r.GoodsNo)
+				}
+				return fmt.Sprintf("%d (%s)", len(r.PerGoods), r.Skew)
+			}),
+			line("goods sold out", func(r *Result) string {
+				if len(r.PerGoods) == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%d of %d", r.soldOutGoods(), len(r.PerGoods))
+			}),
+			line("worst goods: oversold", func(r *Result) string {
+				g, ok := r.worstGoods()
+				if !ok {
+					return "-"
+				}
+				return fmt.Sprintf("%d (goods %d)", g.Oversold, g.GoodsNo)
+			}),
+		}
+		out = slices.Insert(out, 1, rows...)
 	}
 	return out
 }

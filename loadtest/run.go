@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,9 +20,17 @@ import (
 
 // Options of one load run.
 type Options struct {
-	Label       string
-	Targets     []string // base URLs, used round-robin
-	GoodsNo     int
+	Label   string
+	Targets []string // base URLs, used round-robin
+	// Goods is the set of goods bought (at least one); Skew spreads the
+	// requests over it: "uniform" (or empty) or "zipf:S", the first goods
+	// the hottest. Seed makes the spread repeatable.
+	Goods []int32
+	Skew  string
+	Seed  uint64
+	// RequestIDs gives request i the X-Request-ID RequestIDs-i (the shop
+	// stores it on the order row, where it is unique); empty: none sent.
+	RequestIDs  string
 	Requests    int
 	Concurrency int
 	Ramp        time.Duration // workers start spread over this long
@@ -64,15 +73,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer client.CloseIdleConnections()
 
-	before, err := readGoods(ctx, client, o.Targets[0], o.GoodsNo)
+	if len(o.Goods) == 0 {
+		return nil, fmt.Errorf("no goods to buy")
+	}
+	pick, err := newPicker(o.Goods, o.Skew, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	before, err := readAllGoods(ctx, client, o.Targets[0], o.Goods)
 	if err != nil {
 		return nil, fmt.Errorf("stock before the run: %w", err)
 	}
 	r := &Result{
-		Label: o.Label, Targets: o.Targets, GoodsNo: o.GoodsNo, Requests: o.Requests, Concurrency: o.Concurrency, Buyers: o.Buyers,
+		Label: o.Label, Targets: o.Targets, GoodsNo: int(o.Goods[0]), Requests: o.Requests, Concurrency: o.Concurrency, Buyers: o.Buyers,
 		ByStatus: map[string]int{}, ByCode: map[string]int{},
-		StockBefore: *before.Stock, OrdersBefore: *before.Orders, ExpiredBefore: before.OrdersByStatus["expired"],
 	}
+	if len(o.Goods) > 1 {
+		r.Goods, r.Skew = o.Goods, cmp.Or(o.Skew, "uniform")
+	}
+	r.perGoods(o.Goods, before, before, make([]int, len(o.Goods)), make([]int, len(o.Goods)))
+	requestsOf := make([]atomic.Int64, len(o.Goods))
+	succeededOf := make([]atomic.Int64, len(o.Goods))
 
 	metricsBefore, haveMetrics := scrapeMetrics(ctx, client, o.Targets)
 
@@ -116,13 +137,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				if i >= o.Requests || ctx.Err() != nil {
 					return
 				}
-				url := fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.GoodsNo)
+				gi := pick.index(i)
+				requestsOf[gi].Add(1)
+				url := fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.Goods[gi])
 				t0 := time.Now()
-				user := ""
+				user, rid := "", ""
 				if o.Buyers > 0 {
 					user = fmt.Sprint("buyer-", i%o.Buyers)
 				}
-				status, code, err := buy(ctx, client, url, user)
+				if o.RequestIDs != "" {
+					rid = o.RequestIDs + "-" + strconv.Itoa(i)
+				}
+				status, code, err := buy(ctx, client, url, user, rid)
 				latencies[i] = time.Since(t0)
 				for at := int64(time.Since(start)); ; {
 					if last := lastAnswer.Load(); at <= last || lastAnswer.CompareAndSwap(last, at) {
@@ -137,6 +163,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				switch {
 				case status == http.StatusOK:
 					c.succeeded.Add(1)
+					succeededOf[gi].Add(1)
 				case status == http.StatusConflict && code == api.SoldOut:
 					c.soldOut.Add(1)
 				}
@@ -159,12 +186,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// first read may come late on a flooded server), then the state after.
 	r.Samples = append([]Sample{{T: 0, Stock: r.StockBefore}}, <-sampled...)
 
-	after, err := readGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.GoodsNo)
+	after, err := readAllGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.Goods)
 	if err != nil {
 		return nil, fmt.Errorf("stock after the run: %w", err)
 	}
 	r.Sent, r.Succeeded, r.SoldOut, r.TransportErrors = int(c.sent.Load()), int(c.succeeded.Load()), int(c.soldOut.Load()), int(c.transport.Load())
-	r.StockAfter, r.OrdersAfter, r.ExpiredAfter = *after.Stock, *after.Orders, after.OrdersByStatus["expired"]
+	reqs, oks := make([]int, len(o.Goods)), make([]int, len(o.Goods))
+	for i := range o.Goods {
+		reqs[i], oks[i] = int(requestsOf[i].Load()), int(succeededOf[i].Load())
+	}
+	r.perGoods(o.Goods, before, after, reqs, oks)
+	if len(o.Goods) == 1 {
+		r.PerGoods = nil // the totals are the goods'
+	}
 	if haveMetrics {
 		if after, ok := scrapeMetrics(context.WithoutCancel(ctx), client, o.Targets); ok {
 			d := after.minus(metricsBefore)
@@ -185,13 +219,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // buy sends one purchase and returns the status and the body's code.
-func buy(ctx context.Context, client *http.Client, url, user string) (int, string, error) {
+func buy(ctx context.Context, client *http.Client, url, user, requestID string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
 	}
 	if user != "" {
 		req.Header.Set("X-User-ID", user)
+	}
+	if requestID != "" {
+		req.Header.Set("X-Request-ID", requestID)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -233,17 +270,25 @@ func readGoods(ctx context.Context, client *http.Client, base string, goodsNo in
 	return g, nil
 }
 
-// sample reads the stock every o.Sample until stopped, for the chart.
+// sample reads the stock every o.Sample until stopped, for the chart: the
+// goods', or with many goods their sum (then at most once a second, each
+// sample reading them all).
 func sample(ctx context.Context, client *http.Client, o Options, ordersBefore int, start time.Time, c *counters, stop <-chan struct{}) []Sample {
 	var out []Sample
-	t := time.NewTicker(o.Sample)
+	every := o.Sample
+	if len(o.Goods) > 1 {
+		every = max(every, time.Second)
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if g, err := readGoods(ctx, client, o.Targets[0], o.GoodsNo); err == nil {
-			out = append(out, Sample{
-				T: time.Since(start).Seconds(), Stock: *g.Stock, Orders: *g.Orders - ordersBefore,
-				Succeeded: int(c.succeeded.Load()),
-			})
+		if gs, err := readAllGoods(ctx, client, o.Targets[0], o.Goods); err == nil {
+			s := Sample{T: time.Since(start).Seconds(), Orders: -ordersBefore, Succeeded: int(c.succeeded.Load())}
+			for _, g := range gs {
+				s.Stock += *g.Stock
+				s.Orders += *g.Orders
+			}
+			out = append(out, s)
 		}
 		select {
 		case <-t.C:

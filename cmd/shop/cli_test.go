@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"net"
 	"strings"
 	"testing"
@@ -107,6 +111,26 @@ func TestMissingServersAreNamedWithTheirFix(t *testing.T) {
 	for _, line := range []string{`msg="waiting for a ZooKeeper session"`, `msg="still waiting for ZooKeeper"`} {
 		if !strings.Contains(errOut.String(), line) {
 			t.Errorf("the log lacks %s while it waits:\n%s", line, errOut.String())
+		}
+	}
+}
+
+func TestStockFileReadsGoodsAndStock(t *testing.T) {
+	dir := t.TempDir()
+	write := func(text string) string {
+		p := filepath.Join(dir, fmt.Sprintf("f%d.csv", len(text)))
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	got, err := readStockFile(write("goodsNo,stock\n1,50\n2, 0\n300,7\n"))
+	if err != nil || !slices.Equal(got, []goodsStock{{1, 50}, {2, 0}, {300, 7}}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "goodsNo,stock\n", "1,50\n1,60\n", "1,-1\n", "0,5\n", "1,2,3\n", "1,50\nx,3\n"} {
+		if got, err := readStockFile(write(bad)); err == nil {
+			t.Errorf("%q read as %v", bad, got)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 )
 
@@ -191,19 +192,37 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 // stockSetCommand is `shop stock set`.
 func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *cobra.Command {
-	var goods, stock int32
+	var stock int32
+	var goods, file string
 	var reset repo.StockReset
 	var saleStart, saleEnd string
 	cmd := &cobra.Command{
-		Use:   "set --goods N --stock M",
-		Short: "Set a goods' stock (e.g. between load tests), creating its row if needed",
+		Use:   "set --goods N --stock M | --file goods.csv",
+		Short: "Set the stock of one goods or many (e.g. between load tests), creating rows if needed",
 		Example: `  shop stock set --goods 1 --stock 100 --clear-orders
+  shop stock set --goods 1-200 --stock 50 --clear-orders   # a sale of many goods
+  shop stock set --file goods.csv                          # lines of goodsNo,stock
   shop stock set --goods 1 --stock 100 --start +30s --end +5m
   shop stock set --goods 1 --stock 100 --start none --end none   # open the window again`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("stock") || stock < 0 || goods <= 0 {
-				return fmt.Errorf("%w: stock set needs --goods N (> 0) and --stock M (≥ 0)", errUsage)
+			var stocks []goodsStock
+			switch {
+			case file != "" && (cmd.Flags().Changed("goods") || cmd.Flags().Changed("stock")):
+				return fmt.Errorf("%w: stock set takes --file or --goods and --stock, not both", errUsage)
+			case file != "":
+				var err error
+				if stocks, err = readStockFile(file); err != nil {
+					return fmt.Errorf("%w: --file: %w", errUsage, err)
+				}
+			default:
+				set, err := api.ParseGoodsSet(goods)
+				if err != nil || !cmd.Flags().Changed("stock") || stock < 0 {
+					return fmt.Errorf("%w: stock set needs --goods N, a range N-M or a list (positive numbers) and --stock M (≥ 0), or --file", errUsage)
+				}
+				for _, g := range set {
+					stocks = append(stocks, goodsStock{g, stock})
+				}
 			}
 			now := time.Now() // one now for both: +10m and +10m are the same time
 			for _, w := range []struct {
@@ -220,7 +239,7 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 			if err != nil {
 				return err
 			}
-			if err := setStock(cmd.Context(), cfg, log, goods, stock, reset); errors.Is(err, repo.ErrEmptyWindow) {
+			if err := setStock(cmd.Context(), cfg, log, stocks, reset); errors.Is(err, repo.ErrEmptyWindow) {
 				return fmt.Errorf("%w: --start/--end: %w", errUsage, err)
 			} else if err != nil {
 				return err
@@ -229,8 +248,9 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 		},
 	}
 	fs := cmd.Flags()
-	fs.Int32Var(&goods, "goods", 1, "goods number")
-	fs.Int32Var(&stock, "stock", 0, "new stock, ≥ 0 (required)")
+	fs.StringVar(&goods, "goods", "1", "goods: a number, a range (1-200) or a list (1-10,42)")
+	fs.Int32Var(&stock, "stock", 0, "new stock of each goods, ≥ 0 (required with --goods)")
+	fs.StringVar(&file, "file", "", "a CSV file of goodsNo,stock lines (a header line is allowed) instead of --goods and --stock")
 	fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")
 	fs.BoolVar(&reset.ResetFence, "reset-fence", false, "also set the row's fencing token to 0 (after ZooKeeper's data was wiped; never during a sale)")
 	fs.StringVar(&saleStart, "start", "", "sale start: RFC 3339 (2026-11-23T10:00:00+08:00), +DURATION from now (+30s), or none (open); default: unchanged")
