@@ -3,67 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 )
 
 // A sale of many goods: which goods each request buys, and what each goods
 // did.
-
-// picker chooses the goods of request i: uniformly, or with a Zipf skew
-// where the first goods of the set is the hottest (rank k is chosen with a
-// weight of 1/k^s). The choice of request i depends only on the seed and i,
-// so that a run can be repeated.
-type picker struct {
-	goods []int32
-	cdf   []float64 // nil: uniform
-	seed  uint64
-}
-
-// parseSkew reads --skew: "uniform" or "zipf:S" with S > 0.
-func newPicker(goods []int32, skew string, seed uint64) (*picker, error) {
-	p := &picker{goods: goods, seed: seed}
-	switch {
-	case skew == "" || skew == "uniform":
-		return p, nil
-	case strings.HasPrefix(skew, "zipf:"):
-		s, err := strconv.ParseFloat(strings.TrimPrefix(skew, "zipf:"), 64)
-		if err != nil || !(s > 0) || s > 10 {
-			return nil, fmt.Errorf("--skew %q: zipf's exponent must be a number in (0, 10], such as zipf:1.1", skew)
-		}
-		p.cdf = make([]float64, len(goods))
-		var sum float64
-		for k := range goods {
-			sum += 1 / math.Pow(float64(k+1), s)
-			p.cdf[k] = sum
-		}
-		for k := range p.cdf {
-			p.cdf[k] /= sum
-		}
-		return p, nil
-	default:
-		return nil, fmt.Errorf("--skew %q: want uniform or zipf:S (such as zipf:1.1)", skew)
-	}
-}
-
-// index is the position in the set of request i's goods.
-func (p *picker) index(i int) int {
-	if len(p.goods) == 1 {
-		return 0
-	}
-	r := rand.New(rand.NewPCG(p.seed, uint64(i)))
-	if p.cdf == nil {
-		return r.IntN(len(p.goods))
-	}
-	u := r.Float64()
-	return min(sort.SearchFloat64s(p.cdf, u), len(p.goods)-1)
-}
 
 // GoodsResult is what one goods of the run did.
 type GoodsResult struct {

@@ -127,21 +127,3 @@ func TestRunOverManyGoodsChecksEachGoods(t *testing.T) {
 		})
 	}
 }
-
-func TestPickerIsRepeatableAndRefusesBadSkews(t *testing.T) {
-	p, err := newPicker([]int32{1, 2, 3, 4}, "zipf:1.1", 9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, _ := newPicker([]int32{1, 2, 3, 4}, "zipf:1.1", 9)
-	for i := range 100 {
-		if p.index(i) != q.index(i) {
-			t.Fatalf("request %d: %d then %d", i, p.index(i), q.index(i))
-		}
-	}
-	for _, bad := range []string{"zipf", "zipf:0", "zipf:-1", "zipf:x", "normal", "zipf:11"} {
-		if _, err := newPicker([]int32{1, 2}, bad, 1); err == nil {
-			t.Errorf("--skew %s accepted", bad)
-		}
-	}
-}

@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/crowd"
 )
 
 func main() {
@@ -112,8 +113,8 @@ It stops by itself after --requests purchases or --max-duration.
 				return usageError("--goods: %v", err)
 			}
 			o.Goods = set
-			if _, err := newPicker(o.Goods, o.Skew, o.Seed); err != nil {
-				return usageError("%v", err)
+			if _, err := crowd.NewPicker(o.Goods, o.Skew, o.Seed); err != nil {
+				return usageError("--%v", err)
 			}
 			switch o.RequestIDs {
 			case "auto":

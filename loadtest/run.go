@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/crowd"
 )
 
 // Options of one load run.
@@ -76,7 +77,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Goods) == 0 {
 		return nil, fmt.Errorf("no goods to buy")
 	}
-	pick, err := newPicker(o.Goods, o.Skew, o.Seed)
+	pick, err := crowd.NewPicker(o.Goods, o.Skew, o.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				if i >= o.Requests || ctx.Err() != nil {
 					return
 				}
-				gi := pick.index(i)
+				gi := pick.Index(i)
 				requestsOf[gi].Add(1)
 				url := fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.Goods[gi])
 				t0 := time.Now()

@@ -28,7 +28,13 @@ import (
 //	    of the Galera cluster of `make galera-up`, and on its three nodes
 //	    (each instance on its own node); purchases/s,
 //	    5xx, oversold, phantoms (200s without their order row), and
-//	    whether this run met the targets.
+//	    whether this run met the targets;
+//	(e) many goods: per strategy, BENCH_SHOP_MANY_BUYERS (20000) buyers over
+//	    one goods (stock 200000), over 200 goods (uniform, stock 1000 each)
+//	    and a Zipf (s = 1.1) sell-out of 200 goods of stock 50, checked goods
+//	    by goods; then atomic and batch at 200 goods on one Galera node and on
+//	    three. BENCH_SHOP_MANY_ROUNDS rounds (3); BENCH_SHOP_MANY=only runs
+//	    (e) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -56,6 +62,12 @@ func BenchmarkShop(b *testing.B) {
 	}
 	strategies := []string{"atomic", "seed", "batch"}
 	nodes := itest.Galera(b)
+	manyBuyers, manyRounds := manyEnv()
+	if os.Getenv("BENCH_SHOP_MANY") == "only" {
+		runs, galera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
+		writeBenchTable(b, benchManyTable(strategies, manyBuyers, conc, manyRounds, runs, galera))
+		return
+	}
 	engines := benchEngineSales(b, strategies, nodes, buyers, conc, rounds)
 	if os.Getenv("BENCH_SHOP_ENGINES") == "only" {
 		writeBenchTable(b, benchEngineTable(strategies, buyers, conc, rounds, engines))
@@ -86,7 +98,9 @@ func BenchmarkShop(b *testing.B) {
 			growth[st] = append(growth[st], benchSale(b, st, 100, n, n))
 		}
 	}
-	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines)
+	manyRuns, manyGalera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
+	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
+		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera)
 	writeBenchTable(b, table)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
 		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {
@@ -242,12 +256,16 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 }
 
 // closedLoad sends buyers purchases of goods 1, conc at a time, round-robin
-// over bases. Each of the conc buyers keeps one keep-alive connection per
+// over bases (closedLoadOf: of the goods goodsOf(i) for buyer i). Each of the conc buyers keeps one keep-alive connection per
 // base and speaks HTTP/1.1 on it directly, as wrk does: on this two-core
 // machine net/http's Transport (two goroutines per connection and a channel
 // hand-off per request) costs more CPU than the shop's answer, and the load
 // generator would otherwise take the cores the shop is measured on.
 func closedLoad(bases []string, buyers, conc int) ([]timedAnswer, time.Time) {
+	return closedLoadOf(bases, buyers, conc, func(int) int32 { return 1 })
+}
+
+func closedLoadOf(bases []string, buyers, conc int, goodsOf func(i int) int32) ([]timedAnswer, time.Time) {
 	answers := make([]timedAnswer, buyers)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -260,7 +278,7 @@ func closedLoad(bases []string, buyers, conc int) ([]timedAnswer, time.Time) {
 				defer conns[k].close()
 			}
 			for i := range next {
-				answers[i] = conns[i%len(bases)].purchase()
+				answers[i] = conns[i%len(bases)].purchase(goodsOf(i))
 			}
 		})
 	}
@@ -289,7 +307,7 @@ func peakRSS(in *instance) int64 {
 	return -1
 }
 
-func median(runs []benchRun, f func(benchRun) float64) float64 {
+func median[R any](runs []R, f func(R) float64) float64 {
 	v := make([]float64, len(runs))
 	for i, r := range runs {
 		v[i] = f(r)

@@ -209,7 +209,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var locker service.Locker
 	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic"
 	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
-	paths := coord.NewPaths(cfg.Lock.Path)
+	paths := coord.NewPaths(cfg.Lock.Path, cfg.Lock.Stripes)
 	var zc *zklock.Client
 	if useLock || elect {
 		conn, err := connectZooKeeper(ctx, cfg, zk.Options{
@@ -231,7 +231,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(conn)})
 	}
 	if useLock {
-		locker = coord.NewLocker(zc, cfg.Lock.Path)
+		locker = coord.NewLocker(zc, paths)
 	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}

@@ -43,7 +43,8 @@ type Config struct {
 	}
 	Lock struct {
 		Enabled        bool
-		Path           string // may hold {goodsNo}
+		Path           string // may hold {goodsNo} or {stripe}
+		Stripes        int
 		AcquireTimeout time.Duration
 	}
 	Purchase struct {
@@ -134,8 +135,10 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxSleep = p.duration(k, true) }},
 	{"lock.enabled", kBool, "true", "guard purchases with the ZooKeeper lock; false reproduces overselling",
 		func(p *parser, k string, c *Config) { c.Lock.Enabled = p.boolean(k) }},
-	{"lock.path", kString, "/Locks", "lock path; {goodsNo} in it makes one lock per goods, e.g. /locks/goods/{goodsNo}",
+	{"lock.path", kString, "/Locks", "lock path; {goodsNo} in it makes one lock per goods (/locks/goods/{goodsNo}), {stripe} one per stripe of goods (/locks/stripe/{stripe}, lock.stripes of them)",
 		func(p *parser, k string, c *Config) { c.Lock.Path = p.lockPath(k) }},
+	{"lock.stripes", kInt, "16", "how many locks a lock.path with {stripe} spreads the goods over (goodsNo mod lock.stripes)",
+		func(p *parser, k string, c *Config) { c.Lock.Stripes = p.positive(k) }},
 	{"lock.acquireTimeout", kDuration, service.DefaultAcquireTimeout.String(), "how long a purchase waits for the lock before answering 503",
 		func(p *parser, k string, c *Config) { c.Lock.AcquireTimeout = p.duration(k, false) }},
 	{"purchase.strategy", kString, "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)",
@@ -447,7 +450,12 @@ func (p *parser) lockPath(key string) string {
 	if s == "" {
 		return s
 	}
-	if err := zk.ValidatePath(strings.ReplaceAll(s, coord.GoodsNoPlaceholder, "1")); err != nil {
+	if strings.Contains(s, coord.GoodsNoPlaceholder) && strings.Contains(s, coord.StripePlaceholder) {
+		p.fail(key, "%s and %s in one path: choose a lock per goods or per stripe", coord.GoodsNoPlaceholder, coord.StripePlaceholder)
+		return s
+	}
+	example := strings.ReplaceAll(strings.ReplaceAll(s, coord.GoodsNoPlaceholder, "1"), coord.StripePlaceholder, "1")
+	if err := zk.ValidatePath(example); err != nil {
 		p.fail(key, "%s", strings.TrimPrefix(err.Error(), "zklock: "))
 	}
 	return s

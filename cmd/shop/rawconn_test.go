@@ -24,9 +24,9 @@ func newRawConn(base string) *rawConn {
 
 // purchase asks for goods 1 and times the answer, a dial included. A
 // failed exchange, or an answer with Connection: close, ends the connection.
-func (c *rawConn) purchase() timedAnswer {
+func (c *rawConn) purchase(goodsNo int32) timedAnswer {
 	a := timedAnswer{start: time.Now()}
-	a.answer = c.exchange()
+	a.answer = c.exchange(goodsNo)
 	a.end = time.Now()
 	if a.err != nil {
 		c.close()
@@ -34,7 +34,7 @@ func (c *rawConn) purchase() timedAnswer {
 	return a
 }
 
-func (c *rawConn) exchange() answer {
+func (c *rawConn) exchange(goodsNo int32) answer {
 	if c.conn == nil {
 		conn, err := net.DialTimeout("tcp", c.host, 10*time.Second)
 		if err != nil {
@@ -45,7 +45,7 @@ func (c *rawConn) exchange() answer {
 	if err := c.conn.SetDeadline(time.Now().Add(5 * time.Minute)); err != nil {
 		return answer{err: err}
 	}
-	if _, err := fmt.Fprintf(c.conn, "GET /goods-stock/1 HTTP/1.1\r\nHost: %s\r\n\r\n", c.host); err != nil {
+	if _, err := fmt.Fprintf(c.conn, "GET /goods-stock/%d HTTP/1.1\r\nHost: %s\r\n\r\n", goodsNo, c.host); err != nil {
 		return answer{err: err}
 	}
 	resp, err := http.ReadResponse(c.r, nil)

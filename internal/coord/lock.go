@@ -18,29 +18,49 @@ import (
 // GoodsNoPlaceholder in a lock path makes one lock per goods.
 const GoodsNoPlaceholder = "{goodsNo}"
 
+// StripePlaceholder in a lock path makes a fixed number of locks, the
+// stripes, each the lock of every goods whose number modulo the number of
+// stripes is its own: a sale of any number of goods takes at most that
+// many locks, and the batch strategy sells the waiting buyers of a
+// stripe's goods under one hold.
+const StripePlaceholder = "{stripe}"
+
 // Locker gives the service a ZooKeeper mutex per purchase, on its Paths.
 type Locker struct {
 	client *zklock.Client
 	Paths
 }
 
-// NewLocker returns the purchase lock on c at path (which may hold
-// GoodsNoPlaceholder).
-func NewLocker(c *zklock.Client, path string) *Locker {
-	return &Locker{client: c, Paths: Paths{path}}
+// NewLocker returns the purchase lock on c at the paths of p.
+func NewLocker(c *zklock.Client, p Paths) *Locker {
+	return &Locker{client: c, Paths: p}
 }
 
-// Paths are the purchase locks' paths: a fixed path (the seed's /Locks), or
-// one per goods when the path holds GoodsNoPlaceholder.
-type Paths struct{ path string }
+// Paths are the purchase locks' paths: a fixed path (the seed's /Locks), one
+// per goods when the path holds GoodsNoPlaceholder, or one per stripe when
+// it holds StripePlaceholder.
+type Paths struct {
+	path    string
+	stripes int32
+}
 
-// NewPaths returns the lock paths of the template path.
-func NewPaths(path string) Paths { return Paths{path} }
+// NewPaths returns the lock paths of the template path; stripes is the
+// number of stripes of a path with StripePlaceholder (at least 1).
+func NewPaths(path string, stripes int) Paths {
+	return Paths{path: path, stripes: int32(max(stripes, 1))}
+}
 
 // Path is the lock path of goodsNo.
 func (l Paths) Path(goodsNo int32) string {
-	return strings.ReplaceAll(l.path, GoodsNoPlaceholder, strconv.FormatInt(int64(goodsNo), 10))
+	p := strings.ReplaceAll(l.path, GoodsNoPlaceholder, strconv.FormatInt(int64(goodsNo), 10))
+	return strings.ReplaceAll(p, StripePlaceholder, strconv.FormatInt(int64(l.Stripe(goodsNo)), 10))
 }
+
+// Stripe is the stripe of goodsNo.
+func (l Paths) Stripe(goodsNo int32) int32 { return int32(uint32(goodsNo) % uint32(l.stripes)) }
+
+// PerGoods reports whether each goods has a lock of its own.
+func (l Paths) PerGoods() bool { return strings.Contains(l.path, GoodsNoPlaceholder) }
 
 // Lock acquires a new mutex handle: each purchase is its own participant.
 func (l *Locker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error) {
@@ -52,6 +72,10 @@ func (l *Locker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error)
 	return mutexLease{m}, nil
 }
 
+// LockKey is the lock path of goodsNo: goods of one path share one lock
+// (service.LockKeyer).
+func (l *Locker) LockKey(goodsNo int32) string { return l.Path(goodsNo) }
+
 type mutexLease struct{ m *zklock.Mutex }
 
 func (l mutexLease) Lost() <-chan struct{}                    { return l.m.Lost() }
@@ -61,7 +85,13 @@ func (l mutexLease) Unlock(ctx context.Context) error         { return l.m.Relea
 // goodsOf returns the goods number whose lock lives at dir, if dir is one of
 // this locker's paths.
 func (l Paths) goodsOf(dir string) (int32, bool) {
-	before, after, ok := strings.Cut(l.path, GoodsNoPlaceholder)
+	return l.numberAt(dir, GoodsNoPlaceholder)
+}
+
+// numberAt returns the number that placeholder stands for in dir, if dir is
+// the path with a positive number in its place.
+func (l Paths) numberAt(dir, placeholder string) (int32, bool) {
+	before, after, ok := strings.Cut(l.path, placeholder)
 	if !ok {
 		return 0, false
 	}
@@ -74,16 +104,22 @@ func (l Paths) goodsOf(dir string) (int32, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(mid, 10, 32)
-	if err != nil || n <= 0 {
+	if err != nil || n < 0 || n == 0 && placeholder == GoodsNoPlaceholder || strconv.FormatInt(n, 10) != mid {
 		return 0, false
 	}
 	return int32(n), true
 }
 
 // MetricLabel is the lock-path label of the lock node directory dir: the
-// path itself for a fixed path or a goods the metrics track, "other" for
-// another goods' lock, "" for locks that are not purchase locks.
+// path itself for a fixed path, a stripe, or a goods the metrics track,
+// "other" for another goods' lock, "" for locks that are not purchase locks.
 func (l Paths) MetricLabel(dir string, tracked func(int32) bool) string {
+	if strings.Contains(l.path, StripePlaceholder) {
+		if n, ok := l.numberAt(dir, StripePlaceholder); ok && n < l.stripes {
+			return dir
+		}
+		return ""
+	}
 	if !strings.Contains(l.path, GoodsNoPlaceholder) {
 		if dir == l.path {
 			return dir

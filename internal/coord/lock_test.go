@@ -27,7 +27,7 @@ func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 		return zklock.New(conn, zklock.Options{})
 	}
 	c, observer := connect(), connect()
-	locker := NewLocker(c, itest.Path(t)+"/goods/"+GoodsNoPlaceholder)
+	locker := NewLocker(c, NewPaths(itest.Path(t)+"/goods/"+GoodsNoPlaceholder, 1))
 	lease, err := locker.Lock(ctx, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -59,11 +59,32 @@ func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 }
 
 func TestLockPathTemplate(t *testing.T) {
-	l := NewPaths("/locks/goods/{goodsNo}")
-	if got := l.Path(42); got != "/locks/goods/42" {
-		t.Fatalf("Path(42) = %q", got)
+	for _, c := range []struct {
+		template string
+		stripes  int
+		goods    int32
+		want     string
+		key      string // another goods of the same lock, or ""
+	}{
+		{"/locks/goods/{goodsNo}", 16, 42, "/locks/goods/42", ""},
+		{"/Locks", 16, 42, "/Locks", "/Locks"},
+		{"/locks/stripe/{stripe}", 16, 42, "/locks/stripe/10", "/locks/stripe/10"},
+		{"/locks/stripe/{stripe}", 1, 42, "/locks/stripe/0", "/locks/stripe/0"},
+	} {
+		p := NewPaths(c.template, c.stripes)
+		if got := p.Path(c.goods); got != c.want {
+			t.Errorf("%s with %d stripes: Path(%d) = %q, want %q", c.template, c.stripes, c.goods, got, c.want)
+		}
+		l := NewLocker(nil, p)
+		same := l.LockKey(c.goods+int32(c.stripes)) == l.LockKey(c.goods)
+		if same != (c.key != "") {
+			t.Errorf("%s with %d stripes: goods %d and %d share a lock: %t", c.template, c.stripes, c.goods, c.goods+int32(c.stripes), same)
+		}
 	}
-	if got := NewPaths("/Locks").Path(42); got != "/Locks" {
-		t.Fatalf("fixed path became %q", got)
+	p := NewPaths("/locks/stripe/{stripe}", 4)
+	for dir, want := range map[string]string{"/locks/stripe/3": "/locks/stripe/3", "/locks/stripe/4": "", "/locks/stripe/03": "", "/locks/other": ""} {
+		if got := p.MetricLabel(dir, func(int32) bool { return false }); got != want {
+			t.Errorf("MetricLabel(%s) = %q, want %q", dir, got, want)
+		}
 	}
 }

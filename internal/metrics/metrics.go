@@ -202,9 +202,12 @@ func (m *Metrics) Purchased(goodsNo int32, outcome string, d time.Duration) {
 			label = "other"
 		}
 	}
-	key := goodsNo
-	if label == "-" {
+	key := goodsNo // the dashboard's counts: a tracked goods', or all others' together
+	switch label {
+	case "-":
 		key = 0
+	case "other":
+		key = -1
 	}
 	if m.outcomes[key] == nil {
 		m.outcomes[key] = map[string]int64{}

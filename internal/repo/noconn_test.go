@@ -35,7 +35,7 @@ func TestASaleWithoutAConnectionWroteNothing(t *testing.T) {
 			return s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "f"}, minusOne, noGuard)
 		},
 		"batch": func(ctx context.Context) error {
-			_, err := s.SellBatch(ctx, 1, 1, []*service.Order{{GoodsNo: 1, RequestID: "b"}},
+			_, err := s.SellBatch(ctx, 1, []*service.Order{{GoodsNo: 1, RequestID: "b"}},
 				func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }, noGuard)
 			return err
 		},

@@ -550,114 +550,6 @@ func writeStock(tx *gorm.DB, id uint32, stock int32, fence int64) error {
 	return nil
 }
 
-// SellBatch sells to a batch of buyers under a lock whose fencing token is
-// fence, in one transaction: it claims the goods' row (as SellFenced does),
-// refuses the orders whose request id was used before or earlier in the
-// batch (service.ErrDuplicateRequest) and those of buyers who hold an order
-// of the goods under the one-per-buyer rule (a service.AlreadyBoughtError
-// naming it), asks choose which of the others to sell to, then writes the
-// stock minus their number (and the token) with one UPDATE and their order
-// rows with one multi-row INSERT, calls guard and commits. The chosen orders
-// get their ids. An order inserted by a concurrent transaction meanwhile
-// makes it start once more. The batch must not hold two limited orders of
-// one buyer.
-func (s *Store) SellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
-	for attempt := 0; ; attempt++ {
-		refused, err = s.sellBatch(ctx, goodsNo, fence, orders, choose, guard)
-		if attempt == 0 && (errors.Is(err, service.ErrDuplicateRequest) || errors.Is(err, service.ErrAlreadyBought)) {
-			continue // a request id or a buyer came in after the check: check again
-		}
-		return refused, err
-	}
-}
-
-func (s *Store) sellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
-	var chosen []*service.Order
-	var rows []orderInfo
-	var refused map[*service.Order]error
-	err := s.inTx(ctx, s.salesFor(goodsNo), func(tx *gorm.DB) ([]uint64, error) {
-		chosen, rows, refused = nil, nil, map[*service.Order]error{}
-		read, err := s.claim(tx, goodsNo, fence)
-		if err != nil {
-			return nil, err
-		}
-		g := read.goods()
-		ids := make([]string, len(orders))
-		var buyers []string
-		for i, o := range orders {
-			ids[i] = o.RequestID
-			if o.OnePerBuyer && o.UserID != "" {
-				buyers = append(buyers, o.UserID)
-			}
-		}
-		var used []string
-		if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
-			return nil, err
-		}
-		held := map[string]service.Order{}
-		if len(buyers) > 0 {
-			var rs []orderInfo
-			if err := tx.Raw("SELECT * FROM order_info WHERE goods_no = ? AND active_buyer IN ?", goodsNo, buyers).Scan(&rs).Error; err != nil {
-				return nil, err
-			}
-			for _, r := range rs {
-				held[*r.UserID] = r.order()
-			}
-		}
-		seen := make(map[string]bool, len(orders))
-		for _, id := range used {
-			seen[id] = true
-		}
-		candidates := make([]*service.Order, 0, len(orders))
-		for _, o := range orders {
-			if seen[o.RequestID] {
-				refused[o] = service.ErrDuplicateRequest
-				continue
-			}
-			seen[o.RequestID] = true
-			if h, ok := held[o.UserID]; ok && o.OnePerBuyer && o.UserID != "" {
-				refused[o] = &service.AlreadyBoughtError{Order: h}
-				continue
-			}
-			candidates = append(candidates, o)
-		}
-		chosen, err = choose(g, candidates)
-		if err != nil {
-			return nil, err
-		}
-		if len(chosen) > 0 {
-			now := time.Now().UTC()
-			rows = make([]orderInfo, len(chosen))
-			for i, o := range chosen {
-				rows[i] = newOrderRow(o, now)
-			}
-			if err := tx.Create(&rows).Error; err != nil {
-				return nil, err
-			}
-			if err := writeClaimed(tx, read, g.Stock-int32(len(chosen)), fence); err != nil {
-				return nil, err
-			}
-		}
-		if err := guard(); err != nil {
-			return nil, err
-		}
-		written := make([]uint64, len(rows))
-		for i, r := range rows {
-			written[i] = r.ID
-		}
-		return written, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i, o := range chosen {
-		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
-	}
-	return refused, nil
-}
-
 // SellAtomic is the purchase with the database as the lock: it inserts the
 // order, then decrements the stock of order.GoodsNo where it is above zero
 // (the first such row by id), in one transaction. The order comes first so
@@ -727,6 +619,18 @@ func readClaim(rows *sql.Rows, token int64) (goodsStock, error) {
 		}
 		return goodsStock{}, service.ErrNotFound
 	}
+	row, err := scanClaimed(rows)
+	if err != nil {
+		return goodsStock{}, err
+	}
+	if err := rows.Close(); err != nil {
+		return goodsStock{}, err
+	}
+	return row, checkFence(row, token)
+}
+
+// scanClaimed reads the row rows is on, in claimSQL's columns.
+func scanClaimed(rows *sql.Rows) (goodsStock, error) {
 	var (
 		row      goodsStock
 		stock    sql.NullInt32
@@ -734,9 +638,6 @@ func readClaim(rows *sql.Rows, token int64) (goodsStock, error) {
 		from, to sql.NullTime
 	)
 	if err := rows.Scan(&row.ID, &row.GoodsNo, &stock, &active, &row.Fence, &from, &to); err != nil {
-		return goodsStock{}, err
-	}
-	if err := rows.Close(); err != nil {
 		return goodsStock{}, err
 	}
 	if stock.Valid {
@@ -751,10 +652,16 @@ func readClaim(rows *sql.Rows, token int64) (goodsStock, error) {
 	if to.Valid {
 		row.SaleEnd = &to.Time
 	}
-	if row.Fence > token {
-		return goodsStock{}, fenced(token, row.Fence)
-	}
 	return row, nil
+}
+
+// checkFence is the one fence check: a claimed row written under a lock
+// newer than token refuses the sale.
+func checkFence(row goodsStock, token int64) error {
+	if row.Fence > token {
+		return fenced(token, row.Fence)
+	}
+	return nil
 }
 
 // claimSQL is the claim's locking read of the goods' row.

@@ -54,7 +54,7 @@ func TestSellBatch(t *testing.T) {
 		offered = candidates
 		return candidates[:min(int(g.Stock), len(candidates))], nil
 	}
-	refused, err := s.SellBatch(ctx, 1, 5, orders, firstStock, noGuard)
+	refused, err := s.SellBatch(ctx, 5, orders, firstStock, noGuard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestSellBatch(t *testing.T) {
 		t.Errorf("order ids %d %d %d: want x and y sold with their own ids, z not", orders[1].ID, orders[3].ID, orders[4].ID)
 	}
 	assertState(t, s, 0, 3)
-	if _, err := s.SellBatch(ctx, 1, 4, orders[4:], firstStock, noGuard); !errors.Is(err, service.ErrFenced) {
+	if _, err := s.SellBatch(ctx, 4, orders[4:], firstStock, noGuard); !errors.Is(err, service.ErrFenced) {
 		t.Errorf("a batch under an older token: %v, want ErrFenced", err)
 	}
 }

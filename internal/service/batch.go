@@ -5,38 +5,44 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 )
 
-// Batch is a coalescing lock: the buyers of one goods queue in memory, and
-// one worker per goods takes the ZooKeeper lock once for as many of them as
-// are waiting (up to BatchMax), reads the stock once, and sells to them in
-// one fenced transaction (one UPDATE of the stock, one multi-row INSERT of
-// their orders), then answers each: its order, or sold out. Buyers who come
-// meanwhile form the next batch. Instances alternate batches on the shared
-// lock; the demo's sleep is slept once per batch.
+// Batch is a coalescing lock: buyers queue in memory by the lock their
+// goods is under (a goods' own lock, or one that several goods share: see
+// LockKeyer), and one worker per lock takes the ZooKeeper lock once for as
+// many of them as are waiting (up to BatchMax), reads the stock of their
+// goods once, and sells to them in one fenced transaction (one UPDATE of
+// the stocks, one multi-row INSERT of their orders), then answers each: its
+// order, or sold out. Buyers who come meanwhile form the next batch.
+// Instances alternate batches on the shared lock; the demo's sleep is
+// slept once per batch. A worker exists while its lock has buyers waiting:
+// the workers, queues and lock holds of a sale of many goods end with it.
 //
 // A request id used before, or twice in one batch, fails only its buyer
 // (ErrDuplicateRequest), as does a buyer who holds an order of the goods
-// under the one-per-buyer rule (AlreadyBoughtError); a buyer twice in the
-// queue is put in different batches. A buyer whose request ends before its batch writes
-// is not sold to. A failed transaction answers every buyer in it with its
-// error and sells nothing.
+// under the one-per-buyer rule (AlreadyBoughtError) and a buyer of a goods
+// that does not exist (ErrNotFound) or whose sale window is closed; a
+// buyer twice in the queue for one goods is put in different batches. A
+// buyer whose request ends before its batch writes is not sold to. A failed
+// transaction answers every buyer in it with its error and sells nothing.
 type Batch struct {
 	store Store
 	locking
 	soldOut *SoldOutMarks
+	keyOf   func(goodsNo int32) string
 
 	mu     sync.Mutex
 	closed bool
-	queues map[int32]*batchQueue
-	wg     sync.WaitGroup // the workers
+	queues map[string]*batchQueue // by lock key
+	wg     sync.WaitGroup         // the workers
 }
 
 type batchQueue struct {
 	waiting []*batchBuyer
-	running bool // a worker serves this goods
+	running bool // a worker serves this lock
 }
 
 type batchBuyer struct {
@@ -53,29 +59,34 @@ func NewBatch(store Store, locker Locker, marks *SoldOutMarks, cfg Config, log *
 		panic("service: NewBatch needs a Locker")
 	}
 	cfg.setDefaults()
-	return &Batch{store: store, locking: locking{locker: locker, cfg: cfg, log: log}, soldOut: marks, queues: map[int32]*batchQueue{}}
+	keyOf := func(goodsNo int32) string { return strconv.FormatInt(int64(goodsNo), 10) }
+	if k, ok := locker.(LockKeyer); ok {
+		keyOf = k.LockKey
+	}
+	return &Batch{store: store, locking: locking{locker: locker, cfg: cfg, log: log}, soldOut: marks, keyOf: keyOf, queues: map[string]*batchQueue{}}
 }
 
-// Purchase queues the buyer for its goods' next batch and waits for the
+// Purchase queues the buyer for its lock's next batch and waits for the
 // answer. A buyer that gives up still waits for its batch, which is short,
 // so that it is never sold to without being told.
 func (b *Batch) Purchase(ctx context.Context, order *Order) error {
 	buyer := &batchBuyer{ctx: ctx, order: order, done: make(chan error, 1)}
+	key := b.keyOf(order.GoodsNo)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return fmt.Errorf("%w: shutting down", ErrUnavailable)
 	}
-	q := b.queues[order.GoodsNo]
+	q := b.queues[key]
 	if q == nil {
 		q = &batchQueue{}
-		b.queues[order.GoodsNo] = q
+		b.queues[key] = q
 	}
 	q.waiting = append(q.waiting, buyer)
 	if !q.running {
 		q.running = true
 		b.wg.Add(1)
-		go b.work(order.GoodsNo, q)
+		go b.work(key, q)
 	}
 	b.mu.Unlock()
 	return <-buyer.done
@@ -89,13 +100,17 @@ func (b *Batch) Close() {
 	b.wg.Wait()
 }
 
-// work sells batches of goodsNo until nobody waits.
-func (b *Batch) work(goodsNo int32, q *batchQueue) {
+// work sells batches under the lock of key until nobody waits.
+func (b *Batch) work(key string, q *batchQueue) {
 	defer b.wg.Done()
+	type goodsBuyer struct {
+		goodsNo int32
+		userID  string
+	}
 	for {
 		b.mu.Lock()
 		var batch, later []*batchBuyer
-		buyers := map[string]bool{}
+		buyers := map[goodsBuyer]bool{}
 		for len(q.waiting) > 0 && len(batch) < b.cfg.BatchMax {
 			x := q.waiting[0]
 			q.waiting[0] = nil
@@ -105,47 +120,57 @@ func (b *Batch) work(goodsNo int32, q *batchQueue) {
 				continue
 			}
 			if u := x.order.UserID; u != "" && x.order.OnePerBuyer {
-				if buyers[u] {
+				k := goodsBuyer{x.order.GoodsNo, u}
+				if buyers[k] {
 					// One buyer twice in a batch buys once: the second waits
 					// for the next batch, which finds the first's order.
 					later = append(later, x)
 					continue
 				}
-				buyers[u] = true
+				buyers[k] = true
 			}
 			batch = append(batch, x)
 		}
 		q.waiting = append(later, q.waiting...)
 		if len(batch) == 0 {
 			q.running = false
-			delete(b.queues, goodsNo)
+			delete(b.queues, key)
 			b.mu.Unlock()
 			return
 		}
 		b.mu.Unlock()
-		b.sell(goodsNo, batch)
+		b.sell(batch)
 	}
 }
 
 // sell sells one batch and answers every buyer in it.
-func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
+func (b *Batch) sell(batch []*batchBuyer) {
+	// The buyers of goods already sold out are answered without the lock.
+	open := batch[:0:0]
+	for _, x := range batch {
+		if b.soldOut.seen(x.order.GoodsNo) {
+			x.done <- ErrSoldOut
+			continue
+		}
+		open = append(open, x)
+	}
+	batch = open
+	if len(batch) == 0 {
+		return
+	}
 	answerAll := func(err error) {
 		for _, x := range batch {
 			x.done <- err
 		}
 	}
-	if b.soldOut.seen(goodsNo) {
-		answerAll(ErrSoldOut)
-		return
-	}
 	// The batch outlives any one buyer's request: it works on its own.
 	ctx := context.Background()
-	lease, err := b.lock(ctx, goodsNo)
+	lease, err := b.lock(ctx, batch[0].order.GoodsNo) // every goods of the batch is under this lock
 	if err != nil {
 		answerAll(err)
 		return
 	}
-	h := b.handOff(ctx, lease, goodsNo)
+	h := b.handOff(ctx, lease, batch[0].order.GoodsNo)
 	defer h.done()
 	lost := h.lost
 	token, err := lease.Token(ctx)
@@ -159,15 +184,30 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 		orders[i] = x.order
 		buyerOf[x.order] = x
 	}
+	// What choose decided, per goods: the store may start the transaction
+	// again, and asks again then.
 	sold := map[*Order]bool{}
-	var left int32
+	closed := map[*Order]error{} // refused by the goods' sale window
+	left := map[int32]int32{}
+	paused := false
 	choose := func(g Goods, candidates []*Order) ([]*Order, error) {
-		clear(sold)
-		if err := b.cfg.pause(ctx, lost); err != nil {
-			return nil, err
+		for _, o := range orders {
+			if o.GoodsNo == g.GoodsNo {
+				delete(sold, o)
+				delete(closed, o)
+			}
+		}
+		if !paused {
+			paused = true
+			if err := b.cfg.pause(ctx, lost); err != nil {
+				return nil, err
+			}
 		}
 		if err := g.OpenAt(time.Now()); err != nil {
-			return nil, err // nobody in the batch is sold to
+			for _, o := range candidates {
+				closed[o] = err // nobody of this goods is sold to
+			}
+			return nil, nil
 		}
 		var chosen []*Order
 		for _, o := range candidates {
@@ -180,19 +220,21 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 			chosen = append(chosen, o)
 			sold[o] = true
 		}
-		left = g.Stock - int32(len(chosen))
+		left[g.GoodsNo] = g.Stock - int32(len(chosen))
 		return chosen, nil
 	}
-	refused, err := b.store.SellBatch(ctx, goodsNo, token, orders, choose, h.guard)
+	refused, err := b.store.SellBatch(ctx, token, orders, choose, h.guard)
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
-			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
+			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", batch[0].order.GoodsNo, "err", err)
 		}
 		answerAll(err)
 		return
 	}
-	if left <= 0 {
-		b.soldOut.mark(goodsNo) // none left: the next buyers need not queue
+	for goodsNo, n := range left {
+		if n <= 0 {
+			b.soldOut.mark(goodsNo) // none left: the next buyers need not queue
+		}
 	}
 	for _, x := range batch {
 		switch {
@@ -200,6 +242,8 @@ func (b *Batch) sell(goodsNo int32, batch []*batchBuyer) {
 			x.done <- nil
 		case refused[x.order] != nil:
 			x.done <- refused[x.order]
+		case closed[x.order] != nil:
+			x.done <- closed[x.order]
 		case x.ctx.Err() != nil:
 			x.done <- x.ctx.Err()
 		default:

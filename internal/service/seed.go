@@ -82,7 +82,8 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 // sold out meanwhile: then the buyer leaves the queue (its node is deleted)
 // and hears ErrSoldOut at once, as a buyer who comes after the mark does.
 func (p *Seed) lockWhileInStock(ctx context.Context, goodsNo int32) (Lease, error) {
-	inStock := p.soldOut.whileInStock(goodsNo)
+	inStock, done := p.soldOut.whileInStock(goodsNo)
+	defer done()
 	if inStock == nil {
 		return p.lock(ctx, goodsNo)
 	}

@@ -76,15 +76,17 @@ type Store interface {
 	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 	// OrderCounts counts the order rows of goodsNo by status.
 	OrderCounts(ctx context.Context, goodsNo int32) (map[string]int64, error)
-	// SellBatch sells to a batch of buyers under a lock with fencing token
-	// fence, in one transaction: claim the row (as SellFenced), set
-	// aside the orders whose request id was used before or earlier in the
-	// batch (ErrDuplicateRequest) and those of buyers holding an order under
-	// the one-per-buyer rule (AlreadyBoughtError), returned as refused, ask
-	// choose which of the others to sell to,
-	// write the stock minus their number and their order rows, call guard,
-	// commit. The chosen orders get their ids.
-	SellBatch(ctx context.Context, goodsNo int32, fence int64, orders []*Order,
+	// SellBatch sells to a batch of buyers, of one goods or several, under a
+	// lock with fencing token fence, in one transaction: claim the goods'
+	// rows (as SellFenced; ErrFenced for any sells nothing), set aside the
+	// orders of goods without a row (ErrNotFound), those whose request id
+	// was used before or earlier in the batch (ErrDuplicateRequest) and
+	// those of buyers holding an order of the goods under the one-per-buyer
+	// rule (AlreadyBoughtError), returned as refused; ask choose, once per
+	// goods, which of the others to sell to; write each goods' stock minus
+	// their number and their order rows, call guard, commit. An error from
+	// choose or guard sells nothing. The chosen orders get their ids.
+	SellBatch(ctx context.Context, fence int64, orders []*Order,
 		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error) (refused map[*Order]error, err error)
 	// SellAtomic, in one transaction, decrements the stock of order.GoodsNo
 	// if it is above zero and inserts order. ErrSoldOut when it is not,
@@ -101,6 +103,14 @@ type Store interface {
 // goods number across all instances.
 type Locker interface {
 	Lock(ctx context.Context, goodsNo int32) (Lease, error)
+}
+
+// LockKeyer is what a Locker may also tell: which goods share one lock.
+// Goods of one key are one lock (a fixed lock path, or a stripe of goods);
+// the batch strategy then sells the waiting buyers of all of them under one
+// hold, in one transaction. A Locker without it has a lock per goods.
+type LockKeyer interface {
+	LockKey(goodsNo int32) string
 }
 
 // Lease is a held lock.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -112,19 +113,34 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 	return nil
 }
 
-func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders []*service.Order,
+func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*service.Order,
 	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sellErr != nil {
 		return nil, f.sellErr
 	}
-	g, err := f.Goods(ctx, no)
-	if err != nil {
-		return nil, err
+	var nos []int32
+	for _, o := range orders {
+		if !slices.Contains(nos, o.GoodsNo) {
+			nos = append(nos, o.GoodsNo)
+		}
 	}
-	if fence < f.fences[no] {
-		return nil, service.ErrFenced
+	slices.Sort(nos)
+	refused := map[*service.Order]error{}
+	claimed := map[int32]service.Goods{}
+	for _, no := range nos {
+		g, err := f.Goods(ctx, no)
+		switch {
+		case errors.Is(err, service.ErrNotFound):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if fence < f.fences[no] {
+			return nil, service.ErrFenced
+		}
+		claimed[no] = g
 	}
 	f.largest = max(f.largest, len(orders))
 	if f.eachBatch != nil {
@@ -133,23 +149,32 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 	if f.claimed != nil {
 		f.claimed()
 	}
-	var candidates []*service.Order
-	refused := map[*service.Order]error{}
+	candidates := map[int32][]*service.Order{}
 	seen := map[string]bool{}
 	for _, o := range f.orders {
 		seen[o.RequestID] = true
 	}
 	for _, o := range orders {
+		if _, ok := claimed[o.GoodsNo]; !ok {
+			refused[o] = service.ErrNotFound
+			continue
+		}
 		if seen[o.RequestID] {
 			refused[o] = service.ErrDuplicateRequest
 			continue
 		}
 		seen[o.RequestID] = true
-		candidates = append(candidates, o)
+		candidates[o.GoodsNo] = append(candidates[o.GoodsNo], o)
 	}
-	chosen, err := choose(g, candidates)
-	if err != nil {
-		return nil, err
+	chosen := map[int32][]*service.Order{}
+	for _, no := range nos {
+		if g, ok := claimed[no]; ok {
+			picked, err := choose(g, candidates[no])
+			if err != nil {
+				return nil, err
+			}
+			chosen[no] = picked
+		}
 	}
 	if err := guard(); err != nil {
 		return nil, err
@@ -161,18 +186,24 @@ func (f *fakeStore) SellBatch(ctx context.Context, no int32, fence int64, orders
 		return nil, service.ErrCommitUnknown // cut off, and rolled back
 	}
 	f.data.Lock()
-	for _, o := range chosen {
-		o.ID = uint64(len(f.orders) + 1)
-		f.orders = append(f.orders, *o)
+	for _, no := range nos {
+		for _, o := range chosen[no] {
+			o.ID = uint64(len(f.orders) + 1)
+			f.orders = append(f.orders, *o)
+		}
+		if g, ok := claimed[no]; ok {
+			g.Stock -= int32(len(chosen[no]))
+			f.goods[no] = g
+		}
 	}
-	g.Stock -= int32(len(chosen))
-	f.goods[no] = g
 	f.data.Unlock()
 	f.batches++
 	if f.fences == nil {
 		f.fences = map[int32]int64{}
 	}
-	f.fences[no] = fence
+	for no := range claimed {
+		f.fences[no] = fence
+	}
 	if f.cutCommit != nil {
 		return nil, service.ErrCommitUnknown // cut off after it was durable
 	}

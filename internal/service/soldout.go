@@ -20,15 +20,22 @@ type SoldOutMarks struct {
 	probes singleflight.Group
 
 	mu     sync.Mutex
-	until  map[int32]time.Time
-	queued map[int32]queuedBuyers // per goods, the buyers waiting for its lock
+	until  map[int32]time.Time     // at most maxMarks (see mark)
+	queued map[int32]*queuedBuyers // per goods, the buyers waiting for its lock; gone with the last
 }
+
+// maxMarks bounds the goods an instance remembers as sold out: a sale of
+// more goods forgets the expired marks first, then any. A forgotten mark
+// costs the next buyer of its goods one trip to the lock, which marks it
+// again.
+const maxMarks = 4096
 
 // queuedBuyers ends, when a goods is marked sold out, the context of the
 // buyers that were waiting for its lock then.
 type queuedBuyers struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx     context.Context
+	cancel  context.CancelFunc
+	waiters int
 }
 
 // NewSoldOutMarks returns the marks of one instance, each trusted for ttl
@@ -50,34 +57,69 @@ func (m *SoldOutMarks) mark(goodsNo int32) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.until[goodsNo] = time.Now().Add(m.ttl)
+	now := time.Now()
+	if _, ok := m.until[goodsNo]; !ok && len(m.until) >= maxMarks {
+		forgetOne(m.until, func(until time.Time) bool { return now.After(until) })
+	}
+	m.until[goodsNo] = now.Add(m.ttl)
 	if q, ok := m.queued[goodsNo]; ok {
 		q.cancel()
 		delete(m.queued, goodsNo) // whoever queues from now on waits on a fresh one
 	}
 }
 
+// forgetOne deletes an entry of m that stale says is stale, or else any.
+func forgetOne[V any](m map[int32]V, stale func(V) bool) {
+	var some int32
+	for k, v := range m {
+		if stale(v) {
+			delete(m, k)
+			return
+		}
+		some = k
+	}
+	delete(m, some)
+}
+
 // whileInStock returns a context that ends when goodsNo is next marked sold
 // out: the buyers waiting for its lock then leave the queue at once,
 // instead of each taking the lock in turn to hear "sold out" (with a
-// thousand in the queue, seconds of hand-offs after the last piece). nil
-// when m is nil.
-func (m *SoldOutMarks) whileInStock(goodsNo int32) context.Context {
+// thousand in the queue, seconds of hand-offs after the last piece). The
+// buyer calls done when it no longer waits; the goods' entry goes with its
+// last waiter. nil when m is nil.
+func (m *SoldOutMarks) whileInStock(goodsNo int32) (ctx context.Context, done func()) {
 	if m == nil {
-		return nil
+		return nil, func() {}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q, ok := m.queued[goodsNo]
 	if !ok {
 		ctx, cancel := context.WithCancel(context.Background())
-		q = queuedBuyers{ctx: ctx, cancel: cancel}
+		q = &queuedBuyers{ctx: ctx, cancel: cancel}
 		if m.queued == nil {
-			m.queued = map[int32]queuedBuyers{}
+			m.queued = map[int32]*queuedBuyers{}
 		}
 		m.queued[goodsNo] = q
 	}
-	return q.ctx
+	q.waiters++
+	return q.ctx, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if q.waiters--; q.waiters == 0 {
+			q.cancel()
+			if m.queued[goodsNo] == q {
+				delete(m.queued, goodsNo)
+			}
+		}
+	}
+}
+
+// remembered is how many goods m holds anything of (tests).
+func (m *SoldOutMarks) remembered() (marks, queues int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.until), len(m.queued)
 }
 
 // state says whether goodsNo has a mark, and whether it has expired.

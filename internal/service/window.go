@@ -41,6 +41,11 @@ type saleWindow struct {
 	read       time.Time
 }
 
+// maxWindows bounds the windows an instance remembers: a sale of more goods
+// forgets the stale ones first, then any (a forgotten window costs its next
+// buyer one read).
+const maxWindows = 4096
+
 func newSaleWindows(ttl time.Duration) *saleWindows {
 	return &saleWindows{ttl: ttl, m: map[int32]saleWindow{}}
 }
@@ -70,6 +75,9 @@ func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now
 		}
 		fresh := saleWindow{start: g.SaleStart, end: g.SaleEnd, read: time.Now()}
 		w.mu.Lock()
+		if _, ok := w.m[goodsNo]; !ok && len(w.m) >= maxWindows {
+			forgetOne(w.m, func(sw saleWindow) bool { return fresh.read.Sub(sw.read) >= w.ttl })
+		}
 		w.m[goodsNo] = fresh
 		w.mu.Unlock()
 		return fresh, nil

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/crowd"
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// (e) of `make bench-shop`: a sale of many goods against a sale of one,
+// per strategy, and on Galera.
+
+// manySale is one sale of (e).
+type manySale struct {
+	name  string
+	goods int // goods 1..goods
+	stock int // each
+	skew  string
+}
+
+var manySales = []manySale{
+	{"1 goods", 1, 200_000, "uniform"},
+	{"200 goods", 200, 1000, "uniform"},
+	{"200 goods zipf:1.1 sell-out", 200, 50, "zipf:1.1"},
+}
+
+// manyLockPath is the lock path a strategy sells many goods under, the one
+// the README recommends: batch one lock for every goods (one hold and one
+// transaction sell the waiting buyers of all of them), seed one per goods
+// (a buyer per hold: a shared lock would serialise every goods).
+func manyLockPath(b testing.TB, strategy string) string {
+	if strategy == "batch" {
+		return itest.Path(b) + "/locks/all"
+	}
+	return itest.Path(b) + "/locks/goods/{goodsNo}"
+}
+
+// manyRun is what one sale of (e) measured.
+type manyRun struct {
+	benchRun
+	soldOutGoods int // goods left without stock
+	unsold       int // goods with stock left although at least as many buyers came
+	worstGoods   int32
+	worstOver    int // the most any goods was oversold
+	goodsWrong   int // goods oversold, or with a 200 without its order row
+}
+
+// benchManyGoods runs (e): each strategy on each sale of manySales, rounds
+// times, the strategies in a different order each round; then batch and
+// atomic at 200 goods on one Galera node and on three.
+func benchManyGoods(b *testing.B, strategies, nodes []string, buyers, conc, rounds int) (map[string]map[string][]manyRun, map[string]map[string][]manyRun) {
+	runs := map[string]map[string][]manyRun{}
+	for _, st := range strategies {
+		runs[st] = map[string][]manyRun{}
+	}
+	for r := range rounds {
+		order := slices.Clone(strategies)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		progress("(e) many goods: round %d of %d", r+1, rounds)
+		for _, st := range order {
+			for _, sale := range manySales {
+				dsn := itest.Database(b)
+				runs[st][sale.name] = append(runs[st][sale.name], benchManySaleOn(b, st, sale, buyers, conc, []string{dsn, dsn}))
+			}
+		}
+	}
+	galera := map[string]map[string][]manyRun{}
+	engines := []benchEngine{benchEngines[1], benchEngines[3]} // one Galera node, three
+	for _, st := range []string{"atomic", "batch"} {
+		galera[st] = map[string][]manyRun{}
+	}
+	for r := range rounds {
+		progress("(e) many goods on Galera: round %d of %d", r+1, rounds)
+		for _, st := range []string{"atomic", "batch"} {
+			for _, e := range engines {
+				galera[st][e.name] = append(galera[st][e.name], benchManySaleOn(b, st, manySales[1], buyers, conc, e.instances(b, nodes)))
+			}
+		}
+	}
+	return runs, galera
+}
+
+// benchManySaleOn starts an instance of strategy per DSN, gives goods
+// 1..sale.goods sale.stock each, and sends buyers purchases spread over
+// them by sale.skew, conc at a time; then checks the sale goods by goods.
+func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc int, dsns []string) manyRun {
+	b.Helper()
+	admin := firstServer.ReplaceAllString(dsns[0], "tcp($1)")
+	s := newStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+		"SHOP_LOCK_PATH="+manyLockPath(b, strategy), "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+	s.binary = shopBinaryNoRace
+	s.shop(b, "migrate")
+	s.shop(b, "stock", "set", "--goods", fmt.Sprintf("1-%d", sale.goods), "--stock", strconv.Itoa(sale.stock), "--clear-orders")
+	var ins []*instance
+	var urls []string
+	for _, dsn := range dsns {
+		in := s.serve(b, "SHOP_MYSQL_DSN="+dsn)
+		ins, urls = append(ins, in), append(urls, in.url)
+	}
+	set := make([]int32, sale.goods)
+	for i := range set {
+		set[i] = int32(i + 1)
+	}
+	pick, err := crowd.NewPicker(set, sale.skew, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answers, start := closedLoadOf(urls, buyers, conc, pick.Goods)
+	run := manyRun{benchRun: benchRun{buyers: buyers, other: map[string]int{}}}
+	ok, asked := map[int32]int{}, map[int32]int{}
+	var lat, okEnds []time.Duration
+	for i, x := range answers {
+		g := pick.Goods(i)
+		asked[g]++
+		lat = append(lat, x.end.Sub(x.start))
+		run.elapsed = max(run.elapsed, x.end.Sub(start))
+		switch {
+		case x.err != nil:
+			run.other["no answer"]++
+		case x.status == http.StatusOK:
+			run.ok++
+			ok[g]++
+			okEnds = append(okEnds, x.end.Sub(start))
+		case x.code == "sold_out":
+			run.soldOut++
+		default:
+			run.other[x.code]++
+		}
+		if x.err == nil && x.status >= 500 {
+			run.fiveXX++
+		}
+	}
+	slices.Sort(lat)
+	slices.Sort(okEnds)
+	run.p50, run.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	if len(okEnds) > 0 {
+		run.firstStock = okEnds[len(okEnds)-1]
+		run.purchasesPerSec = float64(len(okEnds)) / okEnds[len(okEnds)-1].Seconds()
+	}
+	left, orders := goodsCounts(b, s.dsn)
+	for _, g := range set {
+		over := orders[g] - (sale.stock - left[g])
+		phantoms := max(ok[g]-orders[g], 0)
+		run.oversold += over
+		run.phantoms += phantoms
+		if over != 0 || phantoms != 0 {
+			run.goodsWrong++
+		}
+		if over > run.worstOver || run.worstGoods == 0 {
+			run.worstGoods, run.worstOver = g, over
+		}
+		if left[g] <= 0 {
+			run.soldOutGoods++
+		} else if asked[g] >= sale.stock {
+			run.unsold++
+		}
+	}
+	for _, in := range ins {
+		if err := in.stop(b); err != nil {
+			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.logs())
+		}
+	}
+	return run
+}
+
+// goodsCounts reads every goods' stock and order rows.
+func goodsCounts(b testing.TB, dsn string) (stock, orders map[int32]int) {
+	b.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stock, orders = map[int32]int{}, map[int32]int{}
+	for q, into := range map[string]map[int32]int{
+		"SELECT goods_no, stock FROM goods_stock":                     stock,
+		"SELECT goods_no, COUNT(*) FROM order_info GROUP BY goods_no": orders,
+	} {
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rows.Next() {
+			var g int32
+			var n int
+			if err := rows.Scan(&g, &n); err != nil {
+				b.Fatal(err)
+			}
+			into[g] = n
+		}
+		if err := rows.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return stock, orders
+}
+
+// benchManyTable is (e) with its targets' verdicts.
+func benchManyTable(strategies []string, buyers, conc, rounds int, runs, galera map[string]map[string][]manyRun) string {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var b strings.Builder
+	fmt.Fprintf(&b, "(e) many goods: two instances per strategy, %d buyers, %d at a time, median of %d rounds; lock path: batch one for every goods, seed one per goods\n", buyers, conc, rounds)
+	fmt.Fprintf(&b, "%-8s %-28s %12s %10s %12s %9s %14s %18s %9s %s\n", "strategy", "sale", "purchases/s", "x 1 goods", "rounds", "p99 ms", "goods sold out", "oversold (worst)", "phantoms", "other answers")
+	var targets []string
+	bad := 0
+	for _, st := range strategies {
+		one := runs[st][manySales[0].name]
+		for _, sale := range manySales {
+			rs := runs[st][sale.name]
+			var ratios []float64
+			for i, r := range rs {
+				ratios = append(ratios, r.purchasesPerSec/one[i].purchasesPerSec)
+			}
+			soldOut := fmt.Sprintf("%d of %d", rs[len(rs)-1].soldOutGoods, sale.goods)
+			worst := slices.MaxFunc(rs, func(a, b manyRun) int { return a.worstOver - b.worstOver })
+			oversold, phantoms := 0, 0
+			for _, r := range rs {
+				oversold += r.oversold
+				phantoms += r.phantoms
+				bad += r.goodsWrong + r.unsold
+			}
+			fmt.Fprintf(&b, "%-8s %-28s %12.0f %10.2f %12s %9.1f %14s %10d (%d: %d) %9d %v\n", st, sale.name,
+				median(rs, func(r manyRun) float64 { return r.purchasesPerSec }), medianOf(ratios), spread(ratios),
+				median(rs, func(r manyRun) float64 { return ms(r.p99) }), soldOut, oversold, worst.worstGoods, worst.worstOver, phantoms, rs[len(rs)-1].other)
+			if sale.name == manySales[1].name {
+				x := medianOf(ratios)
+				targets = append(targets, fmt.Sprintf("target: %s at 200 goods >= 1.0x %s at 1 goods: %.2fx, %s", st, st, x, verdict(x >= 1)))
+			}
+		}
+	}
+	for _, t := range targets {
+		fmt.Fprintln(&b, t)
+	}
+	fmt.Fprintf(&b, "target: 0 oversold per goods, every 200 with its order row, every goods sold out that had the buyers for it, in every sale: %s\n", verdict(bad == 0))
+	fmt.Fprintf(&b, "\n(e) on Galera: 200 goods (uniform, stock 1000 each), three instances, each on its own node for \"3 nodes\"\n")
+	fmt.Fprintf(&b, "%-8s %-18s %12s %12s %12s %6s %9s %9s %s\n", "strategy", "engine", "purchases/s", "x one node", "rounds", "5xx", "oversold", "phantoms", "other answers")
+	for _, st := range []string{"atomic", "batch"} {
+		base := galera[st][benchEngines[1].name]
+		for _, e := range []benchEngine{benchEngines[1], benchEngines[3]} {
+			rs := galera[st][e.name]
+			var ratios []float64
+			fiveXX, oversold, phantoms := 0, 0, 0
+			for i, r := range rs {
+				ratios = append(ratios, r.purchasesPerSec/base[i].purchasesPerSec)
+				fiveXX, oversold, phantoms = fiveXX+r.fiveXX, oversold+r.oversold, phantoms+r.phantoms
+			}
+			fmt.Fprintf(&b, "%-8s %-18s %12.0f %12.2f %12s %6d %9d %9d %v\n", st, e.name,
+				median(rs, func(r manyRun) float64 { return r.purchasesPerSec }), medianOf(ratios), spread(ratios), fiveXX, oversold, phantoms, rs[len(rs)-1].other)
+		}
+	}
+	return b.String()
+}
+
+// manyEnv is BENCH_SHOP_MANY_BUYERS and BENCH_SHOP_MANY_ROUNDS.
+func manyEnv() (buyers, rounds int) {
+	buyers, rounds = 20_000, 3
+	if n, err := strconv.Atoi(os.Getenv("BENCH_SHOP_MANY_BUYERS")); err == nil && n > 0 {
+		buyers = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("BENCH_SHOP_MANY_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	return buyers, rounds
+}

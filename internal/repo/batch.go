@@ -1,0 +1,278 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// SellBatch sells to a batch of buyers, of one goods or of several, under a
+// lock whose fencing token is fence, in one transaction: it claims the
+// goods' rows (each as SellFenced claims one, in the order of their goods
+// numbers), refuses the orders whose request id was used before or earlier
+// in the batch (service.ErrDuplicateRequest), those of buyers who hold an
+// order of the goods under the one-per-buyer rule (a
+// service.AlreadyBoughtError naming it) and those of goods without a row
+// (service.ErrNotFound); asks choose, once per goods, which of the others
+// to sell to; then writes the goods' new stocks (and the token) with one
+// UPDATE and the chosen orders' rows with one multi-row INSERT, calls
+// guard and commits. The chosen orders get their ids. An error from choose
+// or guard rolls back everything. An order inserted by a concurrent
+// transaction meanwhile makes it start once more. The batch must not hold
+// two limited orders of one buyer for one goods.
+//
+// The transaction goes to the writer node of the batch's lowest goods
+// number (see salesFor): on a cluster named by its nodes, a batch of
+// several goods may write a goods through another node than its own, so
+// the shop hands the lock on after the commit there (see OneWriter).
+func (s *Store) SellBatch(ctx context.Context, fence int64, orders []*service.Order,
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
+	for attempt := 0; ; attempt++ {
+		refused, err = s.sellBatch(ctx, fence, orders, choose, guard)
+		if attempt == 0 && (errors.Is(err, service.ErrDuplicateRequest) || errors.Is(err, service.ErrAlreadyBought)) {
+			continue // a request id or a buyer came in after the check: check again
+		}
+		return refused, err
+	}
+}
+
+func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Order,
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
+	if len(orders) == 0 {
+		return nil, nil
+	}
+	var goodsNos []int32
+	for _, o := range orders {
+		goodsNos = append(goodsNos, o.GoodsNo)
+	}
+	slices.Sort(goodsNos)
+	goodsNos = slices.Compact(goodsNos)
+	var chosen []*service.Order
+	var rows []orderInfo
+	var refused map[*service.Order]error
+	err := s.inTx(ctx, s.salesFor(goodsNos[0]), func(tx *gorm.DB) ([]uint64, error) {
+		chosen, rows, refused = nil, nil, map[*service.Order]error{}
+		claimed, err := s.claimGoods(tx, goodsNos, fence)
+		if err != nil {
+			return nil, err
+		}
+		candidates, err := s.batchCandidates(tx, goodsNos, orders, claimed, refused)
+		if err != nil {
+			return nil, err
+		}
+		var writes []stockWrite
+		for _, no := range goodsNos {
+			read, ok := claimed[no]
+			if !ok {
+				continue
+			}
+			g := read.goods()
+			picked, err := choose(g, candidates[no])
+			if err != nil {
+				return nil, err
+			}
+			if len(picked) > 0 {
+				chosen = append(chosen, picked...)
+				writes = append(writes, stockWrite{read, g.Stock - int32(len(picked))})
+			}
+		}
+		if len(chosen) > 0 {
+			now := time.Now().UTC()
+			rows = make([]orderInfo, len(chosen))
+			for i, o := range chosen {
+				rows[i] = newOrderRow(o, now)
+			}
+			if err := tx.Create(&rows).Error; err != nil {
+				return nil, err
+			}
+			if err := s.writeClaimedRows(tx, writes, fence); err != nil {
+				return nil, err
+			}
+		}
+		if err := guard(); err != nil {
+			return nil, err
+		}
+		written := make([]uint64, len(rows))
+		for i, r := range rows {
+			written[i] = r.ID
+		}
+		return written, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, o := range chosen {
+		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
+	}
+	return refused, nil
+}
+
+// claimGoods claims the rows of goodsNos (sorted, distinct): for one goods
+// the claim every purchase under the lock makes, for several one locking
+// read of them all; each goods' first row by id, its fence checked. A goods
+// without a row is missing from the answer.
+func (s *Store) claimGoods(tx *gorm.DB, goodsNos []int32, fence int64) (map[int32]goodsStock, error) {
+	if len(goodsNos) == 1 {
+		read, err := s.claim(tx, goodsNos[0], fence)
+		switch {
+		case errors.Is(err, service.ErrNotFound):
+			return map[int32]goodsStock{}, nil
+		case err != nil:
+			return nil, err
+		}
+		return map[int32]goodsStock{goodsNos[0]: read}, nil
+	}
+	rows, err := tx.Raw(s.causal(claimManySQL), goodsNos).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	claimed := make(map[int32]goodsStock, len(goodsNos))
+	for rows.Next() {
+		row, err := scanClaimed(rows)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := claimed[row.GoodsNo]; dup {
+			continue // the goods' first row by id is its row
+		}
+		if err := checkFence(row, fence); err != nil {
+			return nil, err
+		}
+		claimed[row.GoodsNo] = row
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return claimed, rows.Close()
+}
+
+// claimManySQL is claimSQL for several goods at once.
+const claimManySQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
+	"WHERE goods_no IN ? ORDER BY goods_no, id FOR UPDATE"
+
+// batchCandidates sorts the batch's orders by goods, in the batch's order,
+// after refusing into refused those of goods without a row, those whose
+// request id was used, and those of buyers who hold an order of the goods.
+func (s *Store) batchCandidates(tx *gorm.DB, goodsNos []int32, orders []*service.Order, claimed map[int32]goodsStock,
+	refused map[*service.Order]error) (map[int32][]*service.Order, error) {
+	ids := make([]string, len(orders))
+	var buyers []string
+	for i, o := range orders {
+		ids[i] = o.RequestID
+		if o.OnePerBuyer && o.UserID != "" {
+			buyers = append(buyers, o.UserID)
+		}
+	}
+	var used []string
+	if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
+		return nil, err
+	}
+	type goodsBuyer struct {
+		goodsNo int32
+		userID  string
+	}
+	held := map[goodsBuyer]service.Order{}
+	if len(buyers) > 0 {
+		var rs []orderInfo
+		if err := tx.Raw("SELECT * FROM order_info WHERE goods_no IN ? AND active_buyer IN ?", goodsNos, buyers).Scan(&rs).Error; err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			held[goodsBuyer{r.GoodsNo, *r.UserID}] = r.order()
+		}
+	}
+	seen := make(map[string]bool, len(orders))
+	for _, id := range used {
+		seen[id] = true
+	}
+	candidates := make(map[int32][]*service.Order, len(goodsNos))
+	for _, o := range orders {
+		if _, ok := claimed[o.GoodsNo]; !ok {
+			refused[o] = service.ErrNotFound
+			continue
+		}
+		if seen[o.RequestID] {
+			refused[o] = service.ErrDuplicateRequest
+			continue
+		}
+		seen[o.RequestID] = true
+		if h, ok := held[goodsBuyer{o.GoodsNo, o.UserID}]; ok && o.OnePerBuyer && o.UserID != "" {
+			refused[o] = &service.AlreadyBoughtError{Order: h}
+			continue
+		}
+		candidates[o.GoodsNo] = append(candidates[o.GoodsNo], o)
+	}
+	return candidates, nil
+}
+
+// stockWrite is a claimed row's new stock.
+type stockWrite struct {
+	read  goodsStock
+	stock int32
+}
+
+// writeClaimedRows writes the new stocks of claimed rows and the token as
+// their fence: one row as writeClaimed does, several in one statement. On a
+// cluster each row is written only if it is still as the claim read it
+// (claimedStock, for every row at once); on one server the claim's row
+// locks make that so. The statement names the primary key: on a small
+// table the optimizer would otherwise scan, and lock, every row.
+func (s *Store) writeClaimedRows(tx *gorm.DB, writes []stockWrite, fence int64) error {
+	if len(writes) == 1 {
+		return writeClaimed(tx, writes[0].read, writes[0].stock, fence)
+	}
+	// Integers only, formatted here: no placeholder to interpolate.
+	q := make([]byte, 0, 64+40*len(writes))
+	q = append(q, "UPDATE goods_stock FORCE INDEX (PRIMARY) SET stock = CASE id"...)
+	for _, w := range writes {
+		q = append(q, " WHEN "...)
+		q = strconv.AppendUint(q, uint64(w.read.ID), 10)
+		q = append(q, " THEN "...)
+		q = strconv.AppendInt(q, int64(w.stock), 10)
+	}
+	q = append(q, " END, fence = "...)
+	q = strconv.AppendInt(q, fence, 10)
+	q = append(q, " WHERE id IN ("...)
+	for i, w := range writes {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = strconv.AppendUint(q, uint64(w.read.ID), 10)
+	}
+	q = append(q, ')')
+	if s.cluster {
+		// A claimed row's stock is never NULL here: a goods without stock
+		// sells nothing.
+		q = append(q, " AND (id, stock, fence) IN ("...)
+		for i, w := range writes {
+			if i > 0 {
+				q = append(q, ',')
+			}
+			q = append(q, '(')
+			q = strconv.AppendUint(q, uint64(w.read.ID), 10)
+			q = append(q, ',')
+			q = strconv.AppendInt(q, int64(*w.read.Stock), 10)
+			q = append(q, ',')
+			q = strconv.AppendInt(q, w.read.Fence, 10)
+			q = append(q, ')')
+		}
+		q = append(q, ')')
+	}
+	res := tx.Exec(string(q))
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != int64(len(writes)) {
+		return fmt.Errorf("%w: %d of %d goods rows changed after the claim read them (a stale read)",
+			service.ErrConflict, int64(len(writes))-res.RowsAffected, len(writes))
+	}
+	return nil
+}
