@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"net"
 	"strings"
 	"testing"
 
