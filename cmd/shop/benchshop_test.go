@@ -266,6 +266,15 @@ func closedLoad(bases []string, buyers, conc int) ([]timedAnswer, time.Time) {
 }
 
 func closedLoadOf(bases []string, buyers, conc int, goodsOf func(i int) int32) ([]timedAnswer, time.Time) {
+	return closedLoadWith(bases, buyers, conc, func(c *rawConn, i int) timedAnswer { return c.purchase(goodsOf(i)) })
+}
+
+// closedLoadOfPath sends n GETs of path the same way.
+func closedLoadOfPath(bases []string, n, conc int, path string) ([]timedAnswer, time.Time) {
+	return closedLoadWith(bases, n, conc, func(c *rawConn, _ int) timedAnswer { return c.get(path) })
+}
+
+func closedLoadWith(bases []string, buyers, conc int, send func(c *rawConn, i int) timedAnswer) ([]timedAnswer, time.Time) {
 	answers := make([]timedAnswer, buyers)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -278,7 +287,7 @@ func closedLoadOf(bases []string, buyers, conc int, goodsOf func(i int) int32) (
 				defer conns[k].close()
 			}
 			for i := range next {
-				answers[i] = conns[i%len(bases)].purchase(goodsOf(i))
+				answers[i] = send(conns[i%len(bases)], i)
 			}
 		})
 	}

@@ -34,7 +34,7 @@ import (
 // longer than cfg.IdleTransaction() for their next statement.
 // A store that cannot be opened is named with the key that fixes it.
 func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
-	store, err := repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns,
+	store, err := repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns, SaleConns: cfg.MySQL.SaleConns,
 		IdleTransactionTimeout: cfg.IdleTransaction()})
 	if err != nil {
 		return nil, fmt.Errorf("%w\n  check mysql.dsn (SHOP_MYSQL_DSN, --mysql.dsn); for the local MariaDB run: make stack-up", err)
@@ -410,8 +410,9 @@ func httpLimits(cfg Config) limits {
 		var rl syscall.Rlimit
 		l.connections = 4096
 		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<30 {
-			// The store has two pools of mysql.maxOpenConns (see repo.Open).
-			l.connections = max(64, int(rl.Cur)-2*cfg.MySQL.MaxOpenConns-64)
+			// The store's pools: mysql.maxOpenConns, and mysql.saleConns
+			// per writer node (see repo.Open).
+			l.connections = max(64, int(rl.Cur)-cfg.MySQL.MaxOpenConns-3*cfg.MySQL.SaleConns-64)
 		}
 	}
 	return l

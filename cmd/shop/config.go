@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/seckill-zk/seckill-zk/internal/coord"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -31,6 +32,7 @@ type Config struct {
 	MySQL struct {
 		DSN          string
 		MaxOpenConns int
+		SaleConns    int
 		MaxIdleConns int
 		// IdleTransactionTimeout: 0 derives it (IdleTransaction).
 		IdleTransactionTimeout time.Duration
@@ -111,12 +113,14 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Server.WriteTimeout = p.duration(k, true) }},
 	{"server.idleTimeout", kDuration, "60s", "a keep-alive connection idle this long is closed",
 		func(p *parser, k string, c *Config) { c.Server.IdleTimeout = p.duration(k, false) }},
-	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less twice mysql.maxOpenConns and 64",
+	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less mysql.maxOpenConns, three times mysql.saleConns and 64",
 		func(p *parser, k string, c *Config) { c.Server.MaxConnections = p.count(k) }},
 	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node",
 		func(p *parser, k string, c *Config) { c.MySQL.DSN = p.str(k) }},
-	{"mysql.maxOpenConns", kInt, "100", "size of each of the two connection pools (the seed's Druid maxActive; the purchase under the lock has its own)",
+	{"mysql.maxOpenConns", kInt, "100", "size of the pool of reads, orders and stock settings (the seed's Druid maxActive; the sales have their own: mysql.saleConns)",
 		func(p *parser, k string, c *Config) { c.MySQL.MaxOpenConns = p.positive(k) }},
+	{"mysql.saleConns", kInt, strconv.Itoa(repo.DefaultSaleConns), "sale transactions one instance runs in the database at once (its sale pool, per writer node): beyond a few per core they cost the server more than they overlap",
+		func(p *parser, k string, c *Config) { c.MySQL.SaleConns = p.positive(k) }},
 	{"mysql.maxIdleConns", kInt, "100", "idle connections each pool keeps; keep it at mysql.maxOpenConns: Go closes every connection returned beyond it, and a burst then opens new ones faster than MySQL's back_log takes them (Druid's minIdle is not Go's MaxIdleConns)",
 		func(p *parser, k string, c *Config) { c.MySQL.MaxIdleConns = p.positive(k) }},
 	{"mysql.idleTransactionTimeout", kDuration, "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep",

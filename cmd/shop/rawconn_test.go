@@ -22,11 +22,16 @@ func newRawConn(base string) *rawConn {
 	return &rawConn{host: strings.TrimPrefix(base, "http://")}
 }
 
-// purchase asks for goods 1 and times the answer, a dial included. A
+// purchase asks for goodsNo and times the answer, a dial included. A
 // failed exchange, or an answer with Connection: close, ends the connection.
 func (c *rawConn) purchase(goodsNo int32) timedAnswer {
+	return c.get(fmt.Sprintf("/goods-stock/%d", goodsNo))
+}
+
+// get sends GET path and reads its answer.
+func (c *rawConn) get(path string) timedAnswer {
 	a := timedAnswer{start: time.Now()}
-	a.answer = c.exchange(goodsNo)
+	a.answer = c.exchange(path)
 	a.end = time.Now()
 	if a.err != nil {
 		c.close()
@@ -34,7 +39,7 @@ func (c *rawConn) purchase(goodsNo int32) timedAnswer {
 	return a
 }
 
-func (c *rawConn) exchange(goodsNo int32) answer {
+func (c *rawConn) exchange(path string) answer {
 	if c.conn == nil {
 		conn, err := net.DialTimeout("tcp", c.host, 10*time.Second)
 		if err != nil {
@@ -45,7 +50,7 @@ func (c *rawConn) exchange(goodsNo int32) answer {
 	if err := c.conn.SetDeadline(time.Now().Add(5 * time.Minute)); err != nil {
 		return answer{err: err}
 	}
-	if _, err := fmt.Fprintf(c.conn, "GET /goods-stock/%d HTTP/1.1\r\nHost: %s\r\n\r\n", goodsNo, c.host); err != nil {
+	if _, err := fmt.Fprintf(c.conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, c.host); err != nil {
 		return answer{err: err}
 	}
 	resp, err := http.ReadResponse(c.r, nil)

@@ -101,8 +101,8 @@ func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
 		return salePool{}, err
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(opts.MaxOpenConns)
-	db.SetMaxIdleConns(opts.MaxIdleConns)
+	db.SetMaxOpenConns(opts.SaleConns)
+	db.SetMaxIdleConns(opts.SaleConns)
 	db.SetConnMaxLifetime(30 * time.Minute)
 	// GORM asks the server's version: on MariaDB 10.5+ it reads a multi-row
 	// INSERT's ids back with RETURNING, which a Galera node needs (its

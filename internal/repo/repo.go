@@ -76,6 +76,9 @@ func (orderInfo) TableName() string { return "order_info" }
 type Options struct {
 	MaxOpenConns int // default 100
 	MaxIdleConns int // default 10
+	// SaleConns sizes each sale pool (open and idle): how many sale
+	// transactions run at once. Default DefaultSaleConns.
+	SaleConns int
 	// IdleTransactionTimeout, on MariaDB, has the server end a transaction
 	// of the store's that waits this long for its client's next statement
 	// (idle_transaction_timeout, whole seconds): it rolls back and its
@@ -85,6 +88,14 @@ type Options struct {
 	// timeout, after which the lock has passed on anyway. 0: no bound.
 	IdleTransactionTimeout time.Duration
 }
+
+// DefaultSaleConns is the default size of a sale pool. Sale transactions on
+// many goods do not wait for each other's row locks: as many as the pool
+// holds run in the server at once. On a two-core MariaDB, atomic purchases
+// over 200 goods from two instances sold 1060/s with 100 connections each,
+// 2207/s with 16 and 1620/s with 32; over one goods, where they queue on
+// one row lock, 1867/s, 1905/s and 1803/s (docs/strategies.md).
+const DefaultSaleConns = 16
 
 // Store is the MySQL store. It implements service.Store.
 type Store struct {
@@ -167,6 +178,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.MaxIdleConns <= 0 {
 		opts.MaxIdleConns = 10
+	}
+	if opts.SaleConns <= 0 {
+		opts.SaleConns = DefaultSaleConns
 	}
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// leakGoods is how many goods the leak test's sales touch; leakSlack is how
+// much the heap may grow from the first half of them to the second (state
+// of 100 bytes per goods would be twice that).
+const (
+	leakGoods = 20_000
+	leakSlack = 1 << 20
+)
+
+// A sale of 10 000 goods leaves nothing per goods behind in an instance:
+// no worker or other goroutine, no lock node, no watch, no cache entry that
+// grows with the goods (memory returns to about where it was). Each
+// strategy that locks, with the lock path the README recommends for it.
+func TestASaleOfManyGoodsLeavesNothingBehind(t *testing.T) {
+	for _, strategy := range []string{"batch", "seed"} {
+		t.Run(strategy, func(t *testing.T) {
+			lockPath := manyLockPath(t, strategy)
+			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+lockPath,
+				"SHOP_DEMO_MAXSLEEP=0s", "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+			s.binary = shopBinaryNoRace // the race detector's shadow memory would hide the instance's own
+			s.shop(t, "migrate")
+			s.shop(t, "stock", "set", "--goods", fmt.Sprintf("1-%d", leakGoods), "--stock", "1", "--clear-orders")
+			// GOGC=10: the heap in use stays near the live heap once a few
+			// collections ran (gc below makes them).
+			in := s.serve(t, "GOGC=10")
+			// Warm up on goods the sale does not touch again: pools, the
+			// session, the first lock paths.
+			warm, _ := closedLoadOf([]string{in.url}, 200, 20, func(i int) int32 { return int32(i%20 + 1) })
+			for _, a := range warm {
+				if a.err != nil {
+					t.Fatalf("warm-up: %v", a.err)
+				}
+			}
+			time.Sleep(2 * time.Second) // the warm-up's timers and idle connections settle
+			goroutines, heap := leakGauges(t, in.url)
+
+			// Two sales of half the goods each, every goods bought twice
+			// (one buyer gets its piece, one hears it is sold out). The
+			// first fills the pools and the bounded caches; per-goods state
+			// that is not bounded grows again with the second.
+			half := (leakGoods - 20) / 2
+			sell := func(from int) {
+				answers, _ := closedLoadOf([]string{in.url}, 2*half, 200, func(i int) int32 { return int32(from + i%half) })
+				codes := map[string]int{}
+				for _, a := range answers {
+					if a.err != nil {
+						t.Fatalf("sale: %v", a.err)
+					}
+					codes[a.code]++
+				}
+				if codes["ok"] != half || codes["sold_out"] != half {
+					t.Fatalf("answers %v, want %d ok and as many sold_out", codes, half)
+				}
+			}
+			sell(21)
+			time.Sleep(2 * time.Second)
+			goroutines1, heap1 := leakGauges(t, in.url)
+			sell(21 + half)
+
+			// The goroutines come back, within a generous time, to where they
+			// were before the sales; the heap to where it was after the first.
+			var g, h float64
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+				g, h = leakGauges(t, in.url)
+				if g <= goroutines+5 && h <= heap1+leakSlack || time.Now().After(deadline) {
+					break
+				}
+			}
+			t.Logf("%s: goroutines %.0f before the sales of %d goods, %.0f after the first, %.0f after the second; heap in use %.1f MB, %.1f MB, %.1f MB",
+				strategy, goroutines, 2*half, goroutines1, g, heap/(1<<20), heap1/(1<<20), h/(1<<20))
+			if g > goroutines+5 {
+				t.Errorf("goroutines: %.0f before the sales, %.0f after", goroutines, g)
+			}
+			if h > heap1+leakSlack {
+				t.Errorf("heap in use: %.1f MB after the sale of %d goods, %.1f MB after %d more", heap1/(1<<20), half, h/(1<<20), half)
+			}
+			if n := lockNodesLeft(t, lockPath); n != 0 {
+				t.Errorf("%d lock nodes left under %s", n, lockPath)
+			}
+			if w := watchesUnder(t, itest.ZooKeeper(t)[0], strings.TrimSuffix(lockPath, "/{goodsNo}")); len(w) != 0 {
+				t.Errorf("%d watches left on lock paths, e.g. %s", len(w), w[0])
+			}
+		})
+	}
+}
+
+// leakGauges reads an instance's goroutines, less one per open database
+// connection (the driver's watcher: the pools are bounded, and keep their
+// idle connections), and its heap in use after a few collections, which
+// requests to /healthz bring about: the least of three readings each.
+func leakGauges(t *testing.T, base string) (goroutines, heap float64) {
+	t.Helper()
+	goroutines, heap = math.Inf(1), math.Inf(1)
+	for range 3 {
+		answers, _ := closedLoadOfPath([]string{base}, 1500, 10, "/healthz")
+		for _, a := range answers {
+			if a.err != nil || a.status != http.StatusOK {
+				t.Fatalf("GET /healthz: %d %v", a.status, a.err)
+			}
+		}
+		goroutines = min(goroutines, metricValue(t, base, "go_goroutines")-
+			metricValue(t, base, `go_sql_open_connections{db_name="seckill"}`)-
+			metricValue(t, base, `go_sql_open_connections{db_name="seckill_sales"}`))
+		heap = min(heap, metricValue(t, base, "go_memstats_heap_inuse_bytes"))
+	}
+	return goroutines, heap
+}
+
+// lockNodesLeft counts the lock nodes under the lock path template p: its
+// own children, or for a path per goods the children of each goods' lock.
+func lockNodesLeft(t *testing.T, p string) int {
+	t.Helper()
+	conn, _, err := zk.Connect(itest.ZooKeeper(t), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dir, perGoods := strings.CutSuffix(p, "/{goodsNo}")
+	kids, _, err := conn.Children(dir)
+	if err != nil && err != zk.ErrNoNode {
+		t.Fatalf("children of %s: %v", dir, err)
+	}
+	if !perGoods {
+		return len(kids)
+	}
+	n := 0
+	for _, k := range kids {
+		_, st, err := conn.Exists(dir + "/" + k)
+		if err != nil {
+			t.Fatalf("exists %s/%s: %v", dir, k, err)
+		}
+		if st != nil {
+			n += int(st.NumChildren)
+		}
+	}
+	return n
+}
+
+// watchesUnder lists the watched paths under prefix, from the server's
+// wchc (watches by session).
+func watchesUnder(t *testing.T, server, prefix string) []string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", server, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, "wchc"); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if p := strings.TrimSpace(sc.Text()); strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("wchc: %v", err)
+	}
+	return out
+}
