@@ -194,7 +194,7 @@ func TestStoppedHolderOfABatchOfSeveralGoods(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
-	ok := map[int32]int{1: 1} // A's first buyer
+	ok := map[int32]int{1: 1}                                         // A's first buyer
 	for _, g := range manyGoodsSet {
 		if a := await(t, "B", purchaseOfAsync(p.b.url, g)); a.status != http.StatusOK {
 			t.Fatalf("B's buyer of goods %d answered %d %s while A was stopped, want 200", g, a.status, a.code)
