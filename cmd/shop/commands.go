@@ -232,6 +232,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if useLock {
 		locker = coord.NewLocker(zc, paths)
+		if msg := lockPathAdvice(cfg.Purchase.Strategy, paths); msg != "" {
+			log.Warn(msg, "lockPath", cfg.Lock.Path, "strategy", cfg.Purchase.Strategy)
+		}
 	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}
@@ -435,4 +438,21 @@ func demoPause(maxSleep time.Duration) func() time.Duration {
 		return nil
 	}
 	return func() time.Duration { return rand.N(maxSleep) }
+}
+
+// lockPathAdvice says what a lock path costs a sale of many goods under a
+// strategy, when it is not the path the README recommends for it: "" when
+// it is. The seed's own /Locks stays the default (the seed's scenario sells
+// one goods, and Java Curator instances of the seed share that lock), so
+// the shop warns instead of refusing.
+func lockPathAdvice(strategy string, p coord.Paths) string {
+	switch {
+	case strategy == "seed" && !p.PerGoods():
+		return "every goods shares this lock, one buyer per hold: a sale of many goods is served one buyer at a time across all of them; " +
+			"set lock.path with {goodsNo} (/locks/goods/{goodsNo}) for a lock per goods"
+	case strategy == "batch" && p.PerGoods():
+		return "a lock per goods: a sale of many goods pays a lock hold and a transaction per goods' batch, about one buyer each; " +
+			"a path without {goodsNo} (the default /Locks) sells the waiting buyers of every goods under one hold"
+	}
+	return ""
 }

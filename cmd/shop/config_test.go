@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -246,5 +247,24 @@ func TestEverySettingReachesItsOwnField(t *testing.T) {
 			t.Errorf("%s and %s change the Config the same way: one field for two settings", s.key, other)
 		}
 		changedBy[changed] = s.key
+	}
+}
+
+func TestLockPathAdviceForASaleOfManyGoods(t *testing.T) {
+	for _, c := range []struct {
+		strategy, path string
+		warn           bool
+	}{
+		{"seed", "/Locks", true},
+		{"seed", "/locks/goods/{goodsNo}", false},
+		{"seed", "/locks/stripe/{stripe}", true},
+		{"batch", "/Locks", false},
+		{"batch", "/locks/goods/{goodsNo}", true},
+		{"batch", "/locks/stripe/{stripe}", false},
+		{"atomic", "/locks/goods/{goodsNo}", false},
+	} {
+		if got := lockPathAdvice(c.strategy, coord.NewPaths(c.path, 16)); (got != "") != c.warn {
+			t.Errorf("%s on %s: advice %q, want a warning: %t", c.strategy, c.path, got, c.warn)
+		}
 	}
 }
