@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
