@@ -384,12 +384,34 @@ func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues b
 				}
 			}
 		}
+		sampleSale(ctx, shop, m, log)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// sampleSale samples the sale across goods: the totals (one scan of the
+// goods) and the stock of the goods purchased most in the last second.
+func sampleSale(ctx context.Context, shop *service.Shop, m *metrics.Metrics, log *slog.Logger) {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	totals, err := shop.SaleTotals(qctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Debug("sampling the sale failed", "err", err)
+		}
+		return
+	}
+	s := metrics.SaleSample{Goods: totals.Goods, SoldOut: totals.SoldOut, StockLeft: totals.StockLeft, Hottest: m.TakeDemand(5)}
+	for i, h := range s.Hottest {
+		if g, err := shop.Goods(qctx, h.GoodsNo); err == nil {
+			s.Hottest[i].Stock = g.Stock
+		}
+	}
+	m.SampledSale(s)
 }
 
 // limits are the HTTP server's bounds, derived where configured as 0.

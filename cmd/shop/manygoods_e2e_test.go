@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
+	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/metrics"
 )
 
 // A sale of many goods on two instances, per strategy with the lock path
@@ -54,11 +57,48 @@ func TestManyGoodsOnTwoInstancesAreExactPerGoods(t *testing.T) {
 				}
 				return n
 			})
+			s.checkDashboardSale(t, bases[0], goods)
 			if codes["ok"]+codes["sold_out"] != buyers {
 				t.Errorf("answers %v: want only ok and sold_out", codes)
 			}
 			t.Logf("%s: answers %v", strategy, codes)
 		})
+	}
+}
+
+// checkDashboardSale checks the dashboard's sale across goods against the
+// database, once the instance has sampled it after the sale.
+func (s stack) checkDashboardSale(t *testing.T, base string, goods int) {
+	t.Helper()
+	left, _ := goodsCounts(t, s.dsn)
+	var want metrics.SaleSample
+	for _, n := range left {
+		want.Goods++
+		if n <= 0 {
+			want.SoldOut++
+		}
+		want.StockLeft += int64(max(n, 0))
+	}
+	var got dashboard.Data
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(base + "/dashboard/data")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Sale.Goods == want.Goods && got.Sale.SoldOut == want.SoldOut && got.Sale.StockLeft == want.StockLeft || time.Now().After(deadline) {
+			break
+		}
+	}
+	if got.Sale.Goods != int64(goods) || got.Sale.SoldOut != want.SoldOut || got.Sale.StockLeft != want.StockLeft {
+		t.Errorf("dashboard: %d goods, %d sold out, %d left; the database: %d, %d, %d", got.Sale.Goods, got.Sale.SoldOut, got.Sale.StockLeft, want.Goods, want.SoldOut, want.StockLeft)
+	}
+	if got.AllOutcomes["ok"] == 0 {
+		t.Errorf("dashboard: no purchase counted across goods: %v", got.AllOutcomes)
 	}
 }
 

@@ -58,6 +58,7 @@ type Metrics struct {
 	samples  map[int32]GoodsSample
 	queues   map[int32]int
 	history  map[int32][]Point // per tracked goods, a point a sample, the last historyLen
+	sale     saleState
 }
 
 // historyLen is how many points of a goods' history an instance keeps: a
@@ -213,6 +214,11 @@ func (m *Metrics) Purchased(goodsNo int32, outcome string, d time.Duration) {
 		m.outcomes[key] = map[string]int64{}
 	}
 	m.outcomes[key][outcome]++
+	if label == "-" {
+		m.countSale(0, outcome)
+	} else {
+		m.countSale(goodsNo, outcome)
+	}
 	m.mu.Unlock()
 	m.purchases.WithLabelValues(label, outcome, m.strategy).Inc()
 	m.purchaseDur.WithLabelValues(outcome).Observe(d.Seconds())
@@ -304,6 +310,10 @@ type Point struct {
 	LockWaitP50 float64          `json:"lockWaitP50Ms"`
 	LockWaitP99 float64          `json:"lockWaitP99Ms"`
 	QueueLength int              `json:"queueLength"`
+	// Sale is the sale across goods; AllOutcomes this instance's answers
+	// for every goods, by outcome, since it started.
+	Sale        SaleSample       `json:"sale"`
+	AllOutcomes map[string]int64 `json:"allOutcomes"`
 }
 
 // History returns the goods' points, oldest first.
@@ -342,6 +352,10 @@ type Snapshot struct {
 	LockWaitP99 float64          `json:"lockWaitP99Ms"`
 	LockWaits   int              `json:"lockWaits"` // waits the percentiles are of: the last 10 s
 	QueueLength int              `json:"queueLength"`
+	// Sale is the sale across goods; AllOutcomes this instance's answers
+	// for every goods, by outcome, since it started.
+	Sale        SaleSample       `json:"sale"`
+	AllOutcomes map[string]int64 `json:"allOutcomes"`
 }
 
 // Snapshot returns the live numbers of goodsNo from memory: no query, no lock.
@@ -354,6 +368,7 @@ func (m *Metrics) Snapshot(goodsNo int32) Snapshot {
 		s.Outcomes = map[string]int64{}
 	}
 	s.Goods, s.Sampled = m.samples[goodsNo]
+	s.Sale, s.AllOutcomes = m.saleSnapshot()
 	m.mu.Unlock()
 	s.LockWaitP50, s.LockWaitP99, s.LockWaits = m.recentWaits(now)
 	return s

@@ -155,3 +155,38 @@ func TestHistoryIsPerGoods(t *testing.T) {
 		t.Error("goods 2 was never sampled but has a history")
 	}
 }
+
+func TestTheSaleAcrossGoods(t *testing.T) {
+	m := metrics.New("batch", nil)
+	for g := int32(1); g <= 100; g++ {
+		for range g % 7 {
+			m.Purchased(g, "ok", time.Millisecond)
+		}
+	}
+	m.Purchased(0, "invalid_goods_no", time.Millisecond)
+	hot := m.TakeDemand(3)
+	if len(hot) != 3 || hot[0].GoodsNo != 6 || hot[1].GoodsNo != 13 || hot[2].GoodsNo != 20 || hot[0].Rate <= 0 {
+		t.Fatalf("hottest %+v, want goods 6, 13, 20 (6 purchases each)", hot)
+	}
+	if again := m.TakeDemand(3); len(again) != 0 {
+		t.Fatalf("demand counted again: %+v", again)
+	}
+	m.SampledSale(metrics.SaleSample{Goods: 100, SoldOut: 3, StockLeft: 42, Hottest: hot})
+	s := m.Snapshot(1)
+	if !s.Sale.Sampled || s.Sale.Goods != 100 || s.Sale.SoldOut != 3 || len(s.Sale.Hottest) != 3 {
+		t.Fatalf("sale %+v", s.Sale)
+	}
+	var ok int64
+	for g := int64(1); g <= 100; g++ {
+		ok += g % 7
+	}
+	if s.AllOutcomes["ok"] != ok || s.AllOutcomes["invalid_goods_no"] != 1 {
+		t.Fatalf("answers across goods %v, want %d ok and 1 invalid_goods_no", s.AllOutcomes, ok)
+	}
+	for g := int32(1); g <= 2*metrics.MaxDemand; g++ {
+		m.Purchased(g, "sold_out", time.Millisecond)
+	}
+	if n := len(m.TakeDemand(3 * metrics.MaxDemand)); n != metrics.MaxDemand {
+		t.Fatalf("%d goods counted in one second, at most %d", n, metrics.MaxDemand)
+	}
+}

@@ -31,6 +31,12 @@ type StockInfo struct {
 	OrdersByStatus map[string]int64 // by OrderUnpaid, OrderPaid, OrderExpired
 }
 
+// SaleTotals is a sale across every goods: the goods' rows, how many of
+// them have no stock left, and the pieces left over all of them.
+type SaleTotals struct {
+	Goods, SoldOut, StockLeft int64
+}
+
 // Order is an order_info row: one per successful purchase.
 type Order struct {
 	ID        uint64
@@ -76,6 +82,8 @@ type Store interface {
 	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 	// OrderCounts counts the order rows of goodsNo by status.
 	OrderCounts(ctx context.Context, goodsNo int32) (map[string]int64, error)
+	// SaleTotals sums the stock of every goods.
+	SaleTotals(ctx context.Context) (SaleTotals, error)
 	// SellBatch sells to a batch of buyers, of one goods or several, under a
 	// lock with fencing token fence, in one transaction: claim the goods'
 	// rows (as SellFenced; ErrFenced for any sells nothing), set aside the
@@ -254,6 +262,16 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 		n += c
 	}
 	return StockInfo{Goods: g, Orders: n, OrdersByStatus: counts}, nil
+}
+
+// Goods reads a goods' row.
+func (s *Shop) Goods(ctx context.Context, goodsNo int32) (Goods, error) {
+	return s.store.Goods(ctx, goodsNo)
+}
+
+// SaleTotals is the sale across every goods (the dashboard's).
+func (s *Shop) SaleTotals(ctx context.Context) (SaleTotals, error) {
+	return s.store.SaleTotals(ctx)
 }
 
 // PurchaseRequest is one buyer's purchase.

@@ -246,6 +246,20 @@ func (f *fakeStore) ActiveOrderOfBuyer(_ context.Context, no int32, user string)
 	return service.Order{}, false, nil
 }
 
+func (f *fakeStore) SaleTotals(context.Context) (service.SaleTotals, error) {
+	f.data.RLock()
+	defer f.data.RUnlock()
+	var t service.SaleTotals
+	for _, g := range f.goods {
+		t.Goods++
+		if g.Stock <= 0 {
+			t.SoldOut++
+		}
+		t.StockLeft += int64(max(g.Stock, 0))
+	}
+	return t, nil
+}
+
 func (f *fakeStore) OrderCounts(_ context.Context, no int32) (map[string]int64, error) {
 	if f.countsErr != nil {
 		return nil, f.countsErr
