@@ -153,7 +153,7 @@ func (s *Store) ExpireOrders(ctx context.Context, placedBefore, now time.Time, l
 // SaleTotals sums the stock of every goods row: one scan of goods_stock.
 func (s *Store) SaleTotals(ctx context.Context) (service.SaleTotals, error) {
 	var t service.SaleTotals
-	err := s.db.WithContext(ctx).Raw("SELECT COUNT(*), COALESCE(SUM(COALESCE(stock, 0) <= 0), 0), " +
+	err := s.db.WithContext(ctx).Raw("SELECT COUNT(*), COALESCE(SUM(COALESCE(stock, 0) <= 0), 0), "+
 		"COALESCE(SUM(GREATEST(COALESCE(stock, 0), 0)), 0) FROM goods_stock").Row().Scan(&t.Goods, &t.SoldOut, &t.StockLeft)
 	return t, translate(err)
 }
