@@ -203,7 +203,9 @@ func (b *Batch) sell(batch []*batchBuyer) {
 				return nil, err
 			}
 		}
-		if err := g.OpenAt(time.Now()); err != nil {
+		now := time.Now()
+		b.windows.observe(g, now)
+		if err := g.OpenAt(now); err != nil {
 			for _, o := range candidates {
 				closed[o] = err // nobody of this goods is sold to
 			}

@@ -59,7 +59,9 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 		if err := p.cfg.pause(ctx, lost); err != nil {
 			return 0, err
 		}
-		if err := g.OpenAt(time.Now()); err != nil {
+		now := time.Now()
+		p.windows.observe(g, now)
+		if err := g.OpenAt(now); err != nil {
 			return 0, err
 		}
 		if g.Stock < 1 {

@@ -238,6 +238,9 @@ type Shop struct {
 func New(store Store, p Purchaser, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Shop {
 	cfg.setDefaults()
 	s := &Shop{store: store, purchaser: p, cfg: cfg, log: log, soldOut: marks, windows: newSaleWindows(cfg.WindowFor)}
+	if w, ok := p.(interface{ setWindows(*saleWindows) }); ok {
+		w.setWindows(s.windows)
+	}
 	if cfg.MaxWaiting > 0 {
 		s.waiting = make(chan struct{}, cfg.MaxWaiting)
 	}

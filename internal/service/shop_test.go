@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ type fakeStore struct {
 	fences  map[int32]int64 // the highest token each goods was sold under
 	orders  []service.Order
 	readErr error
+	reads   atomic.Int64 // Goods calls: the reads outside a sale
 	sellErr error
 	onSell  func() // runs inside the sale's transaction, before the guard
 	// committing runs after the guard passed, before the commit
@@ -40,7 +42,13 @@ type fakeStore struct {
 	data sync.RWMutex // goods and orders: reads outside the row lock race with commits
 }
 
-func (f *fakeStore) Goods(_ context.Context, no int32) (service.Goods, error) {
+func (f *fakeStore) Goods(ctx context.Context, no int32) (service.Goods, error) {
+	f.reads.Add(1)
+	return f.row(ctx, no)
+}
+
+// row is the goods' row as a sale reads (claims) it.
+func (f *fakeStore) row(_ context.Context, no int32) (service.Goods, error) {
 	if f.readErr != nil {
 		return service.Goods{}, f.readErr
 	}
@@ -92,7 +100,7 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 	decide func(service.Goods) (int32, error), guard func() error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	g, err := f.Goods(ctx, no)
+	g, err := f.row(ctx, no)
 	if err != nil {
 		return err
 	}
@@ -130,7 +138,7 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 	refused := map[*service.Order]error{}
 	claimed := map[int32]service.Goods{}
 	for _, no := range nos {
-		g, err := f.Goods(ctx, no)
+		g, err := f.row(ctx, no)
 		switch {
 		case errors.Is(err, service.ErrNotFound):
 			continue

@@ -97,6 +97,20 @@ func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now
 	return windowAt(sw.start, sw.end, now)
 }
 
+// observe records goods g's window as read at: a claim's read, fresher than
+// the cache's own. A nil w observes nothing.
+func (w *saleWindows) observe(g Goods, at time.Time) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.m[g.GoodsNo]; !ok && len(w.m) >= maxWindows {
+		forgetOne(w.m, func(sw saleWindow) bool { return at.Sub(sw.read) >= w.ttl })
+	}
+	w.m[g.GoodsNo] = saleWindow{start: g.SaleStart, end: g.SaleEnd, read: at}
+}
+
 // OpenAt returns a WindowError when g's sale is not open at now: before
 // SaleStart, or at or after SaleEnd. It is the authoritative check, made on
 // the row the purchase claimed; saleWindows is only its cache.
