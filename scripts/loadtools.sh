@@ -3,7 +3,9 @@
 #
 #   scripts/loadtools.sh k6                      the local check (make k6): starts the demo's two
 #                                                instances (lock on), stock 20, 50 buyers; exactly 20
-#                                                bought, 30 told sold out; then the same with buyer ids
+#                                                bought, 30 told sold out; then the same with buyer ids;
+#                                                then a Zipf crowd over goods 1-10 of stock 3 each,
+#                                                exact goods by goods
 #   scripts/loadtools.sh k6 URLS [BUYERS]        the seed's scenario against URLS (comma separated),
 #                                                BUYERS (1500) buyers at once; fails unless every
 #                                                answer is a 200 or a 409 with the shop's JSON
@@ -34,6 +36,22 @@ start_shop() {
 	trap 'scripts/demo.sh down' EXIT
 	SHOP_LOCK_ENABLED=true scripts/demo.sh up
 	bin/shop stock set --goods 1 --stock "$stock" --clear-orders --reset-fence
+}
+
+# many_goods sets goods 1-10 to stock 3 each for the sale of many goods, and waits out the
+# sold-out marks; check_many_goods fails unless every goods' order rows equal the pieces sold.
+many_goods() {
+	bin/shop stock set --goods 1-10 --stock 3 --clear-orders
+	sleep 1.2
+}
+
+check_many_goods() {
+	local g stock orders
+	for g in $(seq 10); do
+		read -r stock orders < <(curl -sf "http://127.0.0.1:8081/goods/$g" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["stock"], d["orders"])')
+		[ "$orders" = $((3 - stock)) ] || { log "$1: goods $g has $orders order rows for a stock that went 3 -> $stock"; exit 1; }
+	done
+	log "$1: every goods exact (order rows = pieces sold)"
 }
 
 # restock sets the stock again for the next run and waits out the instances' sold-out mark
@@ -68,6 +86,10 @@ k6() {
 	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=$buyers -e USERS=$users \
 		-e EXPECT_STOCK=$stock loadtest/k6/seckill.js
 	log "k6 buyer mode: thresholds held ($stock bought by $users buyers, every answer a 200 or a 409)"
+	many_goods
+	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=$buyers -e GOODS=1-10 -e SKEW=zipf:1.1 \
+		loadtest/k6/seckill.js
+	check_many_goods "k6 many goods"
 }
 
 install_jmeter() {
@@ -100,14 +122,20 @@ jmeter() {
 	# every other answer a 409 (sold out, or already bought for the repeats of those who bought).
 	restock
 	jmeter_run $users
+	many_goods
+	jmeter_plan 127.0.0.1 8081 $buyers 0 -Jgoods=1-10 -Jskew=zipf:1.1
+	local failed
+	failed=$(awk -F, '$8 != "true"' out/jmeter.csv | grep -c . || true)
+	[ "$(grep -c . out/jmeter.csv)" = $buyers ] && [ "$failed" = 0 ] || { log "jmeter many goods: $failed failed assertions"; exit 1; }
+	check_many_goods "jmeter many goods"
 }
 
-# jmeter_plan HOST PORT THREADS USERS: one run of the plan, out/jmeter.csv its samples; no
-# CSV (the plan did not load, nothing was sent) is a failure.
+# jmeter_plan HOST PORT THREADS USERS [PROPERTIES...]: one run of the plan, out/jmeter.csv its
+# samples; no CSV (the plan did not load, nothing was sent) is a failure.
 jmeter_plan() {
 	rm -f out/jmeter.csv out/jmeter-summary.csv
 	java -cp "out/jmeter-launcher:$cp" -Djmeter.home=/usr/share/jmeter JMeterLauncher \
-		-n -t loadtest/jmeter/seckill.jmx -Jhost="$1" -Jport="$2" -Jthreads="$3" -Jusers="$4" \
+		-n -t loadtest/jmeter/seckill.jmx -Jhost="$1" -Jport="$2" -Jthreads="$3" -Jusers="$4" "${@:5}" \
 		-Jresults=out/jmeter-summary.csv -l out/jmeter.csv -j out/jmeter.log
 	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
 }

@@ -4,18 +4,50 @@
 //   scripts/loadtools.sh k6 http://127.0.0.1:8081,http://127.0.0.1:8082 1500   (builds k6 into bin/ if missing)
 //   bin/k6 run -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=1500 loadtest/k6/seckill.js
 //
-// Environment: BASE_URLS (comma separated), GOODS (1), BUYERS (1500: the seed's JMeter threads),
+// Environment: BASE_URLS (comma separated), GOODS (1; a sale of many goods: a range 1-200 or a list
+// 1-10,42), SKEW (uniform, or zipf:S: the first goods the hottest, rank k weighted 1/k^S),
+// BUYERS (1500: the seed's JMeter threads),
 // USERS (buyer mode: VU i sends X-User-ID buyer-(i mod USERS), so with fewer USERS than BUYERS
 // some buyers try twice and the shop's one-per-buyer rule answers 409 already_bought; 0: anonymous),
 // EXPECT_STOCK (if set, the run fails unless exactly that many purchases succeed).
-// Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body.
+// Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body;
+// each buyer sends its own X-Request-ID; at the end, every goods' new order rows equal the pieces its
+// stock went down by (the run fails when a goods was oversold).
 import http from 'k6/http';
 import { check } from 'k6';
 import { Counter } from 'k6/metrics';
 import exec from 'k6/execution';
 
 const bases = (__ENV.BASE_URLS || 'http://127.0.0.1:8081,http://127.0.0.1:8082').split(',');
-const goods = __ENV.GOODS || '1';
+// goodsSet reads GOODS: numbers and ranges, comma separated.
+function goodsSet(spec) {
+  const out = [];
+  for (const part of spec.split(',')) {
+    const [lo, hi] = part.trim().split('-').map((x) => parseInt(x, 10));
+    for (let g = lo; g <= (isNaN(hi) ? lo : hi); g++) out.push(g);
+  }
+  if (!out.length || out.some((g) => !(g > 0))) throw new Error(`GOODS=${spec}: want numbers or ranges such as 1-200`);
+  return out;
+}
+const goods = goodsSet(__ENV.GOODS || '1');
+const skew = __ENV.SKEW || 'uniform';
+// cdf: with zipf:S, the cumulative weights of the goods in order (the first the hottest).
+const cdf = (() => {
+  if (skew === 'uniform') return null;
+  const s = parseFloat(skew.replace(/^zipf:/, ''));
+  if (!skew.startsWith('zipf:') || !(s > 0)) throw new Error(`SKEW=${skew}: want uniform or zipf:S`);
+  const w = goods.map((_, k) => 1 / Math.pow(k + 1, s));
+  const total = w.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  return w.map((x) => (acc += x / total));
+})();
+function pick() {
+  const r = Math.random();
+  if (!cdf) return goods[Math.floor(r * goods.length)];
+  const k = cdf.findIndex((c) => r <= c);
+  return goods[k < 0 ? goods.length - 1 : k];
+}
+const runId = `k6-${Date.now().toString(36)}`;
 const buyers = parseInt(__ENV.BUYERS || '1500', 10);
 const users = parseInt(__ENV.USERS || '0', 10);
 
@@ -47,8 +79,9 @@ export const options = {
 
 export default function () {
   const base = bases[exec.vu.idInTest % bases.length];
-  const headers = users > 0 ? { 'X-User-ID': `buyer-${exec.vu.idInTest % users}` } : {};
-  const res = http.get(`${base}/goods-stock/${goods}`, {
+  const headers = { 'X-Request-ID': `${runId}-${exec.vu.idInTest}` };
+  if (users > 0) headers['X-User-ID'] = `buyer-${exec.vu.idInTest % users}`;
+  const res = http.get(`${base}/goods-stock/${pick()}`, {
     headers,
     timeout: '300s',
     responseCallback: http.expectedStatuses(200, 409),
@@ -72,6 +105,30 @@ export default function () {
     alreadyBought.add(1);
   } else {
     other.add(1);
+  }
+}
+
+// The goods' rows before the sale, and after it: every goods' new order rows
+// equal the pieces its stock went down by, or the run fails.
+function readGoods() {
+  const out = {};
+  for (const g of goods) {
+    const r = http.get(`${bases[0]}/goods/${g}`);
+    if (r.status !== 200) throw new Error(`GET /goods/${g}: ${r.status}`);
+    out[g] = { stock: r.json('stock'), orders: r.json('orders') };
+  }
+  return out;
+}
+
+export function setup() {
+  return readGoods();
+}
+
+export function teardown(before) {
+  const after = readGoods();
+  const bad = goods.filter((g) => after[g].orders - before[g].orders !== before[g].stock - after[g].stock);
+  if (bad.length) {
+    throw new Error(`oversold goods ${bad.join(', ')}: order rows created differ from the stock sold`);
   }
 }
 
