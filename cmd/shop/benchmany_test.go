@@ -77,12 +77,12 @@ func benchManyGoods(b *testing.B, strategies, nodes []string, buyers, conc, roun
 	}
 	galera := map[string]map[string][]manyRun{}
 	engines := []benchEngine{benchEngines[1], benchEngines[3]} // one Galera node, three
-	for _, st := range []string{"atomic", "batch"} {
+	for _, st := range galeraStrategies(strategies) {
 		galera[st] = map[string][]manyRun{}
 	}
 	for r := range rounds {
 		progress("(e) many goods on Galera: round %d of %d", r+1, rounds)
-		for _, st := range []string{"atomic", "batch"} {
+		for _, st := range galeraStrategies(strategies) {
 			for _, e := range engines {
 				galera[st][e.name] = append(galera[st][e.name], benchManySaleOn(b, st, manySales[1], buyers, conc, e.instances(b, nodes)))
 			}
@@ -247,7 +247,7 @@ func benchManyTable(strategies []string, buyers, conc, rounds int, runs, galera 
 	fmt.Fprintf(&b, "target: 0 oversold per goods, every 200 with its order row, every goods sold out that had the buyers for it, in every sale: %s\n", verdict(bad == 0))
 	fmt.Fprintf(&b, "\n(e) on Galera: 200 goods (uniform, stock 1000 each), three instances, each on its own node for \"3 nodes\"\n")
 	fmt.Fprintf(&b, "%-8s %-18s %12s %12s %12s %6s %9s %9s %s\n", "strategy", "engine", "purchases/s", "x one node", "rounds", "5xx", "oversold", "phantoms", "other answers")
-	for _, st := range []string{"atomic", "batch"} {
+	for _, st := range galeraStrategies(strategies) {
 		base := galera[st][benchEngines[1].name]
 		for _, e := range []benchEngine{benchEngines[1], benchEngines[3]} {
 			rs := galera[st][e.name]
@@ -262,6 +262,18 @@ func benchManyTable(strategies []string, buyers, conc, rounds int, runs, galera 
 		}
 	}
 	return b.String()
+}
+
+// galeraStrategies are the strategies of (e) on Galera: atomic and batch,
+// those of them that run.
+func galeraStrategies(strategies []string) []string {
+	var out []string
+	for _, st := range []string{"atomic", "batch"} {
+		if slices.Contains(strategies, st) {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // manyEnv is BENCH_SHOP_MANY_BUYERS and BENCH_SHOP_MANY_ROUNDS.

@@ -34,7 +34,8 @@ import (
 //	    and a Zipf (s = 1.1) sell-out of 200 goods of stock 50, checked goods
 //	    by goods; then atomic and batch at 200 goods on one Galera node and on
 //	    three. BENCH_SHOP_MANY_ROUNDS rounds (3); BENCH_SHOP_MANY=only runs
-//	    (e) alone.
+//	    (e) alone. BENCH_SHOP_STRATEGIES (atomic,seed,batch) names the
+//	    strategies to run.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -61,6 +62,9 @@ func BenchmarkShop(b *testing.B) {
 		}
 	}
 	strategies := []string{"atomic", "seed", "batch"}
+	if v := os.Getenv("BENCH_SHOP_STRATEGIES"); v != "" {
+		strategies = strings.Split(v, ",")
+	}
 	nodes := itest.Galera(b)
 	manyBuyers, manyRounds := manyEnv()
 	if os.Getenv("BENCH_SHOP_MANY") == "only" {

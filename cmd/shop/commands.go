@@ -247,8 +247,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		OnePerBuyer:    cfg.Purchase.OnePerBuyer,
 		// Row locks are each server's own: where a goods' sales may reach
 		// different Galera nodes, the next holder starts only after the
-		// commit has answered.
-		HandOffAfterCommit: !store.OneWriter(),
+		// commit has answered. A batch of several goods (a lock that goods
+		// share) goes to the writer of its lowest goods, not of each.
+		HandOffAfterCommit: !store.OneWriter() || store.Cluster() && cfg.Purchase.Strategy == "batch" && !paths.PerGoods(),
 	}
 	switch {
 	case store.Cluster() && store.OneWriter():
