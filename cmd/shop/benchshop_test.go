@@ -79,10 +79,7 @@ func BenchmarkShop(b *testing.B) {
 	}
 	runs := map[string]map[string][]benchRun{"a": {}, "b": {}}
 	for r := range rounds {
-		order := slices.Clone(strategies)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
+		order := inRoundOrder(strategies, r)
 		progress("(a) and (b): round %d of %d", r+1, rounds)
 		for _, st := range order {
 			runs["a"][st] = append(runs["a"][st], benchSale(b, st, buyers+1000, buyers, conc))
@@ -213,10 +210,39 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 		ins, urls = append(ins, in), append(urls, in.url)
 	}
 	answers, start := closedLoad(urls, buyers, conc)
-	run := benchRun{buyers: buyers, other: map[string]int{}}
-	var lat []time.Duration
-	var okEnds []time.Duration
-	for _, x := range answers {
+	run := tally(answers, start, nil)
+	left, orders := s.counts(b)
+	run.oversold = orders - (stock - left)
+	run.phantoms = max(run.ok-orders, 0)
+	run.peakRSS = [2]int64{peakRSS(ins[0]), peakRSS(ins[1])}
+	// Stopped now, not at the benchmark's end: an idle instance still samples
+	// its stock (a count of the orders) and its lock queue every second and
+	// takes part in the sweeper's election, and forty of them left running
+	// made the later sales of a run measurably slower than the earlier ones.
+	for _, in := range ins {
+		if err := in.stop(b); err != nil {
+			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.logs())
+		}
+	}
+	return run
+}
+
+// inRoundOrder is the strategies in round r's order: as given, and reversed
+// every other round, so that no strategy always runs first.
+func inRoundOrder(strategies []string, r int) []string {
+	order := slices.Clone(strategies)
+	if r%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
+// tally sums up a closed load's answers into a run; ok, if not nil, is told
+// of each 200 (its buyer's number).
+func tally(answers []timedAnswer, start time.Time, ok func(i int)) benchRun {
+	run := benchRun{buyers: len(answers), other: map[string]int{}}
+	var lat, okEnds []time.Duration
+	for i, x := range answers {
 		lat = append(lat, x.end.Sub(x.start))
 		run.elapsed = max(run.elapsed, x.end.Sub(start))
 		switch {
@@ -225,6 +251,9 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 		case x.status == http.StatusOK:
 			run.ok++
 			okEnds = append(okEnds, x.end.Sub(start))
+			if ok != nil {
+				ok(i)
+			}
 		case x.code == "sold_out":
 			run.soldOut++
 		default:
@@ -242,19 +271,6 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 	if len(okEnds) > 0 {
 		run.firstStock = okEnds[len(okEnds)-1]
 		run.purchasesPerSec = float64(len(okEnds)) / okEnds[len(okEnds)-1].Seconds()
-	}
-	left, orders := s.counts(b)
-	run.oversold = orders - (stock - left)
-	run.phantoms = max(run.ok-orders, 0)
-	run.peakRSS = [2]int64{peakRSS(ins[0]), peakRSS(ins[1])}
-	// Stopped now, not at the benchmark's end: an idle instance still samples
-	// its stock (a count of the orders) and its lock queue every second and
-	// takes part in the sweeper's election, and forty of them left running
-	// made the later sales of a run measurably slower than the earlier ones.
-	for _, in := range ins {
-		if err := in.stop(b); err != nil {
-			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.logs())
-		}
 	}
 	return run
 }
@@ -427,10 +443,7 @@ func benchEngineSales(b *testing.B, strategies, nodes []string, buyers, conc, ro
 		engines[e.name] = map[string][]benchRun{}
 	}
 	for r := range rounds {
-		order := slices.Clone(strategies)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
+		order := inRoundOrder(strategies, r)
 		progress("(d) by engine: round %d of %d", r+1, rounds)
 		for _, st := range order {
 			for _, e := range benchEngines {

@@ -27,10 +27,10 @@ func TestEveryCommandsHelpListsItsOwnFlags(t *testing.T) {
 			[]string{"--lock.enabled string", "--goods"}},
 		{[]string{"migrate", "--help"}, []string{"--mysql.dsn string", "status", "Examples:"}, []string{"--server.addr", "--lock.enabled", "--goods"}},
 		{[]string{"migrate", "status", "--help"}, []string{"--mysql.dsn string"}, []string{"--server.addr", "--goods"}},
-		{[]string{"stock", "set", "--help"}, []string{"--goods int32", "--stock int32", "--clear-orders ", "--start string", "--end string", "--mysql.dsn string", "Examples:"},
+		{[]string{"stock", "set", "--help"}, []string{"--goods string", "--stock int32", "--clear-orders ", "--start string", "--end string", "--mysql.dsn string", "Examples:"},
 			[]string{"--server.addr", "--lock.enabled", "--demo.maxSleep"}},
 		{[]string{"probe", "--help"}, []string{"probe URL", "Examples:"}, []string{"--mysql.dsn", "--server.addr"}},
-		{[]string{"help", "stock", "set"}, []string{"--goods int32"}, []string{"--server.addr"}},
+		{[]string{"help", "stock", "set"}, []string{"--goods string"}, []string{"--server.addr"}},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), tt.args, map[string]string{}, &out, &errOut)

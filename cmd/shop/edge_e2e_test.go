@@ -42,8 +42,8 @@ func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 	s.shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
 	s.binary = withOpenFileLimit(t, shopBinary, 400)
 	in := s.serve(t)
-	if !strings.Contains(in.logs(), "maxConnections=136") {
-		t.Fatalf("want the cap derived from 400 open files (400 - two pools of 100 - 64 = 136)\n%s", in.logs())
+	if !strings.Contains(in.logs(), "maxConnections=188") {
+		t.Fatalf("want the cap derived from 400 open files (400 - mysql.maxOpenConns 100 - 3 x mysql.saleConns 16 - 64 = 188)\n%s", in.logs())
 	}
 	addr := strings.TrimPrefix(in.url, "http://")
 
