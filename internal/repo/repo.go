@@ -91,10 +91,10 @@ type Options struct {
 
 // DefaultSaleConns is the default size of a sale pool. Sale transactions on
 // many goods do not wait for each other's row locks: as many as the pool
-// holds run in the server at once. On a two-core MariaDB, atomic purchases
-// over 200 goods from two instances sold 1060/s with 100 connections each,
-// 2207/s with 16 and 1620/s with 32; over one goods, where they queue on
-// one row lock, 1867/s, 1905/s and 1803/s (docs/strategies.md).
+// holds run in the server at once, and beyond a few per core they cost it
+// more CPU than they overlap (the commit that set it measured atomic
+// purchases over 200 goods with pools of 8 to 100; docs/strategies.md#many-goods
+// has what bench-shop measures with it).
 const DefaultSaleConns = 16
 
 // Store is the MySQL store. It implements service.Store.

@@ -11,7 +11,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
-func newStore(t *testing.T) *repo.Store {
+func newStore(t testing.TB) *repo.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
