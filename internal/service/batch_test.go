@@ -509,8 +509,8 @@ func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 	for g := int32(1); g <= 5; g++ {
 		store.goods[g] = service.Goods{ID: uint32(g), GoodsNo: g, Stock: 100000, IsActive: 1}
 	}
-	shop := newBatchShop(t, store, &tokenLocker{}, nil, service.Config{WindowFor: 20 * time.Millisecond})
-	deadline := time.Now().Add(300 * time.Millisecond)
+	shop := newBatchShop(t, store, &tokenLocker{}, nil, service.Config{WindowFor: 100 * time.Millisecond})
+	deadline := time.Now().Add(time.Second)
 	var wg sync.WaitGroup
 	for w := range 10 {
 		wg.Go(func() {
@@ -524,9 +524,10 @@ func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 	}
 	wg.Wait()
 	// Each goods' first buyer reads its window; later ones may race a first
-	// claim. 15 windows' ttls passed: without the refresh, about 75 reads.
-	if n := store.reads.Load(); n > 15 {
-		t.Errorf("%d reads of goods rows before the lock during a sale of 5 goods, want at most 15", n)
+	// claim. Ten of the windows' ttls passed: without the refresh, about 50
+	// reads.
+	if n := store.reads.Load(); n > 20 {
+		t.Errorf("%d reads of goods rows before the lock during a sale of 5 goods, want at most 20", n)
 	}
 }
 
