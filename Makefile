@@ -71,7 +71,7 @@ bench: stack-up
 ## _CONCURRENCY, _ROUNDS, _SIZES change it.
 bench-shop: stack-up galera-up
 	mkdir -p out
-	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods, 3 rounds: 25-40 minutes; the whole log in out/bench-shop.log"
+	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods, 3 rounds: 20-30 minutes; the whole log in out/bench-shop.log"
 	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
 		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ 2>&1 | tee out/bench-shop.log | grep --line-buffered '^bench-shop:' \
 		|| { tail -50 out/bench-shop.log; exit 1; }
