@@ -52,8 +52,13 @@ func NewPaths(path string, stripes int) Paths {
 
 // Path is the lock path of goodsNo.
 func (l Paths) Path(goodsNo int32) string {
-	p := strings.ReplaceAll(l.path, GoodsNoPlaceholder, strconv.FormatInt(int64(goodsNo), 10))
-	return strings.ReplaceAll(p, StripePlaceholder, strconv.FormatInt(int64(l.Stripe(goodsNo)), 10))
+	switch {
+	case strings.Contains(l.path, GoodsNoPlaceholder):
+		return strings.ReplaceAll(l.path, GoodsNoPlaceholder, strconv.FormatInt(int64(goodsNo), 10))
+	case strings.Contains(l.path, StripePlaceholder):
+		return strings.ReplaceAll(l.path, StripePlaceholder, strconv.FormatInt(int64(l.Stripe(goodsNo)), 10))
+	}
+	return l.path // a fixed path: nothing to format on a purchase's way
 }
 
 // Stripe is the stripe of goodsNo.

@@ -310,10 +310,6 @@ type Point struct {
 	LockWaitP50 float64          `json:"lockWaitP50Ms"`
 	LockWaitP99 float64          `json:"lockWaitP99Ms"`
 	QueueLength int              `json:"queueLength"`
-	// Sale is the sale across goods; AllOutcomes this instance's answers
-	// for every goods, by outcome, since it started.
-	Sale        SaleSample       `json:"sale"`
-	AllOutcomes map[string]int64 `json:"allOutcomes"`
 }
 
 // History returns the goods' points, oldest first.

@@ -184,19 +184,16 @@ func (b *Batch) sell(batch []*batchBuyer) {
 		orders[i] = x.order
 		buyerOf[x.order] = x
 	}
-	// What choose decided, per goods: the store may start the transaction
-	// again, and asks again then.
-	sold := map[*Order]bool{}
-	closed := map[*Order]error{} // refused by the goods' sale window
+	// What choose decided for each goods: the store asks again when it
+	// starts the transaction again, and the last answer counts.
+	chosen := map[int32]map[*Order]bool{}
+	closed := map[int32]error{} // the goods' sale window refused its buyers
 	left := map[int32]int32{}
 	paused := false
 	choose := func(g Goods, candidates []*Order) ([]*Order, error) {
-		for _, o := range orders {
-			if o.GoodsNo == g.GoodsNo {
-				delete(sold, o)
-				delete(closed, o)
-			}
-		}
+		delete(chosen, g.GoodsNo)
+		delete(closed, g.GoodsNo)
+		delete(left, g.GoodsNo)
 		if !paused {
 			paused = true
 			if err := b.cfg.pause(ctx, lost); err != nil {
@@ -206,24 +203,23 @@ func (b *Batch) sell(batch []*batchBuyer) {
 		now := time.Now()
 		b.windows.observe(g, now)
 		if err := g.OpenAt(now); err != nil {
-			for _, o := range candidates {
-				closed[o] = err // nobody of this goods is sold to
-			}
+			closed[g.GoodsNo] = err // nobody of this goods is sold to
 			return nil, nil
 		}
-		var chosen []*Order
+		var picked []*Order
+		set := map[*Order]bool{}
 		for _, o := range candidates {
-			if len(chosen) >= int(max(g.Stock, 0)) {
+			if len(picked) >= int(max(g.Stock, 0)) {
 				break
 			}
 			if buyerOf[o].ctx.Err() != nil {
 				continue // gave up: not sold to
 			}
-			chosen = append(chosen, o)
-			sold[o] = true
+			picked = append(picked, o)
+			set[o] = true
 		}
-		left[g.GoodsNo] = g.Stock - int32(len(chosen))
-		return chosen, nil
+		chosen[g.GoodsNo], left[g.GoodsNo] = set, g.Stock-int32(len(picked))
+		return picked, nil
 	}
 	refused, err := b.store.SellBatch(ctx, token, orders, choose, h.guard)
 	if err != nil {
@@ -239,13 +235,14 @@ func (b *Batch) sell(batch []*batchBuyer) {
 		}
 	}
 	for _, x := range batch {
+		g := x.order.GoodsNo
 		switch {
-		case sold[x.order]:
-			x.done <- nil
 		case refused[x.order] != nil:
 			x.done <- refused[x.order]
-		case closed[x.order] != nil:
-			x.done <- closed[x.order]
+		case chosen[g][x.order]:
+			x.done <- nil
+		case closed[g] != nil:
+			x.done <- closed[g]
 		case x.ctx.Err() != nil:
 			x.done <- x.ctx.Err()
 		default:
