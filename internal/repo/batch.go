@@ -154,9 +154,12 @@ func (s *Store) claimGoods(tx *gorm.DB, goodsNos []int32, fence int64) (map[int3
 	return claimed, rows.Close()
 }
 
-// claimManySQL is claimSQL for several goods at once.
+// claimManySQL is claimSQL for several goods at once. It names the goods
+// index: for a quarter of a small table's goods (50 of 200) MariaDB planned
+// a full scan and a filesort, which read every row and, FOR UPDATE, locked
+// them all until the commit.
 const claimManySQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
-	"WHERE goods_no IN ? ORDER BY goods_no, id FOR UPDATE"
+	"FORCE INDEX (idx_goods_stock_goods_no) WHERE goods_no IN ? ORDER BY goods_no, id FOR UPDATE"
 
 // batchCandidates sorts the batch's orders by goods, in the batch's order,
 // after refusing into refused those of goods without a row, those whose

@@ -2,9 +2,13 @@ package repo_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
@@ -70,5 +74,60 @@ func TestSellBatch(t *testing.T) {
 	assertState(t, s, 0, 3)
 	if _, err := s.SellBatch(ctx, 4, orders[4:], firstStock, noGuard); !errors.Is(err, service.ErrFenced) {
 		t.Errorf("a batch under an older token: %v, want ErrFenced", err)
+	}
+}
+
+// A batch of several goods locks their rows and no other: a locking read of
+// another goods during the batch's transaction is not made to wait. Once the
+// claim of 50 goods of 200 went by a full scan of the table and locked
+// every row; this fails then.
+func TestSellBatchLocksOnlyItsGoods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := itest.Database(t)
+	s, err := repo.Open(ctx, dsn, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for g := int32(1); g <= 200; g++ {
+		if err := s.SetStock(ctx, g, 10, repo.StockReset{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "ANALYZE TABLE goods_stock"); err != nil {
+		t.Fatal(err)
+	}
+	var orders []*service.Order
+	for g := int32(1); g <= 100; g += 2 { // 50 odd goods
+		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprint("locks-only-", g)})
+	}
+	probed := false
+	probe := func(g service.Goods, candidates []*service.Order) ([]*service.Order, error) {
+		if !probed { // inside the batch's transaction, after its claim
+			probed = true
+			for _, other := range []int32{2, 150} {
+				var stock int
+				err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = ? FOR UPDATE NOWAIT", other).Scan(&stock)
+				if err != nil {
+					t.Errorf("goods %d, not in the batch, is locked by it: %v", other, err)
+				}
+			}
+		}
+		return candidates, nil
+	}
+	if _, err := s.SellBatch(ctx, 1, orders, probe, noGuard); err != nil {
+		t.Fatal(err)
+	}
+	if !probed {
+		t.Fatal("the batch never asked which orders to sell")
 	}
 }
