@@ -45,7 +45,7 @@ test: stack-up galera-up build loadtools fmt-check vet
 
 ## unit: the tests that need neither ZooKeeper nor MariaDB
 unit:
-	$(GO) test -race -count=1 ./internal/handler/ ./internal/service/ ./internal/api/ ./internal/crowd/ ./internal/metrics/ ./migrations/ ./loadtest/
+	$(GO) test -race -count=1 ./internal/handler/ ./internal/service/ ./internal/api/ ./internal/auth/ ./internal/limit/ ./internal/dashboard/ ./internal/crowd/ ./internal/metrics/ ./migrations/ ./loadtest/
 	$(GO) test -race -count=1 -run 'Config|LockPath|Setting|Compose|Dockerfile' ./cmd/shop/
 
 ## interop: Go recipes against Java Curator 5 (Debian's jars) on the same paths

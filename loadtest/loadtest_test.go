@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/auth"
 )
 
 func TestOversold(t *testing.T) {
@@ -93,6 +95,9 @@ type fakeShop struct {
 	locked   bool
 	bought   map[string]bool // buyers who bought (one per buyer)
 	tries    map[string]int  // purchases per X-User-ID
+	// verify, when set, makes the shop one of auth.mode jwt: the buyer is
+	// the bearer token's, and a request without a valid one is 401.
+	verify func(token string) (string, error)
 }
 
 func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -107,6 +112,14 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer f.lock.Unlock()
 		}
 		user := r.Header.Get("X-User-ID")
+		if f.verify != nil {
+			var err error
+			if user, err = f.verify(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")); err != nil || r.Header.Get("X-User-ID") != "" {
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprint(w, `{"code":"unauthenticated"}`)
+				return
+			}
+		}
 		f.mu.Lock()
 		read := f.stock
 		if user != "" {
@@ -287,6 +300,40 @@ func TestRunWithBuyers(t *testing.T) {
 	table := fmt.Sprint(rows(r))
 	if !strings.Contains(table, "already bought (409) 40") || !strings.Contains(table, "buyers (distinct ids) 30") || strings.Contains(table, "409 other") {
 		t.Fatalf("table %s", table)
+	}
+}
+
+// With a token per buyer (--jwt-secret-file) every request is its buyer's,
+// named by the token alone, which the shop's own verifier accepts.
+func TestRunWithTokens(t *testing.T) {
+	secret := []byte("a-test-secret-of-at-least-32-bytes!")
+	v, err := auth.NewJWT(auth.Options{HMACSecret: secret, Issuer: "login", Audience: "seckill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		buyers, distinct, succeeded int
+	}{
+		{30, 30, 30}, // 70 requests of 30 buyers: 40 repeats
+		{0, 70, 70},  // each request its own buyer
+	} {
+		shop := &fakeShop{stock: 100, locked: true, verify: v.Buyer}
+		srv := httptest.NewServer(shop)
+		now := time.Now()
+		r, err := Run(context.Background(), Options{
+			Label: "tokens", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 70, Concurrency: 4, Buyers: tc.buyers,
+			Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
+			Token: func(buyer string) (string, error) {
+				return auth.MintHS256(secret, buyer, "login", "seckill", now, time.Hour)
+			},
+		})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(shop.tries) != tc.distinct || r.Succeeded != tc.succeeded || r.ByCode["unauthenticated"] != 0 {
+			t.Fatalf("--buyers %d: %d buyers seen, %d bought, %v; want %d buyers, %d bought, no 401", tc.buyers, len(shop.tries), r.Succeeded, r.ByCode, tc.distinct, tc.succeeded)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
 )
 
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func commands(stdout, stderr io.Writer) *cobra.Command {
 	var urls, out, html, goods string
+	var jwtSecretFile, jwtIssuer, jwtAudience string
 	var asJSON, exact, quiet bool
 	o := Options{}
 	root := &cobra.Command{
@@ -113,6 +115,16 @@ It stops by itself after --requests purchases or --max-duration.
 				return usageError("--goods: %v", err)
 			}
 			o.Goods = set
+			if jwtSecretFile != "" {
+				secret, err := auth.ReadSecret(jwtSecretFile)
+				if err != nil {
+					return err
+				}
+				now := time.Now()
+				o.Token = func(buyer string) (string, error) {
+					return auth.MintHS256(secret, buyer, jwtIssuer, jwtAudience, now, time.Hour)
+				}
+			}
 			if _, err := crowd.NewPicker(o.Goods, o.Skew, o.Seed); err != nil {
 				return usageError("--%v", err)
 			}
@@ -167,6 +179,9 @@ It stops by itself after --requests purchases or --max-duration.
 	fs.StringVar(&o.RequestIDs, "request-ids", "auto", "X-Request-ID prefix: request i sends PREFIX-i (unique per run with auto); none: send no request id")
 	fs.IntVar(&o.Requests, "requests", 1500, "purchases to send")
 	fs.IntVar(&o.Concurrency, "concurrency", 1500, "buyers at once (the seed's JMeter threads)")
+	fs.StringVar(&jwtSecretFile, "jwt-secret-file", "", "a shop with auth.mode jwt: sign an HS256 token per buyer with the secret in this file (every request then has a buyer: buyer-N with --buyers, else its own)")
+	fs.StringVar(&jwtIssuer, "jwt-issuer", "", "the tokens' iss (the shop's auth.issuer)")
+	fs.StringVar(&jwtAudience, "jwt-audience", "", "the tokens' aud (the shop's auth.audience)")
 	fs.IntVar(&o.Buyers, "buyers", 0, "distinct buyer ids (X-User-ID buyer-N, request i is buyer i mod N); more requests than buyers means repeat tries; 0: anonymous")
 	fs.DurationVar(&o.Ramp, "ramp", 0, "start the buyers spread over this long (throughput counts from the first request to the last answer)")
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout")

@@ -42,7 +42,12 @@ type Options struct {
 	// request i is buyer i mod Buyers (X-User-ID buyer-N), so with more
 	// requests than buyers some buyers try more than once, and the shop's
 	// one-per-buyer rule answers their repeats already_bought.
-	Buyers      int
+	Buyers int
+	// Token, when set, gives a buyer its bearer token (a shop with
+	// auth.mode jwt): every request then has a buyer, buyer-N with Buyers,
+	// else one of its own (buyer-i), named by the token alone. The tokens
+	// are made before the first request.
+	Token       func(buyer string) (string, error)
 	Progress    io.Writer // nil: no progress bar
 	Interactive bool      // redraw the progress bar in place
 }
@@ -80,6 +85,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	pick, err := crowd.NewPicker(o.Goods, o.Skew, o.Seed)
 	if err != nil {
 		return nil, err
+	}
+	var tokens []string // by buyer: request i is buyer i mod len(tokens)
+	if o.Token != nil {
+		n := o.Requests
+		if o.Buyers > 0 {
+			n = min(o.Buyers, o.Requests)
+		}
+		tokens = make([]string, n)
+		for b := range tokens {
+			if tokens[b], err = o.Token(fmt.Sprint("buyer-", b)); err != nil {
+				return nil, fmt.Errorf("a token for buyer-%d: %w", b, err)
+			}
+		}
 	}
 	before, err := readAllGoods(ctx, client, o.Targets[0], o.Goods)
 	if err != nil {
@@ -142,14 +160,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				requestsOf[gi].Add(1)
 				url := fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.Goods[gi])
 				t0 := time.Now()
-				user, rid := "", ""
-				if o.Buyers > 0 {
+				user, token, rid := "", "", ""
+				switch {
+				case tokens != nil:
+					token = tokens[i%len(tokens)]
+				case o.Buyers > 0:
 					user = fmt.Sprint("buyer-", i%o.Buyers)
 				}
 				if o.RequestIDs != "" {
 					rid = o.RequestIDs + "-" + strconv.Itoa(i)
 				}
-				status, code, err := buy(ctx, client, url, user, rid)
+				status, code, err := buy(ctx, client, url, user, token, rid)
 				latencies[i] = time.Since(t0)
 				for at := int64(time.Since(start)); ; {
 					if last := lastAnswer.Load(); at <= last || lastAnswer.CompareAndSwap(last, at) {
@@ -220,13 +241,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // buy sends one purchase and returns the status and the body's code.
-func buy(ctx context.Context, client *http.Client, url, user, requestID string) (int, string, error) {
+func buy(ctx context.Context, client *http.Client, url, user, token, requestID string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
 	}
 	if user != "" {
 		req.Header.Set("X-User-ID", user)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if requestID != "" {
 		req.Header.Set("X-Request-ID", requestID)

@@ -20,6 +20,11 @@
 #                                          transfer: IST or SST) and is waited for until Synced
 #   scripts/stack.sh galera-kill DIR N     SIGKILL node N (by the pid in DIR/nodeN/pid)
 #   scripts/stack.sh galera-down DIR       stop the cluster's nodes
+#   scripts/stack.sh tls [DIR]             a CA and a server certificate for MariaDB on 127.0.0.1 /
+#                                          localhost (openssl): DIR/ca.pem, server-cert.pem,
+#                                          server-key.pem (DIR .stack/tls); kept if present. Point
+#                                          MariaDB's ssl_ca, ssl_cert and ssl_key at them and the
+#                                          shop's mysql.tlsCA at ca.pem (docs/security.md)
 #
 # Idempotent. State lives in .stack/ (git-ignored). Environment overrides:
 #   ZK_PORT (2181), MYSQL_HOST (127.0.0.1), MYSQL_PORT (3306),
@@ -183,6 +188,25 @@ SQL
 	"$client" -u"$db_user" -p"$db_pass" -h"$mysql_host" -P"$mysql_port" -e 'select 1' "$db_name" >/dev/null ||
 		die "user $db_user cannot log in over TCP at $mysql_host:$mysql_port"
 	log "MariaDB answers on $mysql_host:$mysql_port (database $db_name, user $db_user)"
+}
+
+tls_certs() { # tls_certs DIR: a CA and a server certificate signed by it, unless there
+	local d=$1
+	[ -f "$d/ca.pem" ] && [ -f "$d/server-cert.pem" ] && [ -f "$d/server-key.pem" ] && { log "TLS certificates in $d already"; return; }
+	command -v openssl >/dev/null || apt_install --no-install-recommends openssl
+	mkdir -p "$d"
+	chmod 755 "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj "/CN=seckill-zk local CA" \
+		-keyout "$d/ca-key.pem" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$d/server-key.pem" -out "$d/server.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$d/server.ext"
+	openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca-key.pem" -CAcreateserial -days 825 \
+		-extfile "$d/server.ext" -out "$d/server-cert.pem" 2>/dev/null
+	rm -f "$d/server.csr" "$d/server.ext"
+	chmod 600 "$d"/*-key.pem
+	# MariaDB reads its key as the mysql user when it runs as that user.
+	if id mysql >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then chown mysql "$d/server-key.pem" "$d/server-cert.pem" "$d/ca.pem"; fi
+	log "TLS: CA $d/ca.pem, server certificate $d/server-cert.pem (127.0.0.1, localhost), key $d/server-key.pem"
 }
 
 stop_pidfile() { # stop_pidfile NAME
@@ -411,9 +435,12 @@ galera-down)
 		rm -f "$2/node$n/pid"
 	done
 	;;
+tls)
+	tls_certs "${2:-$state/tls}"
+	;;
 status)
 	if zk_ok; then echo "zookeeper: up (127.0.0.1:$zk_port)"; else echo "zookeeper: down"; fi
 	if port_open "$mysql_host" "$mysql_port"; then echo "mysql: up ($mysql_host:$mysql_port)"; else echo "mysql: down"; fi
 	;;
-*) die "usage: $0 up|down|status|ensemble DIR|ensemble-node DIR N|ensemble-down DIR|galera DIR|galera-node DIR N|galera-kill DIR N|galera-down DIR" ;;
+*) die "usage: $0 up|down|status|tls [DIR]|ensemble DIR|ensemble-node DIR N|ensemble-down DIR|galera DIR|galera-node DIR N|galera-kill DIR N|galera-down DIR" ;;
 esac

@@ -20,9 +20,11 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/handler"
+	"github.com/seckill-zk/seckill-zk/internal/limit"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -34,7 +36,7 @@ import (
 // longer than cfg.IdleTransaction() for their next statement.
 // A store that cannot be opened is named with the key that fixes it.
 func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
-	store, err := repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns, SaleConns: cfg.MySQL.SaleConns,
+	store, err := repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns, SaleConns: cfg.MySQL.SaleConns, TLSCA: cfg.MySQL.TLSCA,
 		IdleTransactionTimeout: cfg.IdleTransaction()})
 	if err != nil {
 		return nil, fmt.Errorf("%w\n  check mysql.dsn (SHOP_MYSQL_DSN, --mysql.dsn); for the local MariaDB run: make stack-up", err)
@@ -217,6 +219,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
 			Retry:             cfg.ZooKeeper.Retry,
 			Logger:            log,
+			Digest:            cfg.ZooKeeper.Auth,
 		}, log)
 		if err != nil {
 			return err
@@ -313,11 +316,23 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go func() { defer close(sampled); sample(sampleCtx, shop, zc, locker != nil, paths, m, log) }()
 	defer func() { stopSampling(); <-sampled }()
 
+	services := handler.Services{Shop: shop, Orders: orders, Election: elected, Observer: m, Metrics: m.Handler(), Dashboard: dash,
+		TrustedProxies: cfg.Server.TrustedProxies}
+	if err := who(cfg, &services); err != nil {
+		ln.Close()
+		return err
+	}
+	if cfg.Auth.Mode == "none" && (cfg.Auth.HMACSecretFile != "" || cfg.Auth.PublicKeyFile != "") {
+		log.Warn("a key for buyers' tokens is set but auth.mode is none: tokens are not asked for; set auth.mode=jwt")
+	}
+	if cfg.Auth.Mode == "none" && !loopback(ln.Addr()) {
+		log.Warn("auth.mode=none on an address others can reach: anyone may name any buyer (X-User-ID) and read and pay any order; set auth.mode=jwt outside a demo", "addr", ln.Addr().String())
+	}
+
 	gin.SetMode(gin.ReleaseMode)
 	limits := httpLimits(cfg)
 	srv := &http.Server{
-		Handler: handler.New(handler.Services{Shop: shop, Orders: orders, Election: elected,
-			Observer: m, Metrics: m.Handler(), Dashboard: dash}, log, checks...),
+		Handler:           handler.New(services, log, checks...),
 		ReadHeaderTimeout: min(10*time.Second, cfg.Server.ReadTimeout),
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      limits.write,
@@ -478,4 +493,38 @@ func lockPathAdvice(strategy string, p coord.Paths) string {
 			"a path without {goodsNo} (the default /Locks) sells the waiting buyers of every goods under one hold"
 	}
 	return ""
+}
+
+// who sets up who may do what: the verifier of buyers' tokens (auth.mode
+// jwt) and the purchase limits per buyer and per client address.
+func who(cfg Config, s *handler.Services) error {
+	if cfg.Auth.Mode == "jwt" {
+		opts := auth.Options{Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, ValidBuyer: handler.ValidID}
+		var err error
+		if cfg.Auth.HMACSecretFile != "" {
+			opts.HMACSecret, err = auth.ReadSecret(cfg.Auth.HMACSecretFile)
+		} else {
+			opts.PublicKey, err = auth.ReadPublicKey(cfg.Auth.PublicKeyFile)
+		}
+		if err != nil {
+			return err
+		}
+		if s.Auth, err = auth.NewJWT(opts); err != nil {
+			return err
+		}
+	}
+	if cfg.Limits.BuyerRate > 0 {
+		s.BuyerLimit = limit.New(limit.Options{Rate: cfg.Limits.BuyerRate, Burst: cfg.Limits.BuyerBurst})
+	}
+	if cfg.Limits.ClientRate > 0 {
+		s.ClientLimit = limit.New(limit.Options{Rate: cfg.Limits.ClientRate, Burst: cfg.Limits.ClientBurst})
+	}
+	return nil
+}
+
+// loopback reports whether addr is a loopback address (only this machine
+// reaches it).
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -28,6 +30,7 @@ type Config struct {
 		WriteTimeout    time.Duration // 0: derived from the purchase's longest path
 		IdleTimeout     time.Duration
 		MaxConnections  int // 0: derived from the open-file limit
+		TrustedProxies  []string
 	}
 	MySQL struct {
 		DSN          string
@@ -36,12 +39,14 @@ type Config struct {
 		MaxIdleConns int
 		// IdleTransactionTimeout: 0 derives it (IdleTransaction).
 		IdleTransactionTimeout time.Duration
+		TLSCA                  string // "" : the DSN's tls parameter
 	}
 	ZooKeeper struct {
 		Servers           []string
 		SessionTimeout    time.Duration
 		ConnectionTimeout time.Duration
 		Retry             zk.ExponentialBackoffRetry
+		Auth              string // user:password of the digest identity; "" : none
 	}
 	Lock struct {
 		Enabled        bool
@@ -67,6 +72,19 @@ type Config struct {
 	Dashboard struct {
 		Peers []string // base URLs of the instances the page shows; empty: this one
 		Goods int32
+	}
+	Auth struct {
+		Mode           string // none or jwt
+		HMACSecretFile string
+		PublicKeyFile  string
+		Issuer         string
+		Audience       string
+	}
+	Limits struct {
+		BuyerRate   float64 // 0: no limit
+		BuyerBurst  int
+		ClientRate  float64 // 0: no limit
+		ClientBurst int
 	}
 	Demo struct {
 		MaxSleep time.Duration
@@ -100,6 +118,7 @@ const (
 	kBool
 	kDuration
 	kList // comma separated, or a YAML list in the file
+	kFloat
 )
 
 var settings = []setting{
@@ -115,6 +134,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Server.IdleTimeout = p.duration(k, false) }},
 	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less mysql.maxOpenConns, three times mysql.saleConns and 64",
 		func(p *parser, k string, c *Config) { c.Server.MaxConnections = p.count(k) }},
+	{"server.trustedProxies", kList, "", "addresses or CIDRs of the proxies whose X-Forwarded-For names the client (for limits.clientRate); empty: none, the client is the connection's peer",
+		func(p *parser, k string, c *Config) { c.Server.TrustedProxies = p.proxies(k) }},
 	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node",
 		func(p *parser, k string, c *Config) { c.MySQL.DSN = p.str(k) }},
 	{"mysql.maxOpenConns", kInt, "100", "size of the pool of reads, orders and stock settings (the seed's Druid maxActive; the sales have their own: mysql.saleConns)",
@@ -125,6 +146,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.MySQL.MaxIdleConns = p.positive(k) }},
 	{"mysql.idleTransactionTimeout", kDuration, "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep",
 		func(p *parser, k string, c *Config) { c.MySQL.IdleTransactionTimeout = p.duration(k, true) }},
+	{"mysql.tlsCA", kString, "", "a PEM file of the CA that signed MySQL's certificate: every connection uses TLS and verifies the server with it (empty: the DSN's own tls parameter, plaintext without one)",
+		func(p *parser, k string, c *Config) { c.MySQL.TLSCA = p.optional(k) }},
 	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Servers = p.list(k) }},
 	{"zookeeper.sessionTimeout", kDuration, zk.DefaultSessionTimeout.String(), "ZooKeeper session timeout",
@@ -137,6 +160,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxRetries = p.positive(k) }},
 	{"zookeeper.retry.maxSleep", kDuration, "0s", "exponential backoff retry: longest sleep (0: no cap)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxSleep = p.duration(k, true) }},
+	{"zookeeper.auth", kString, "", "digest:user:password, or file:PATH of a file holding it: the shop authenticates as that identity and its nodes let only it change them (empty: no authentication, nodes open to anyone)",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Auth = p.zkAuth(k) }},
 	{"lock.enabled", kBool, "true", "guard purchases with the ZooKeeper lock; false reproduces overselling",
 		func(p *parser, k string, c *Config) { c.Lock.Enabled = p.boolean(k) }},
 	{"lock.path", kString, "/Locks", "lock path; {goodsNo} in it makes one lock per goods (/locks/goods/{goodsNo}), {stripe} one per stripe of goods (/locks/stripe/{stripe}, lock.stripes of them)",
@@ -167,6 +192,24 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Dashboard.Peers = p.peers(k) }},
 	{"dashboard.goods", kInt, "1", "the goods /dashboard charts",
 		func(p *parser, k string, c *Config) { c.Dashboard.Goods = int32(p.positive(k)) }},
+	{"auth.mode", kString, "none", "who a buyer is: none (the anonymous demo: X-User-ID names a buyer, orders are open to anyone) or jwt (a bearer token per request; its sub is the buyer, who alone reads and pays its orders)",
+		func(p *parser, k string, c *Config) { c.Auth.Mode = p.oneOf(k, "none", "jwt") }},
+	{"auth.hmacSecretFile", kString, "", "auth.mode jwt: a file holding the HS256 secret (at least 32 bytes)",
+		func(p *parser, k string, c *Config) { c.Auth.HMACSecretFile = p.optional(k) }},
+	{"auth.publicKeyFile", kString, "", "auth.mode jwt: a PEM public key instead (RSA: RS256, ECDSA P-256: ES256, Ed25519: EdDSA)",
+		func(p *parser, k string, c *Config) { c.Auth.PublicKeyFile = p.optional(k) }},
+	{"auth.issuer", kString, "", "auth.mode jwt: the iss every token must carry (empty: not checked)",
+		func(p *parser, k string, c *Config) { c.Auth.Issuer = p.optional(k) }},
+	{"auth.audience", kString, "", "auth.mode jwt: an aud every token must carry (empty: not checked)",
+		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
+	{"limits.buyerRate", kFloat, "0", "purchases per second one buyer may make, on average (0: no limit); beyond it 429 too_many_requests",
+		func(p *parser, k string, c *Config) { c.Limits.BuyerRate = p.rate(k) }},
+	{"limits.buyerBurst", kInt, "5", "purchases one buyer may make at once before limits.buyerRate paces it",
+		func(p *parser, k string, c *Config) { c.Limits.BuyerBurst = p.positive(k) }},
+	{"limits.clientRate", kFloat, "0", "purchases per second one client address may make, on average (0: no limit)",
+		func(p *parser, k string, c *Config) { c.Limits.ClientRate = p.rate(k) }},
+	{"limits.clientBurst", kInt, "50", "purchases one client address may make at once before limits.clientRate paces it",
+		func(p *parser, k string, c *Config) { c.Limits.ClientBurst = p.positive(k) }},
 	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier",
 		func(p *parser, k string, c *Config) { c.Demo.MaxSleep = p.duration(k, true) }},
 	{"log.level", kString, "info", "log level: debug, info, warn, error",
@@ -191,6 +234,9 @@ func configFlags(fs *pflag.FlagSet, prefixes ...string) {
 		case kDuration:
 			d, _ := time.ParseDuration(s.def)
 			fs.Duration(s.key, d, s.usage)
+		case kFloat:
+			f, _ := strconv.ParseFloat(s.def, 64)
+			fs.Float64(s.key, f, s.usage)
 		default:
 			fs.String(s.key, s.def, s.usage)
 		}
@@ -314,6 +360,9 @@ func parseConfig(v *viper.Viper) (Config, error) {
 	if p.err == nil && !c.Lock.Enabled && c.Purchase.Strategy != "seed" {
 		p.err = fmt.Errorf("config: lock.enabled=false (SHOP_LOCK_ENABLED) reproduces the seed's overselling and goes only with purchase.strategy=seed (SHOP_PURCHASE_STRATEGY), not %q", c.Purchase.Strategy)
 	}
+	if p.err == nil && c.Auth.Mode == "jwt" && (c.Auth.HMACSecretFile == "") == (c.Auth.PublicKeyFile == "") {
+		p.err = errors.New("config: auth.mode=jwt needs auth.hmacSecretFile (SHOP_AUTH_HMACSECRETFILE) or auth.publicKeyFile (SHOP_AUTH_PUBLICKEYFILE), one of them")
+	}
 	if longest := c.Lock.AcquireTimeout + c.Demo.MaxSleep; p.err == nil && c.Server.WriteTimeout > 0 && c.Server.WriteTimeout <= longest {
 		p.err = fmt.Errorf("config: server.writeTimeout (SHOP_SERVER_WRITETIMEOUT) %v must exceed lock.acquireTimeout + demo.maxSleep (%v): a buyer who waited that long would lose the answer to a purchase that was made", c.Server.WriteTimeout, longest)
 	}
@@ -411,6 +460,58 @@ func (p *parser) oneOf(key string, allowed ...string) string {
 	return s
 }
 
+// zkAuth is zookeeper.auth: "", digest:user:password or file:PATH; the
+// user:password it names. Its errors never show the value.
+func (p *parser) zkAuth(key string) string {
+	v := p.optional(key)
+	if path, ok := strings.CutPrefix(v, "file:"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			p.fail(key, "cannot read the file it names: %v", err)
+			return ""
+		}
+		v = strings.TrimSpace(string(b))
+	}
+	if v == "" {
+		return ""
+	}
+	cred, ok := strings.CutPrefix(v, "digest:")
+	user, password, found := strings.Cut(cred, ":")
+	if !ok || !found || user == "" || password == "" {
+		p.fail(key, "must be digest:user:password, or file:PATH of a file holding it (the value is not shown: it holds a password)")
+		return ""
+	}
+	return cred
+}
+
+// optional is a string that may be empty.
+func (p *parser) optional(key string) string {
+	return strings.TrimSpace(p.v.GetString(key))
+}
+
+// rate is a non-negative number of requests per second (0: no limit).
+func (p *parser) rate(key string) float64 {
+	s := p.str(key)
+	f, err := strconv.ParseFloat(s, 64)
+	if s != "" && (err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f)) {
+		p.fail(key, "%q is not a non-negative number", s)
+	}
+	return f
+}
+
+// proxies is server.trustedProxies: addresses or CIDRs, maybe none.
+func (p *parser) proxies(key string) []string {
+	out := p.items(key)
+	for _, it := range out {
+		if _, err := netip.ParsePrefix(it); err != nil {
+			if _, err := netip.ParseAddr(it); err != nil {
+				p.fail(key, "%q is not an address or a CIDR", it)
+			}
+		}
+	}
+	return out
+}
+
 // peers is dashboard.peers: base URLs, "self" for the page's own origin.
 func (p *parser) peers(key string) []string {
 	var out []string
@@ -426,8 +527,17 @@ func (p *parser) peers(key string) []string {
 	return out
 }
 
-// list accepts a YAML list or a comma-separated string.
+// list accepts a YAML list or a comma-separated string, not empty.
 func (p *parser) list(key string) []string {
+	out := p.items(key)
+	if len(out) == 0 {
+		p.fail(key, "the server list is empty")
+	}
+	return out
+}
+
+// items are the non-empty items of a YAML list or a comma-separated string.
+func (p *parser) items(key string) []string {
 	var items []string
 	switch raw := p.v.Get(key).(type) {
 	case []any:
@@ -442,9 +552,6 @@ func (p *parser) list(key string) []string {
 		if it = strings.TrimSpace(it); it != "" {
 			out = append(out, it)
 		}
-	}
-	if len(out) == 0 {
-		p.fail(key, "the server list is empty")
 	}
 	return out
 }

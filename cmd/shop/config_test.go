@@ -140,24 +140,58 @@ func TestConfigRefusesTheLockOffWithOtherStrategies(t *testing.T) {
 	}
 }
 
+// TestEverySettingIsDocumented: docs/configuration.md's table is the one
+// settingsTable makes of the settings (UPDATE_DOCS=1 writes it), and
+// config.yaml names every key.
 func TestEverySettingIsDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	const doc = "../../docs/configuration.md"
+	text, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
+	}
+	start, end := strings.Index(string(text), tableStart), strings.Index(string(text), tableEnd)
+	if start < 0 || end < start {
+		t.Fatalf("%s lacks the markers %q and %q of its generated table", doc, tableStart, tableEnd)
+	}
+	want := string(text[:start]) + tableStart + "\n" + settingsTable() + string(text[end:])
+	if string(text) != want {
+		if os.Getenv("UPDATE_DOCS") == "1" {
+			if err := os.WriteFile(doc, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			t.Errorf("%s's table of settings is not the settings' own: run UPDATE_DOCS=1 go test ./cmd/shop -run TestEverySettingIsDocumented", doc)
+		}
 	}
 	yaml, err := os.ReadFile("../../config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range settings {
-		if !strings.Contains(string(readme), "| `"+s.key+"` | `"+s.def+"` |") {
-			t.Errorf("README's configuration table lacks %s with default %s", s.key, s.def)
-		}
 		leaf := s.key[strings.LastIndex(s.key, ".")+1:]
 		if !strings.Contains(string(yaml), leaf+":") {
 			t.Errorf("config.yaml lacks %s", s.key)
 		}
 	}
+}
+
+const (
+	tableStart = "<!-- settings: generated from cmd/shop/config.go by UPDATE_DOCS=1 go test ./cmd/shop -run TestEverySettingIsDocumented -->"
+	tableEnd   = "<!-- end of settings -->"
+)
+
+// settingsTable is the Markdown table of every setting.
+func settingsTable() string {
+	var b strings.Builder
+	b.WriteString("| key | default | environment | meaning |\n|---|---|---|---|\n")
+	for _, s := range settings {
+		def := "`" + s.def + "`"
+		if s.def == "" {
+			def = "(empty)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s |\n", s.key, def, envName(s.key), strings.ReplaceAll(s.usage, "|", "\\|"))
+	}
+	return b.String()
 }
 
 // A typo in the file or the environment stops the start, naming the key
@@ -212,25 +246,39 @@ func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
 // the default, given in the environment, changes the Config, and no two
 // settings change the same field.
 func TestEverySettingReachesItsOwnField(t *testing.T) {
-	base, err := load(t, map[string]string{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	candidates := map[kind][]string{
-		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone"},
+		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone", "jwt", "digest:user:pw"},
 		kInt:      {"7"},
 		kBool:     {"false", "true"},
 		kDuration: {"77s", "7s"},
-		kList:     {"h1:1,h2:2"},
+		kList:     {"h1:1,h2:2", "10.0.0.0/8"},
+		kFloat:    {"2.5"},
 	}
+	// What a setting can be changed only with: set for its base and its
+	// change alike.
+	needs := map[string]map[string]string{"auth.mode": {"SHOP_AUTH_HMACSECRETFILE": "/s"}}
 	changedBy := map[string]string{} // the Config as text after a change → the setting that made it
 	for _, s := range settings {
+		env := func(extra ...string) map[string]string {
+			e := map[string]string{}
+			for k, v := range needs[s.key] {
+				e[k] = v
+			}
+			for i := 0; i+1 < len(extra); i += 2 {
+				e[extra[i]] = extra[i+1]
+			}
+			return e
+		}
+		base, err := load(t, env())
+		if err != nil {
+			t.Fatal(err)
+		}
 		var changed string
 		for _, v := range candidates[s.kind] {
 			if v == s.def {
 				continue
 			}
-			c, err := load(t, map[string]string{envName(s.key): v})
+			c, err := load(t, env(envName(s.key), v))
 			if err != nil {
 				continue // not a value this key takes: try the next
 			}
@@ -265,6 +313,54 @@ func TestLockPathAdviceForASaleOfManyGoods(t *testing.T) {
 	} {
 		if got := lockPathAdvice(c.strategy, coord.NewPaths(c.path, 16)); (got != "") != c.warn {
 			t.Errorf("%s on %s: advice %q, want a warning: %t", c.strategy, c.path, got, c.warn)
+		}
+	}
+}
+
+// zookeeper.auth takes digest:user:password or a file holding it; a bad
+// value is refused without being shown.
+func TestZooKeeperAuthSetting(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "zk-auth")
+	if err := os.WriteFile(file, []byte("digest:shop:s3cret-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{"", ""},
+		{"digest:shop:s3cret", "shop:s3cret"},
+		{"file:" + file, "shop:s3cret-from-file"},
+	} {
+		c, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": tc.value})
+		if err != nil || c.ZooKeeper.Auth != tc.want {
+			t.Errorf("%q: %q, %v; want %q", tc.value, c.ZooKeeper.Auth, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"shop:s3cret-no-scheme", "digest:shop", "digest::s3cret-no-user", "sasl:shop:s3cret-other"} {
+		_, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": bad})
+		if err == nil || !strings.Contains(err.Error(), "zookeeper.auth") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: %v; want a refusal naming the key, not the value", bad, err)
+		}
+	}
+}
+
+// auth.mode jwt needs one key; a key without jwt is a mistake.
+func TestAuthSettings(t *testing.T) {
+	for _, tc := range []struct {
+		env map[string]string
+		ok  bool
+	}{
+		{map[string]string{}, true},
+		{map[string]string{"SHOP_AUTH_MODE": "jwt"}, false},
+		{map[string]string{"SHOP_AUTH_MODE": "jwt", "SHOP_AUTH_HMACSECRETFILE": "/s", "SHOP_AUTH_PUBLICKEYFILE": "/p"}, false},
+		{map[string]string{"SHOP_AUTH_MODE": "jwt", "SHOP_AUTH_HMACSECRETFILE": "/s"}, true},
+		{map[string]string{"SHOP_AUTH_HMACSECRETFILE": "/s"}, true}, // serve warns: tokens are not asked for
+		{map[string]string{"SHOP_AUTH_MODE": "oauth"}, false},
+		{map[string]string{"SHOP_LIMITS_BUYERRATE": "0.5", "SHOP_LIMITS_CLIENTRATE": "100"}, true},
+		{map[string]string{"SHOP_LIMITS_BUYERRATE": "-1"}, false},
+		{map[string]string{"SHOP_SERVER_TRUSTEDPROXIES": "10.0.0.0/8, 192.0.2.1"}, true},
+		{map[string]string{"SHOP_SERVER_TRUSTEDPROXIES": "proxy.example"}, false},
+	} {
+		if _, err := load(t, tc.env); (err == nil) != tc.ok {
+			t.Errorf("%v: %v, want ok %v", tc.env, err, tc.ok)
 		}
 	}
 }

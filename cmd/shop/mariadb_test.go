@@ -16,11 +16,23 @@ import (
 // the stack script installs.
 type mariaDB struct {
 	dir, addr, dsn string
-	cmd            *exec.Cmd
-	done           chan struct{}
+	args           []string // the server's own, beyond the helper's
+	// grants: the server checks logins (no --skip-grant-tables); the
+	// helper's own connections go over the unix socket as root, and dsn
+	// is root's over TCP without a password only when it is not set.
+	grants bool
+	cmd    *exec.Cmd
+	done   chan struct{}
 }
 
 func startMariaDB(t *testing.T) *mariaDB {
+	t.Helper()
+	return startMariaDBWith(t, false, nil)
+}
+
+// startMariaDBWith starts one with args added to the server's command line,
+// checking logins if grants.
+func startMariaDBWith(t *testing.T, grants bool, args []string) *mariaDB {
 	t.Helper()
 	bin, err := exec.LookPath("mariadbd")
 	if err != nil {
@@ -39,11 +51,11 @@ func startMariaDB(t *testing.T) *mariaDB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &mariaDB{dir: dir, addr: ln.Addr().String()}
+	m := &mariaDB{dir: dir, addr: ln.Addr().String(), args: args, grants: grants}
 	ln.Close()
 	m.start(t)
 	t.Cleanup(func() { m.kill(t) })
-	db, err := sql.Open("mysql", "root@tcp("+m.addr+")/")
+	db, err := sql.Open("mysql", m.adminDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +65,15 @@ func startMariaDB(t *testing.T) *mariaDB {
 	}
 	m.dsn = "root@tcp(" + m.addr + ")/seckill?parseTime=true"
 	return m
+}
+
+// adminDSN is the helper's own way in: root over TCP, or over the unix
+// socket when the server checks logins.
+func (m *mariaDB) adminDSN() string {
+	if m.grants {
+		return "root@unix(" + filepath.Join(m.dir, "sock") + ")/"
+	}
+	return "root@tcp(" + m.addr + ")/"
 }
 
 func currentUser() string {
@@ -70,7 +91,11 @@ func (m *mariaDB) start(t *testing.T) {
 	m.cmd = exec.Command("mariadbd", "--no-defaults", "--datadir="+filepath.Join(m.dir, "data"),
 		"--bind-address=127.0.0.1", "--port="+port, "--socket="+filepath.Join(m.dir, "sock"),
 		"--pid-file="+filepath.Join(m.dir, "pid"), "--user="+currentUser(),
-		"--skip-grant-tables", "--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=64M")
+		"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=64M")
+	if !m.grants {
+		m.cmd.Args = append(m.cmd.Args, "--skip-grant-tables")
+	}
+	m.cmd.Args = append(m.cmd.Args, m.args...)
 	log, err := os.OpenFile(filepath.Join(m.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +110,7 @@ func (m *mariaDB) start(t *testing.T) {
 		log.Close()
 		close(m.done)
 	}()
-	db, err := sql.Open("mysql", "root@tcp("+m.addr+")/")
+	db, err := sql.Open("mysql", m.adminDSN())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,9 @@ const (
 	Timeout           = "timeout"
 	Canceled          = "canceled"
 	NotReady          = "not_ready"
+	Unauthenticated   = "unauthenticated"
+	BuyerMismatch     = "buyer_mismatch"
+	TooManyRequests   = "too_many_requests"
 	NoRoute           = "no_route"
 	MethodNotAllowed  = "method_not_allowed"
 	Internal          = "internal"
@@ -46,5 +49,5 @@ var All = []string{
 	InvalidGoodsNo, InvalidRequestID, InvalidUserID, InvalidOrderID, NotStarted, Ended, AlreadyBought,
 	RequestIDConflict, GoodsNotFound, OrderNotFound, OrderExpired, SoldOut, PurchaseFailed, DuplicateRequest,
 	LockTimeout, LockLost, Busy, OutcomeUnknown, Unavailable, Timeout, Canceled, NotReady, NoRoute,
-	MethodNotAllowed, Internal,
+	MethodNotAllowed, Internal, Unauthenticated, BuyerMismatch, TooManyRequests,
 }

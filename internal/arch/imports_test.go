@@ -29,6 +29,7 @@ var rules = []struct {
 	{"github.com/gin-gonic/gin", []string{"internal/handler", "cmd/shop"}},
 	{"github.com/spf13/viper", []string{"cmd/shop"}},
 	{"github.com/prometheus/", []string{"internal/metrics"}},
+	{"github.com/golang-jwt/jwt", []string{"internal/auth"}},
 }
 
 // forbidden: what a package's non-test code never imports, whatever the
@@ -47,6 +48,8 @@ var layers = map[string][]string{
 	"internal/zklock":  {"internal/zk"},
 	"internal/service": {},
 	"internal/api":     {},
+	"internal/auth":    {"internal/service"},
+	"internal/limit":   {},
 }
 
 // TestImportRules reads every non-test Go file of the module and checks

@@ -8,8 +8,11 @@ import (
 	"context"
 	_ "embed" // the page
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
@@ -56,6 +59,7 @@ type Handler struct {
 	election Election // may be nil
 	exists   Exists
 	goods    int32
+	origins  map[string]bool // the peers' origins: who may read Data cross-origin
 }
 
 // New returns the dashboard.
@@ -69,7 +73,27 @@ func New(source Source, election Election, exists Exists, peers []string, goods 
 	}
 	start, end := bytes.Index(page, []byte("/*CONFIG*/")), bytes.Index(page, []byte("/*END*/"))
 	p := append(append(append([]byte{}, page[:start]...), cfg...), page[end+len("/*END*/"):]...)
-	return &Handler{page: p, source: source, election: election, exists: exists, goods: goods}, nil
+	origins := map[string]bool{}
+	for _, peer := range peers {
+		if peer == "" {
+			continue // the page's own origin: not cross-origin
+		}
+		u, err := url.Parse(peer)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("dashboard: peer %q is not a base URL (http://host:port)", peer)
+		}
+		origins[strings.ToLower(u.Scheme+"://"+u.Host)] = true
+	}
+	return &Handler{page: p, source: source, election: election, exists: exists, goods: goods, origins: origins}, nil
+}
+
+// allowOrigin lets the page of a peer (an origin of dashboard.peers) read
+// the answer; any other origin's page may not.
+func (h *Handler) allowOrigin(w http.ResponseWriter, r *http.Request) {
+	w.Header().Add("Vary", "Origin")
+	if o := r.Header.Get("Origin"); o != "" && h.origins[strings.ToLower(o)] {
+		w.Header().Set("Access-Control-Allow-Origin", o)
+	}
 }
 
 // Page serves the HTML.
@@ -79,9 +103,10 @@ func (h *Handler) Page(w http.ResponseWriter, r *http.Request) {
 	w.Write(h.page)
 }
 
-// Data serves one instance's numbers. Any origin may read them: the page of
-// one instance polls the others.
+// Data serves one instance's numbers. The pages of the peers may read them
+// cross-origin (the page of one instance polls the others), no other's.
 func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
+	h.allowOrigin(w, r)
 	goods := h.goods
 	if v := r.URL.Query().Get("goods"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 32)
@@ -121,14 +146,12 @@ func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Access-Control-Allow-Origin", "*")
 	json.NewEncoder(w).Encode(d)
 }
 
 // fail answers an error as the shop's API does: JSON with a code.
 func fail(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]string{"code": code, "message": message})
 }

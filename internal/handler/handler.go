@@ -27,10 +27,26 @@ type Shop interface {
 	Stock(ctx context.Context, goodsNo int32) (service.StockInfo, error)
 }
 
-// Orders is what the handler needs of the order life cycle.
+// Orders is what the handler needs of the order life cycle. owner is the
+// authenticated buyer, whose orders alone are read and paid; "" (no
+// Authenticator) reads and pays any.
 type Orders interface {
-	Get(ctx context.Context, id uint64) (service.Order, error)
-	Pay(ctx context.Context, id uint64) (service.Order, error)
+	Get(ctx context.Context, id uint64, owner string) (service.Order, error)
+	Pay(ctx context.Context, id uint64, owner string) (service.Order, error)
+}
+
+// Authenticator verifies a bearer token and names the buyer it proves.
+type Authenticator interface {
+	// Buyer returns the token's buyer, or an error wrapping
+	// service.ErrUnauthenticated.
+	Buyer(token string) (string, error)
+}
+
+// Limiter paces requests per key (a buyer, a client address).
+type Limiter interface {
+	// Allow takes one request of key's allowance at now, or says how long
+	// until there is one.
+	Allow(key string, now time.Time) (ok bool, retryAfter time.Duration)
 }
 
 // Election tells who leads the instances (and sweeps expired orders).
@@ -61,6 +77,18 @@ type Services struct {
 	Observer  Observer
 	Metrics   http.Handler // GET /metrics
 	Dashboard Dashboard    // GET /dashboard, /dashboard/data
+	// Auth, when set, is asked of every purchase and order request: a
+	// bearer token names the buyer, and a buyer reads and pays only its own
+	// orders. nil: the anonymous demo, where X-User-ID names a buyer and
+	// orders are open to anyone.
+	Auth Authenticator
+	// BuyerLimit and ClientLimit, when set, pace purchases per buyer and
+	// per client address, before anything else is asked of the shop.
+	BuyerLimit, ClientLimit Limiter
+	// TrustedProxies are the addresses and CIDRs of the proxies whose
+	// X-Forwarded-For names the client; none: the client is the
+	// connection's peer.
+	TrustedProxies []string
 }
 
 // Check is a readiness check of a dependency.
@@ -112,6 +140,9 @@ var errorTable = []struct {
 	{service.ErrInvalidGoodsNo, http.StatusBadRequest, api.InvalidGoodsNo, "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
 	{ErrInvalidRequestID, http.StatusBadRequest, api.InvalidRequestID, "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
 	{service.ErrInvalidUserID, http.StatusBadRequest, api.InvalidUserID, "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
+	{service.ErrUnauthenticated, http.StatusUnauthorized, api.Unauthenticated, "a valid bearer token is required (Authorization: Bearer <JWT>)"},
+	{service.ErrBuyerMismatch, http.StatusForbidden, api.BuyerMismatch, "X-User-ID (or userId) names another buyer than the token"},
+	{service.ErrTooManyRequests, http.StatusTooManyRequests, api.TooManyRequests, "too many purchases, slow down"},
 	{service.ErrNotStarted, http.StatusConflict, api.NotStarted, "the sale has not started yet"},
 	{service.ErrEnded, http.StatusConflict, api.Ended, "the sale has ended"},
 	{service.ErrAlreadyBought, http.StatusConflict, api.AlreadyBought, "this buyer has bought this goods already: one per buyer"},
@@ -154,19 +185,30 @@ func StatusOf(err error) (status int, code, message string) {
 }
 
 type handler struct {
-	logs     *logLimiter
-	shop     Shop
-	orders   Orders
-	election Election
-	observer Observer
-	checks   []Check
-	log      *slog.Logger
+	logs                    *logLimiter
+	shop                    Shop
+	orders                  Orders
+	election                Election
+	observer                Observer
+	auth                    Authenticator
+	buyerLimit, clientLimit Limiter
+	checks                  []Check
+	log                     *slog.Logger
 }
 
 // New returns the HTTP handler of the shop.
 func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
-	h := &handler{logs: newLogLimiter(time.Second, 5), shop: s.Shop, orders: s.Orders, election: s.Election, observer: s.Observer, checks: checks, log: log}
+	h := &handler{logs: newLogLimiter(time.Second, 5), shop: s.Shop, orders: s.Orders, election: s.Election, observer: s.Observer,
+		auth: s.Auth, buyerLimit: s.BuyerLimit, clientLimit: s.ClientLimit, checks: checks, log: log}
 	r := gin.New()
+	// Gin believes every proxy by default: X-Forwarded-For from anyone
+	// would pick the address the client limit counts.
+	if err := r.SetTrustedProxies(s.TrustedProxies); err != nil {
+		log.Error("server.trustedProxies refused: no proxy is trusted", "err", err)
+		if err := r.SetTrustedProxies(nil); err != nil {
+			panic(err) // nil is always accepted
+		}
+	}
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
 	r.Use(gin.CustomRecoveryWithWriter(io.Discard, h.recovered), h.requestID, h.accessLog)
@@ -237,7 +279,7 @@ func (h *handler) purchase(c *gin.Context) {
 		h.fail(c, 0, err)
 		return
 	}
-	user, err := userID(c)
+	user, err := h.buyer(c)
 	if err != nil {
 		h.observe(goodsNo, err, start)
 		h.fail(c, goodsNo, err)
@@ -263,6 +305,60 @@ func (h *handler) purchase(c *gin.Context) {
 	})
 }
 
+// buyer is the purchase's buyer, checked against the limits: with an
+// Authenticator the token's (X-User-ID or userId may only repeat it),
+// without one X-User-ID's or userId's, "" when neither is given. The client
+// address's limit is checked first: it guards the token's verification too.
+func (h *handler) buyer(c *gin.Context) (string, error) {
+	now := time.Now()
+	if h.clientLimit != nil {
+		if ok, wait := h.clientLimit.Allow(c.ClientIP(), now); !ok {
+			return "", &service.RateLimitError{Limit: "client", RetryAfter: wait}
+		}
+	}
+	named, err := userID(c)
+	if err != nil {
+		return "", err
+	}
+	user := named
+	if h.auth != nil {
+		if user, err = h.authenticated(c); err != nil {
+			return "", err
+		}
+		if named != "" && named != user {
+			return "", service.ErrBuyerMismatch
+		}
+	}
+	if h.buyerLimit != nil && user != "" {
+		if ok, wait := h.buyerLimit.Allow(user, now); !ok {
+			return "", &service.RateLimitError{Limit: "buyer", RetryAfter: wait}
+		}
+	}
+	return user, nil
+}
+
+// authenticated is the buyer the request's bearer token proves.
+func (h *handler) authenticated(c *gin.Context) (string, error) {
+	vals := c.Request.Header["Authorization"]
+	if len(vals) == 0 {
+		return "", fmt.Errorf("%w: no bearer token", service.ErrUnauthenticated)
+	}
+	scheme, token, found := strings.Cut(vals[0], " ")
+	if len(vals) > 1 || !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", fmt.Errorf("%w: the Authorization header is not one Bearer token", service.ErrUnauthenticated)
+	}
+	return h.auth.Buyer(strings.TrimSpace(token))
+}
+
+// owner is whose orders a request may read and pay: with an Authenticator
+// its token's buyer, without one anyone's ("").
+func (h *handler) owner(c *gin.Context) (string, error) {
+	if h.auth == nil {
+		return "", nil
+	}
+	return h.authenticated(c)
+}
+
 // userID is the buyer's id from X-User-ID or the userId query parameter,
 // "" when neither is given. Both given must agree.
 func userID(c *gin.Context) (string, error) {
@@ -274,7 +370,7 @@ func userID(c *gin.Context) (string, error) {
 		return "", nil
 	}
 	for _, v := range vals {
-		if v != vals[0] || !validID(v) {
+		if v != vals[0] || !ValidID(v) {
 			return "", service.ErrInvalidUserID
 		}
 	}
@@ -338,13 +434,18 @@ func (h *handler) pay(c *gin.Context) {
 	h.orderAction(c, h.orders.Pay)
 }
 
-func (h *handler) orderAction(c *gin.Context, action func(context.Context, uint64) (service.Order, error)) {
+func (h *handler) orderAction(c *gin.Context, action func(context.Context, uint64, string) (service.Order, error)) {
+	owner, err := h.owner(c)
+	if err != nil {
+		h.fail(c, 0, err)
+		return
+	}
 	id, err := ParseOrderID(c.Param("orderId"))
 	if err != nil {
 		h.fail(c, 0, err)
 		return
 	}
-	o, err := action(c.Request.Context(), id)
+	o, err := action(c.Request.Context(), id, owner)
 	if err != nil {
 		h.fail(c, o.GoodsNo, err)
 		return
@@ -396,6 +497,21 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 	case errors.Is(err, service.ErrBusy):
 		// Load shedding is the point of the bound: no log line per buyer.
 		c.Header("Retry-After", "1")
+	case status == http.StatusTooManyRequests:
+		wait := time.Second
+		var limited *service.RateLimitError
+		if errors.As(err, &limited) {
+			wait = limited.RetryAfter
+		}
+		c.Header("Retry-After", strconv.FormatInt(max(1, int64((wait+time.Second-1)/time.Second)), 10))
+	case status == http.StatusUnauthorized:
+		// RFC 6750: the scheme, and why when a token was sent. Never logged:
+		// a flood of bad tokens is not the operator's news.
+		challenge := `Bearer realm="seckill"`
+		if len(c.Request.Header["Authorization"]) > 0 {
+			challenge += `, error="invalid_token"`
+		}
+		c.Header("WWW-Authenticate", challenge)
 	case status == http.StatusServiceUnavailable:
 		// An outage makes every buyer fail alike: warn, a few lines a second.
 		if ok, held := h.logs.allow("503 "+code, time.Now()); ok {
@@ -437,8 +553,9 @@ const (
 	headerUserID    = "X-User-Id"    // X-User-ID
 )
 
-// validID reports whether s is 1-64 of A-Za-z0-9._:- (request and user ids).
-func validID(s string) bool {
+// ValidID reports whether s is 1-64 of A-Za-z0-9._:- (request and buyer
+// ids; a token's subject too).
+func ValidID(s string) bool {
 	if len(s) < 1 || len(s) > 64 {
 		return false
 	}
@@ -467,7 +584,7 @@ func requestIDOf(c *gin.Context) string {
 func (h *handler) requestID(c *gin.Context) {
 	vals := c.Request.Header[headerRequestID]
 	rid := ""
-	if len(vals) == 1 && validID(vals[0]) {
+	if len(vals) == 1 && ValidID(vals[0]) {
 		rid = vals[0]
 	}
 	if rid == "" {

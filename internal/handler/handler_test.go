@@ -238,16 +238,16 @@ type fakeOrders struct {
 	payErr error
 }
 
-func (f *fakeOrders) Get(_ context.Context, id uint64) (service.Order, error) {
+func (f *fakeOrders) Get(_ context.Context, id uint64, owner string) (service.Order, error) {
 	o, ok := f.orders[id]
-	if !ok {
+	if !ok || owner != "" && o.UserID != owner {
 		return service.Order{}, service.ErrOrderNotFound
 	}
 	return o, nil
 }
 
-func (f *fakeOrders) Pay(ctx context.Context, id uint64) (service.Order, error) {
-	o, err := f.Get(ctx, id)
+func (f *fakeOrders) Pay(ctx context.Context, id uint64, owner string) (service.Order, error) {
+	o, err := f.Get(ctx, id, owner)
 	if err != nil {
 		return o, err
 	}

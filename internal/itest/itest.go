@@ -60,6 +60,9 @@ func Path(t testing.TB) string {
 	t.Helper()
 	p := "/seckill-test/" + sanitize(t.Name()) + "-" + randHex(4)
 	servers := ZooKeeper(t)
+	if err := openRoot(servers); err != nil {
+		t.Fatalf("create /seckill-test: %v", err)
+	}
 	t.Cleanup(func() {
 		if err := deleteTree(servers, p); err != nil {
 			t.Logf("cleanup of %s: %v", p, err)
@@ -67,6 +70,27 @@ func Path(t testing.TB) string {
 	})
 	return p
 }
+
+// openRoot makes /seckill-test a persistent node open to anyone, if it is
+// not there: were a client with an identity (ZKDigest) the first to need
+// it, it would make it with its ACL, and the other tests could not create
+// their paths under it.
+func openRoot(servers []string) error {
+	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.Create("/seckill-test", nil, zk.FlagPersistent, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	return nil
+}
+
+// ZKDigest is the digest identity ("user:password") of the tests whose
+// clients close their nodes to strangers (zookeeper.auth); the cleanup of
+// Path authenticates as it.
+const ZKDigest = "seckill-test:not-a-secret"
 
 // CreateNode creates the persistent node p with data, and its missing
 // ancestors as persistent nodes; p itself must be new. The tests' common
@@ -105,6 +129,11 @@ func deleteTree(servers []string, p string) error {
 		return err
 	}
 	defer conn.Close()
+	// The tests' own identity may delete what a client of it created under
+	// an ACL (ZKDigest); open nodes need nothing.
+	if err := conn.AddAuth("digest", []byte(ZKDigest)); err != nil {
+		return err
+	}
 	var del func(string) error
 	del = func(p string) error {
 		kids, _, err := conn.Children(p)

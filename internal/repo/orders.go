@@ -12,14 +12,20 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
-// Order reads order id: service.ErrOrderNotFound when there is none.
-func (s *Store) Order(ctx context.Context, id uint64) (service.Order, error) {
-	return order(s.db.WithContext(ctx), id)
+// Order reads order id, if owner is "" or its buyer:
+// service.ErrOrderNotFound when there is none (another buyer's order is
+// not told from a missing one).
+func (s *Store) Order(ctx context.Context, id uint64, owner string) (service.Order, error) {
+	return order(s.db.WithContext(ctx), id, owner)
 }
 
-func order(db *gorm.DB, id uint64) (service.Order, error) {
+func order(db *gorm.DB, id uint64, owner string) (service.Order, error) {
 	var row orderInfo
-	err := db.Where("id = ?", id).Take(&row).Error
+	q := db.Where("id = ?", id)
+	if owner != "" {
+		q = q.Where("user_id = ?", owner)
+	}
+	err := q.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return service.Order{}, service.ErrOrderNotFound
 	}
@@ -34,9 +40,16 @@ func order(db *gorm.DB, id uint64) (service.Order, error) {
 // that of a payment and an expiry of the same order exactly one happens: the
 // row lock orders them, and the second finds the status changed. Paying a
 // paid order returns it unchanged; an expired order, or an unpaid one placed
-// before placedSince, is service.ErrOrderExpired.
-func (s *Store) PayOrder(ctx context.Context, id uint64, now, placedSince time.Time) (service.Order, error) {
+// before placedSince, is service.ErrOrderExpired. With an owner, only that
+// buyer's order is paid; another's is service.ErrOrderNotFound, untouched
+// (an order's buyer never changes, so reading it first is enough).
+func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, placedSince time.Time) (service.Order, error) {
 	db := s.db.WithContext(ctx)
+	if owner != "" {
+		if _, err := order(db, id, owner); err != nil {
+			return service.Order{}, err
+		}
+	}
 	var res *gorm.DB
 	for attempt := 0; ; attempt++ {
 		// By primary key, always: on a small table the optimizer may take
@@ -52,7 +65,7 @@ func (s *Store) PayOrder(ctx context.Context, id uint64, now, placedSince time.T
 	if res.Error != nil {
 		return service.Order{}, translate(res.Error)
 	}
-	o, err := order(db, id)
+	o, err := order(db, id, "")
 	if err != nil {
 		return service.Order{}, err
 	}

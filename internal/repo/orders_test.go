@@ -32,18 +32,18 @@ func TestOrderLifeCycle(t *testing.T) {
 	assertState(t, s, 98, 2)
 	now := time.Now().UTC()
 
-	o, err := s.PayOrder(ctx, paid.ID, now, now.Add(-time.Hour))
+	o, err := s.PayOrder(ctx, paid.ID, "", now, now.Add(-time.Hour))
 	if err != nil || o.Status != service.OrderPaid || o.PaidAt == nil {
 		t.Fatalf("pay: %+v, %v", o, err)
 	}
-	if o, err = s.PayOrder(ctx, paid.ID, now, now.Add(-time.Hour)); err != nil || o.Status != service.OrderPaid {
+	if o, err = s.PayOrder(ctx, paid.ID, "", now, now.Add(-time.Hour)); err != nil || o.Status != service.OrderPaid {
 		t.Fatalf("paying a paid order again: %+v, %v, want it paid, no error", o, err)
 	}
-	if _, err := s.PayOrder(ctx, 1<<40, now, time.Time{}); !errors.Is(err, service.ErrOrderNotFound) {
+	if _, err := s.PayOrder(ctx, 1<<40, "", now, time.Time{}); !errors.Is(err, service.ErrOrderNotFound) {
 		t.Fatalf("paying no order: %v, want ErrOrderNotFound", err)
 	}
 	// Past its timeout an unpaid order cannot be paid, swept or not.
-	if _, err := s.PayOrder(ctx, unpaid.ID, now, now.Add(time.Hour)); !errors.Is(err, service.ErrOrderExpired) {
+	if _, err := s.PayOrder(ctx, unpaid.ID, "", now, now.Add(time.Hour)); !errors.Is(err, service.ErrOrderExpired) {
 		t.Fatalf("paying an order past its timeout: %v, want ErrOrderExpired", err)
 	}
 
@@ -61,7 +61,7 @@ func TestOrderLifeCycle(t *testing.T) {
 	if again, err := s.ExpireOrders(ctx, now.Add(time.Hour), now, 100); err != nil || len(again) != 0 {
 		t.Fatalf("a second sweep expired %v (%v), want nothing", again, err)
 	}
-	if _, err := s.PayOrder(ctx, unpaid.ID, now, time.Time{}); !errors.Is(err, service.ErrOrderExpired) {
+	if _, err := s.PayOrder(ctx, unpaid.ID, "", now, time.Time{}); !errors.Is(err, service.ErrOrderExpired) {
 		t.Fatalf("paying an expired order: %v, want ErrOrderExpired", err)
 	}
 	counts, err := s.OrderCounts(ctx, 1)
@@ -85,7 +85,7 @@ func TestPaymentAndExpiryRace(t *testing.T) {
 		var payErr, sweepErr error
 		var expired []service.Order
 		start := make(chan struct{})
-		wg.Go(func() { <-start; _, payErr = s.PayOrder(ctx, o.ID, now, time.Time{}) })
+		wg.Go(func() { <-start; _, payErr = s.PayOrder(ctx, o.ID, "", now, time.Time{}) })
 		wg.Go(func() { <-start; expired, sweepErr = s.ExpireOrders(ctx, now.Add(time.Hour), now, 10) })
 		close(start)
 		wg.Wait()
@@ -93,7 +93,7 @@ func TestPaymentAndExpiryRace(t *testing.T) {
 			t.Fatal(sweepErr)
 		}
 		after, _ := s.Goods(ctx, 1)
-		got, err := s.Order(ctx, o.ID)
+		got, err := s.Order(ctx, o.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,4 +173,28 @@ func TestRequestIDsAreCaseSensitive(t *testing.T) {
 		t.Fatalf("lookup of DUP-1: %+v %v %v", o, found, err)
 	}
 	assertState(t, s, 98, 2)
+}
+
+// An owner reads and pays its own orders only: another buyer's is not
+// found, and stays unpaid.
+func TestOrdersOfAnOwner(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	o := &service.Order{GoodsNo: 1, RequestID: "alices", UserID: "alice"}
+	if err := s.SellAtomic(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, err := s.Order(ctx, o.ID, "mallory"); !errors.Is(err, service.ErrOrderNotFound) {
+		t.Fatalf("mallory reads alice's order: %v, want ErrOrderNotFound", err)
+	}
+	if _, err := s.PayOrder(ctx, o.ID, "mallory", now, time.Time{}); !errors.Is(err, service.ErrOrderNotFound) {
+		t.Fatalf("mallory pays alice's order: %v, want ErrOrderNotFound", err)
+	}
+	if got, err := s.Order(ctx, o.ID, "alice"); err != nil || got.Status != service.OrderUnpaid {
+		t.Fatalf("alice's order after mallory's try: %+v, %v; want unpaid", got, err)
+	}
+	if got, err := s.PayOrder(ctx, o.ID, "alice", now, time.Time{}); err != nil || got.Status != service.OrderPaid {
+		t.Fatalf("alice pays: %+v, %v", got, err)
+	}
 }

@@ -4,6 +4,8 @@ package repo
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -11,6 +13,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -87,6 +90,11 @@ type Options struct {
 	// and no other holder can sell meanwhile; set it to the lock's session
 	// timeout, after which the lock has passed on anyway. 0: no bound.
 	IdleTransactionTimeout time.Duration
+	// TLSCA, a PEM file of CA certificates, has every connection use TLS
+	// and verify the server's certificate (its name: the DSN's host) with
+	// those CAs alone. Empty: the DSN's own tls parameter decides
+	// (plaintext without one).
+	TLSCA string
 }
 
 // DefaultSaleConns is the default size of a sale pool. Sale transactions on
@@ -130,6 +138,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if len(addrs) > 1 {
 		fo = &failover{addrs: addrs}
 		cfg.DialFunc = fo.dial
+	}
+	if opts.TLSCA != "" {
+		if cfg.TLS != nil {
+			return nil, errors.New("repo: a CA for TLS and a tls parameter in the DSN: choose one")
+		}
+		if cfg.TLS, err = caTLS(opts.TLSCA); err != nil {
+			return nil, err
+		}
 	}
 	cfg.ClientFoundRows = true
 	// One text query per statement instead of prepare, execute and close:
@@ -863,4 +879,17 @@ func connBroken(err error) bool {
 // one-per-buyer rule (not expired), if there is one.
 func (s *Store) ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order service.Order, found bool, err error) {
 	return s.lockedOrder(ctx, "goods_no = ? AND active_buyer = ?", goodsNo, userID)
+}
+
+// caTLS is the TLS configuration that trusts the CAs of the PEM file only.
+func caTLS(file string) (*tls.Config, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("repo: the CA for TLS: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("repo: %s holds no PEM certificate", file)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

@@ -50,6 +50,16 @@ var (
 	ErrNotStarted = errors.New("service: the sale has not started")
 	// ErrEnded: the sale is over.
 	ErrEnded = errors.New("service: the sale has ended")
+	// ErrUnauthenticated: the request carries no valid credentials of a
+	// buyer (with auth.mode jwt: no bearer token, or one that fails its
+	// checks).
+	ErrUnauthenticated = errors.New("service: no valid credentials")
+	// ErrBuyerMismatch: the request names a buyer (X-User-ID, userId) other
+	// than its credentials prove.
+	ErrBuyerMismatch = errors.New("service: the request names another buyer than its token")
+	// ErrTooManyRequests: a buyer or a client address asked more often than
+	// its limit allows; a RateLimitError says when to try again.
+	ErrTooManyRequests = errors.New("service: too many requests")
 	// ErrUnavailable: MySQL or ZooKeeper cannot be reached, or is overloaded.
 	ErrUnavailable = errors.New("service: dependency unavailable")
 	// ErrConflict: the database refused the purchase's transaction for a
@@ -86,3 +96,16 @@ func (e *WindowError) Error() string {
 }
 
 func (e *WindowError) Unwrap() error { return e.Err }
+
+// RateLimitError is ErrTooManyRequests with the wait until the next
+// request is allowed and the limit that refused (buyer or client).
+type RateLimitError struct {
+	Limit      string // "buyer" or "client"
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("%v: %s limit, retry after %v", ErrTooManyRequests, e.Limit, e.RetryAfter)
+}
+
+func (e *RateLimitError) Unwrap() error { return ErrTooManyRequests }

@@ -8,13 +8,15 @@ import (
 
 // OrderStore is the persistence the order life cycle needs.
 type OrderStore interface {
-	// Order reads an order, or returns ErrOrderNotFound.
-	Order(ctx context.Context, id uint64) (Order, error)
+	// Order reads an order of owner ("" : of anyone), or returns
+	// ErrOrderNotFound, for another buyer's order too.
+	Order(ctx context.Context, id uint64, owner string) (Order, error)
 	// PayOrder marks an unpaid order placed at or after placedSince paid, in
 	// one conditional step (exactly one of a payment and an expiry wins).
 	// A paid order is returned as it is; an expired one, or one placed
-	// before placedSince, is ErrOrderExpired; none, ErrOrderNotFound.
-	PayOrder(ctx context.Context, id uint64, now, placedSince time.Time) (Order, error)
+	// before placedSince, is ErrOrderExpired; none, or another buyer's
+	// than owner ("" : anyone's), ErrOrderNotFound.
+	PayOrder(ctx context.Context, id uint64, owner string, now, placedSince time.Time) (Order, error)
 	// ExpireOrders expires up to limit unpaid orders placed before
 	// placedBefore and returns their pieces to the stock, each order at
 	// most once however many sweepers run, and returns them.
@@ -54,18 +56,21 @@ func NewOrders(store OrderStore, cfg OrdersConfig, log *slog.Logger) *Orders {
 	return &Orders{store: store, cfg: cfg, log: log, now: func() time.Time { return time.Now().UTC() }}
 }
 
-// Get returns order id.
-func (o *Orders) Get(ctx context.Context, id uint64) (Order, error) {
+// Get returns order id if it is owner's. An owner of "" reads any order:
+// the anonymous demo (auth.mode none), where orders are open to anyone.
+// Another buyer's order is ErrOrderNotFound, as a missing one: its
+// existence is not revealed.
+func (o *Orders) Get(ctx context.Context, id uint64, owner string) (Order, error) {
 	if id == 0 {
 		return Order{}, ErrInvalidOrderID
 	}
-	return o.store.Order(ctx, id)
+	return o.store.Order(ctx, id, owner)
 }
 
 // Pay pays order id. Paying a paid order again succeeds (a retried payment
 // is not an error); an order past its pay timeout is ErrOrderExpired even
-// before the sweeper gets to it.
-func (o *Orders) Pay(ctx context.Context, id uint64) (Order, error) {
+// before the sweeper gets to it. Only owner pays ("" : anyone, as Get).
+func (o *Orders) Pay(ctx context.Context, id uint64, owner string) (Order, error) {
 	if id == 0 {
 		return Order{}, ErrInvalidOrderID
 	}
@@ -74,7 +79,7 @@ func (o *Orders) Pay(ctx context.Context, id uint64) (Order, error) {
 	if o.cfg.PayTimeout > 0 {
 		placedSince = now.Add(-o.cfg.PayTimeout)
 	}
-	return o.store.PayOrder(ctx, id, now, placedSince)
+	return o.store.PayOrder(ctx, id, owner, now, placedSince)
 }
 
 // Sweep runs sweeps every SweepInterval until ctx ends: the work of the

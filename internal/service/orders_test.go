@@ -20,11 +20,11 @@ type fakeOrderStore struct {
 	expireErr   error
 }
 
-func (f *fakeOrderStore) Order(context.Context, uint64) (service.Order, error) {
+func (f *fakeOrderStore) Order(context.Context, uint64, string) (service.Order, error) {
 	return service.Order{}, service.ErrOrderNotFound
 }
 
-func (f *fakeOrderStore) PayOrder(_ context.Context, id uint64, now, placedSince time.Time) (service.Order, error) {
+func (f *fakeOrderStore) PayOrder(_ context.Context, id uint64, _ string, now, placedSince time.Time) (service.Order, error) {
 	f.placedSince = placedSince
 	return service.Order{ID: id, Status: service.OrderPaid, PaidAt: &now}, nil
 }
@@ -46,18 +46,18 @@ func TestPayHonoursTheTimeout(t *testing.T) {
 	store := &fakeOrderStore{}
 	o := service.NewOrders(store, service.OrdersConfig{PayTimeout: time.Minute}, slog.New(slog.DiscardHandler))
 	before := time.Now()
-	if _, err := o.Pay(context.Background(), 1); err != nil {
+	if _, err := o.Pay(context.Background(), 1, ""); err != nil {
 		t.Fatal(err)
 	}
 	if d := before.Sub(store.placedSince); d < 59*time.Second || d > 61*time.Second {
 		t.Fatalf("orders placed since %v ago may be paid, want the pay timeout, 1m", d)
 	}
-	if _, err := o.Pay(context.Background(), 0); !errors.Is(err, service.ErrInvalidOrderID) {
+	if _, err := o.Pay(context.Background(), 0, ""); !errors.Is(err, service.ErrInvalidOrderID) {
 		t.Fatalf("Pay(0) = %v, want ErrInvalidOrderID", err)
 	}
 	// No timeout: any unpaid order may be paid.
 	o = service.NewOrders(store, service.OrdersConfig{}, slog.New(slog.DiscardHandler))
-	if _, err := o.Pay(context.Background(), 1); err != nil || !store.placedSince.IsZero() {
+	if _, err := o.Pay(context.Background(), 1, ""); err != nil || !store.placedSince.IsZero() {
 		t.Fatalf("without a timeout: placed since %v (%v), want the zero time", store.placedSince, err)
 	}
 }

@@ -376,6 +376,9 @@ func (s *Shop) refuse(ctx context.Context, p PurchaseRequest, err error) (*Order
 	if errors.Is(err, ErrDuplicateRequest) || errors.Is(err, ErrAlreadyBought) || p.ClientRequestID && refusal {
 		o, found, lerr := s.store.OrderByRequestID(ctx, p.RequestID)
 		switch {
+		case lerr == nil && found && o.UserID != p.UserID:
+			// Another buyer's request id: its order is not shown.
+			return nil, fmt.Errorf("%w: it is another buyer's", ErrDuplicateRequest)
 		case lerr == nil && found && o.GoodsNo != p.GoodsNo:
 			return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID)
 		case lerr == nil && found:
@@ -402,6 +405,8 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		o, found, err := s.store.OrderByRequestID(ctx, order.RequestID)
 		switch {
+		case err == nil && found && o.UserID != order.UserID:
+			return nil, fmt.Errorf("%w: it is another buyer's", ErrDuplicateRequest)
 		case err == nil && found && o.GoodsNo != order.GoodsNo:
 			// The id bought another goods before (a batch answers its
 			// duplicates too with the cut-off commit).

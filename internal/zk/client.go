@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,12 @@ type Options struct {
 	// Dial opens each connection to a server, within timeout. Default
 	// net.DialTimeout; set it to go through a proxy or to wrap connections.
 	Dial func(network, address string, timeout time.Duration) (net.Conn, error)
+	// Digest, "user:password", makes the session authenticate as that
+	// digest identity (again on every reconnect), and every node the client
+	// creates gets an ACL that lets that identity do anything and anyone
+	// else only read (Curator's authorization plus an ACLProvider). Empty:
+	// no authentication, and nodes open to anyone.
+	Digest string
 }
 
 func (o *Options) setDefaults() {
@@ -132,7 +139,25 @@ type Client struct {
 	wg      sync.WaitGroup // the event loop and background deletes
 
 	noContainers bool // the server does not know CONTAINER nodes (before 3.5)
+
+	acl []gozk.ACL // of every node the client creates
 }
+
+// aclFor is the ACL of the nodes created by a client with digest ("" : open
+// to anyone), and an error if digest is not user:password.
+func aclFor(digest string) ([]gozk.ACL, error) {
+	if digest == "" {
+		return gozk.WorldACL(gozk.PermAll), nil
+	}
+	user, password, ok := strings.Cut(digest, ":")
+	if !ok || user == "" || password == "" {
+		return nil, errors.New("zk: the digest identity must be user:password") // never the value: it holds a secret
+	}
+	return append(gozk.DigestACL(gozk.PermAll, user, password), gozk.WorldACL(gozk.PermRead)...), nil
+}
+
+// ACL is the ACL of the nodes the client creates.
+func (c *Client) ACL() []gozk.ACL { return c.acl }
 
 // Connect dials the ensemble and waits, at most ctx's deadline or
 // Options.ConnectionTimeout, for the first session.
@@ -141,11 +166,16 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Client, erro
 	if len(servers) == 0 {
 		return nil, errors.New("zk: no servers")
 	}
+	acl, err := aclFor(opts.Digest)
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{
 		opts:   opts,
 		log:    opts.Logger,
 		ready:  make(chan struct{}),
 		events: make(chan struct{}, 1),
+		acl:    acl,
 	}
 	c.bg, c.stopBG = context.WithCancel(context.Background())
 	conn, _, err := gozk.Connect(servers, opts.SessionTimeout,
@@ -168,6 +198,14 @@ func Connect(ctx context.Context, servers []string, opts Options) (*Client, erro
 	if _, err := c.Session(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("zk: connect to %v: no session within %v: %w", servers, opts.ConnectionTimeout, err)
+	}
+	if opts.Digest != "" {
+		// go-zookeeper keeps the credentials and sends them again on every
+		// reconnect, before any other request.
+		if _, err := call(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", []byte(opts.Digest)) }, nil); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("zk: authenticate as the digest identity: %w", err)
+		}
 	}
 	return c, nil
 }

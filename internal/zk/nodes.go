@@ -90,7 +90,7 @@ func (c *Client) Set(ctx context.Context, p string, data []byte, version int32) 
 // CreatePersistent creates the persistent node p with data (its parent must
 // exist).
 func (c *Client) CreatePersistent(ctx context.Context, p string, data []byte) (string, error) {
-	return call(ctx, func() (string, error) { return c.conn.Create(p, data, gozk.FlagPersistent, openACL) }, nil)
+	return call(ctx, func() (string, error) { return c.conn.Create(p, data, gozk.FlagPersistent, c.acl) }, nil)
 }
 
 // SessionID is the id of the connection's current session (0 before the

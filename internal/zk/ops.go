@@ -12,8 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-var openACL = gozk.WorldACL(gozk.PermAll)
-
 type result[T any] struct {
 	v   T
 	err error
@@ -143,7 +141,7 @@ func (c *Client) makePath(ctx context.Context, parts []string) error {
 
 func (c *Client) createParent(p string) (string, error) {
 	if !c.noContainersKnown() {
-		s, err := c.conn.CreateContainer(p, nil, gozk.FlagContainer, openACL)
+		s, err := c.conn.CreateContainer(p, nil, gozk.FlagContainer, c.acl)
 		if err == nil || errors.Is(err, gozk.ErrNodeExists) || errors.Is(err, gozk.ErrNoNode) || retryable(err) {
 			return s, err
 		}
@@ -152,7 +150,7 @@ func (c *Client) createParent(p string) (string, error) {
 		c.mu.Unlock()
 		c.log.Info("zookeeper server has no container nodes; parents are created persistent", "err", err)
 	}
-	return c.conn.Create(p, nil, gozk.FlagPersistent, openACL)
+	return c.conn.Create(p, nil, gozk.FlagPersistent, c.acl)
 }
 
 func (c *Client) noContainersKnown() bool {
@@ -269,7 +267,7 @@ func (c *Client) CreateProtected(ctx context.Context, s *Session, parent, marker
 	parentMakes := 0
 	for n := 0; ; {
 		created, err := call(ctx, func() (string, error) {
-			return c.conn.Create(want, data, gozk.FlagEphemeralSequential, openACL)
+			return c.conn.Create(want, data, gozk.FlagEphemeralSequential, c.acl)
 		}, func(p string, err error) {
 			if err == nil {
 				_ = c.DeleteNode(p, s) // nobody waits for the answer; failures are logged there

@@ -51,7 +51,7 @@ func TestWorkOfALostSessionArrivingAfterItsResumption(t *testing.T) {
 	}
 	ephemeral := func(t *testing.T, name string) string {
 		t.Helper()
-		p, err := c.conn.Create(path.Join(base, name), nil, gozk.FlagEphemeralSequential, openACL)
+		p, err := c.conn.Create(path.Join(base, name), nil, gozk.FlagEphemeralSequential, c.acl)
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}

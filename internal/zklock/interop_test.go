@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -67,7 +68,14 @@ type peer struct {
 
 func startPeer(t *testing.T, args ...string) *peer {
 	t.Helper()
+	return startPeerWith(t, nil, args...)
+}
+
+// startPeerWith starts a peer with env added to the test's environment.
+func startPeerWith(t *testing.T, env []string, args ...string) *peer {
+	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +132,17 @@ func (p *peer) await(t *testing.T, what string, match func(string) bool) string 
 // counterFixture is what the lock interop tests share: two Go clients, a lock
 // path and a counter node at 0 beside it.
 func counterFixture(t *testing.T) (clients []*zklock.Client, lockPath, counter string) {
-	clients = []*zklock.Client{connect(t), connect(t)}
+	return counterFixtureAs(t, "")
+}
+
+// counterFixtureAs is counterFixture with clients of the digest identity
+// ("" : none).
+func counterFixtureAs(t *testing.T, digest string) (clients []*zklock.Client, lockPath, counter string) {
+	if digest == "" {
+		clients = []*zklock.Client{connect(t), connect(t)}
+	} else {
+		clients = []*zklock.Client{connectAs(t, digest), connectAs(t, digest)}
+	}
 	base := itest.Path(t)
 	itest.CreateNode(t, clients[0].Conn(), base, nil)
 	itest.CreateNode(t, clients[0].Conn(), base+"/counter", []byte("0"))
@@ -132,13 +150,40 @@ func counterFixture(t *testing.T) (clients []*zklock.Client, lockPath, counter s
 }
 
 func TestInteropMutexWithJavaCurator(t *testing.T) {
+	interopMutex(t, "")
+}
+
+// With zookeeper.auth: Go and Java authenticate as one digest identity and
+// create their nodes with the same ACL; they share the lock as before, and
+// a client without the identity cannot queue on it.
+func TestInteropMutexWithJavaCuratorUnderACL(t *testing.T) {
+	interopMutex(t, itest.ZKDigest)
+}
+
+func interopMutex(t *testing.T, digest string) {
 	java, ctx := javaPeer(t), testCtx(t)
-	clients, lockPath, counter := counterFixture(t)
+	clients, lockPath, counter := counterFixtureAs(t, digest)
 
 	const javaRounds, goWorkers, goRounds = 60, 4, 15
-	p := startPeer(t, append(java, "mutex", lockPath, counter, strconv.Itoa(javaRounds))...)
+	var env []string
+	if digest != "" {
+		env = []string{"ZK_DIGEST=" + digest}
+	}
+	p := startPeerWith(t, env, append(java, "mutex", lockPath, counter, strconv.Itoa(javaRounds))...)
 	var javaSaw []string
 	javaSaw = append(javaSaw, p.await(t, "first acquisition", func(l string) bool { return strings.HasPrefix(l, "participants ") }))
+	if digest != "" {
+		// The lock node exists now, made by Java's Curator with its ACL.
+		outsider, _, err := gozk.Connect(itest.ZooKeeper(t), 10*time.Second, gozk.WithLogInfo(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = outsider.Create(lockPath+"/_c_outsider-lock-", nil, gozk.FlagEphemeralSequential, gozk.WorldACL(gozk.PermAll))
+		outsider.Close()
+		if !errors.Is(err, gozk.ErrNoAuth) {
+			t.Errorf("a client without the identity queues on the lock Java made: %v, want NoAuth", err)
+		}
+	}
 
 	var mu sync.Mutex
 	var goNodes, goSaw []string

@@ -23,6 +23,16 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.List;
+
+import org.apache.curator.framework.api.ACLProvider;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
+import org.apache.zookeeper.data.Id;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -44,8 +54,31 @@ import org.apache.zookeeper.KeeperException;
 
 public class CuratorPeer {
     public static void main(String[] args) throws Exception {
-        CuratorFramework client = CuratorFrameworkFactory.newClient(
-                args[0], 10000, 10000, new ExponentialBackoffRetry(100, 10));
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder().connectString(args[0])
+                .sessionTimeoutMs(10000).connectionTimeoutMs(10000).retryPolicy(new ExponentialBackoffRetry(100, 10));
+        // ZK_DIGEST=user:password: authenticate as that digest identity and
+        // create every node with the shop's ACL (the identity ALL, anyone READ).
+        String digest = System.getenv("ZK_DIGEST");
+        if (digest != null && !digest.isEmpty()) {
+            String user = digest.substring(0, digest.indexOf(':'));
+            String hash = Base64.getEncoder().encodeToString(
+                    MessageDigest.getInstance("SHA1").digest(digest.getBytes(StandardCharsets.UTF_8)));
+            // A mutable list: ZooKeeper asks it contains(null), which List.of refuses.
+            List<ACL> acl = new ArrayList<>(Arrays.asList(new ACL(ZooDefs.Perms.ALL, new Id("digest", user + ":" + hash)),
+                    new ACL(ZooDefs.Perms.READ, ZooDefs.Ids.ANYONE_ID_UNSAFE)));
+            builder = builder.authorization("digest", digest.getBytes(StandardCharsets.UTF_8)).aclProvider(new ACLProvider() {
+                @Override
+                public List<ACL> getDefaultAcl() {
+                    return acl;
+                }
+
+                @Override
+                public List<ACL> getAclForPath(String path) {
+                    return acl;
+                }
+            });
+        }
+        CuratorFramework client = builder.build();
         client.start();
         client.blockUntilConnected();
         try {

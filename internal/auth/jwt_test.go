@@ -1,0 +1,67 @@
+package auth_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seckill-zk/seckill-zk/internal/auth"
+)
+
+func TestKeysDecideTheAlgorithm(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&ec.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := auth.ReadPublicKey(write("ec.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewJWT(auth.Options{PublicKey: pub})
+	if err != nil || v.Method() != "ES256" {
+		t.Fatalf("a P-256 key: %v, method %v; want ES256", err, v)
+	}
+	privDER, err := x509.MarshalECPrivateKey(ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.ReadPublicKey(write("ec.key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: privDER}))); err == nil || !strings.Contains(err.Error(), "private key") {
+		t.Fatalf("a private key given as the public key: %v, want a refusal naming it", err)
+	}
+	small, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.NewJWT(auth.Options{PublicKey: &small.PublicKey}); err == nil {
+		t.Fatal("a 1024-bit RSA key accepted")
+	}
+	secret, err := auth.ReadSecret(write("short.secret", []byte("too-short\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.NewJWT(auth.Options{HMACSecret: secret}); err == nil || strings.Contains(err.Error(), "too-short") {
+		t.Fatalf("a 9-byte secret: %v; want refused, without the secret in the error", err)
+	}
+	if _, err := auth.NewJWT(auth.Options{}); err == nil {
+		t.Fatal("no key accepted")
+	}
+}
