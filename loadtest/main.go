@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -192,8 +193,48 @@ It stops by itself after --requests purchases or --max-duration.
 	fs.StringVar(&html, "html", "", "write a self-contained HTML report with the chart to this file")
 	fs.BoolVar(&exact, "expect-exact", false, "exit 3 unless nothing was oversold, every success has its order row and (with enough requests) no stock is left")
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar")
-	root.AddCommand(compareCommand(stdout))
+	root.AddCommand(compareCommand(stdout), tokensCommand(stdout))
 	return root
+}
+
+// tokensCommand prints one bearer token per buyer, buyer-0 to buyer-N-1, a
+// line each: for JMeter's plan (and any other tool) against a shop with
+// auth.mode jwt.
+func tokensCommand(stdout io.Writer) *cobra.Command {
+	var secretFile, issuer, audience string
+	var buyers int
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:     "tokens --jwt-secret-file FILE --buyers N",
+		Short:   "Print an HS256 bearer token per buyer (buyer-0 ... buyer-N-1), one a line",
+		Example: "  loadtest tokens --jwt-secret-file out/jwt.secret --buyers 1500 > out/tokens.csv",
+		Args:    cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if secretFile == "" || buyers < 1 {
+				return usageError("tokens needs --jwt-secret-file and --buyers of 1 or more")
+			}
+			secret, err := auth.ReadSecret(secretFile)
+			if err != nil {
+				return err
+			}
+			w := bufio.NewWriter(stdout)
+			now := time.Now()
+			for b := range buyers {
+				tok, err := auth.MintHS256(secret, fmt.Sprint("buyer-", b), issuer, audience, now, ttl)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(w, tok)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&secretFile, "jwt-secret-file", "", "the HS256 secret (the shop's auth.hmacSecretFile)")
+	cmd.Flags().StringVar(&issuer, "jwt-issuer", "", "the tokens' iss (the shop's auth.issuer)")
+	cmd.Flags().StringVar(&audience, "jwt-audience", "", "the tokens' aud (the shop's auth.audience)")
+	cmd.Flags().IntVar(&buyers, "buyers", 0, "how many buyers: buyer-0 to buyer-N-1")
+	cmd.Flags().DurationVar(&ttl, "ttl", time.Hour, "how long the tokens are valid")
+	return cmd
 }
 
 // compareCommand prints runs side by side with a verdict each, and can

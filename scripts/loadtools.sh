@@ -54,6 +54,20 @@ check_many_goods() {
 	log "$1: every goods exact (order rows = pieces sold)"
 }
 
+# jwt_shop starts the instances again with auth.mode jwt and a fresh HS256 secret in
+# out/jwt.secret, restocked; an anonymous purchase must then be refused (401).
+jwt_shop() {
+	scripts/demo.sh down
+	mkdir -p out
+	head -c 48 /dev/urandom | base64 | tr -d '\n' >out/jwt.secret
+	chmod 600 out/jwt.secret
+	SHOP_LOCK_ENABLED=true SHOP_AUTH_MODE=jwt SHOP_AUTH_HMACSECRETFILE="$root/out/jwt.secret" scripts/demo.sh up
+	bin/shop stock set --goods 1 --stock "$stock" --clear-orders
+	local code
+	code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8081/goods-stock/1)
+	[ "$code" = 401 ] || { log "auth.mode jwt: an anonymous purchase answered $code, want 401"; exit 1; }
+}
+
 # restock sets the stock again for the next run and waits out the instances' sold-out mark
 # (a restock shows within a second).
 restock() {
@@ -90,6 +104,10 @@ k6() {
 	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=$buyers -e GOODS=1-10 -e SKEW=zipf:1.1 \
 		loadtest/k6/seckill.js
 	check_many_goods "k6 many goods"
+	jwt_shop
+	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=$buyers -e JWT_SECRET_FILE="$root/out/jwt.secret" \
+		-e EXPECT_STOCK=$stock loadtest/k6/seckill.js
+	log "k6 with a token per buyer (auth.mode jwt): thresholds held ($stock bought)"
 }
 
 install_jmeter() {
@@ -128,6 +146,9 @@ jmeter() {
 	failed=$(awk -F, '$8 != "true"' out/jmeter.csv | grep -c . || true)
 	[ "$(grep -c . out/jmeter.csv)" = $buyers ] && [ "$failed" = 0 ] || { log "jmeter many goods: $failed failed assertions"; exit 1; }
 	check_many_goods "jmeter many goods"
+	jwt_shop
+	bin/loadtest tokens --jwt-secret-file out/jwt.secret --buyers $buyers >out/tokens.csv
+	jmeter_run 0 -Jtokens="$root/out/tokens.csv" -Jtokenheader=Authorization
 }
 
 # jmeter_plan HOST PORT THREADS USERS [PROPERTIES...]: one run of the plan, out/jmeter.csv its
@@ -140,9 +161,9 @@ jmeter_plan() {
 	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
 }
 
-# jmeter_run USERS: one run of the plan (USERS 0: anonymous buyers) and its checks.
+# jmeter_run USERS [PROPERTIES...]: one run of the plan (USERS 0: anonymous buyers) and its checks.
 jmeter_run() {
-	jmeter_plan 127.0.0.1 8081 $buyers "$1"
+	jmeter_plan 127.0.0.1 8081 $buyers "$@"
 	# CSV columns: timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,...
 	local total ok refused failed
 	total=$(grep -c . out/jmeter.csv)

@@ -755,9 +755,25 @@ type StockReset struct {
 }
 
 // SetStock sets the stock of goodsNo, creating an active row when there is
-// none, and resets what r asks for.
+// none, and resets what r asks for. Chosen as a deadlock's victim (its
+// delete of order rows takes gap locks that a concurrent insert may need),
+// it was rolled back and runs again, a few times.
 func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, r StockReset) error {
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	for attempt := 0; ; attempt++ {
+		err := s.setStock(ctx, goodsNo, stock, r)
+		var me *mysql.MySQLError
+		if attempt < 3 && errors.As(err, &me) && me.Number == erLockDeadlock {
+			continue
+		}
+		if errors.Is(err, ErrEmptyWindow) {
+			return err
+		}
+		return translate(err)
+	}
+}
+
+func (s *Store) setStock(ctx context.Context, goodsNo, stock int32, r StockReset) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		set := map[string]any{"stock": stock}
 		if r.ResetFence {
 			set["fence"] = 0
@@ -801,10 +817,6 @@ func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, r StockReset
 		}
 		return nil
 	})
-	if errors.Is(err, ErrEmptyWindow) {
-		return err
-	}
-	return translate(err)
 }
 
 // ErrEmptyWindow: SetStock was asked for a sale window that ends before it

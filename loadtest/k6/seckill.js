@@ -9,7 +9,10 @@
 // BUYERS (1500: the seed's JMeter threads),
 // USERS (buyer mode: VU i sends X-User-ID buyer-(i mod USERS), so with fewer USERS than BUYERS
 // some buyers try twice and the shop's one-per-buyer rule answers 409 already_bought; 0: anonymous),
-// EXPECT_STOCK (if set, the run fails unless exactly that many purchases succeed).
+// EXPECT_STOCK (if set, the run fails unless exactly that many purchases succeed),
+// JWT_SECRET_FILE (an absolute path, or one relative to this script; a shop with auth.mode jwt: each buyer sends an HS256 token signed with the
+// secret in this file, its sub the buyer: buyer-(i mod USERS), or buyer-i with USERS 0; no
+// X-User-ID) with JWT_ISSUER and JWT_AUDIENCE as its iss and aud when set.
 // Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body;
 // each buyer sends its own X-Request-ID; at the end, every goods' new order rows equal the pieces its
 // stock went down by (the run fails when a goods was oversold).
@@ -17,6 +20,8 @@ import http from 'k6/http';
 import { check } from 'k6';
 import { Counter } from 'k6/metrics';
 import exec from 'k6/execution';
+import crypto from 'k6/crypto';
+import encoding from 'k6/encoding';
 
 const bases = (__ENV.BASE_URLS || 'http://127.0.0.1:8081,http://127.0.0.1:8082').split(',');
 // goodsSet reads GOODS: numbers and ranges, comma separated.
@@ -51,6 +56,18 @@ const runId = `k6-${Date.now().toString(36)}`;
 const buyers = parseInt(__ENV.BUYERS || '1500', 10);
 const users = parseInt(__ENV.USERS || '0', 10);
 
+// The HS256 secret, read once in the init context.
+const jwtSecret = __ENV.JWT_SECRET_FILE ? open(__ENV.JWT_SECRET_FILE).replace(/[\r\n]+$/, '') : '';
+// token signs a bearer token for buyer, valid for an hour.
+function token(buyer) {
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { sub: buyer, iat: now, exp: now + 3600 };
+  if (__ENV.JWT_ISSUER) claims.iss = __ENV.JWT_ISSUER;
+  if (__ENV.JWT_AUDIENCE) claims.aud = __ENV.JWT_AUDIENCE;
+  const unsigned = `${encoding.b64encode(JSON.stringify({ alg: 'HS256', typ: 'JWT' }), 'rawurl')}.${encoding.b64encode(JSON.stringify(claims), 'rawurl')}`;
+  return `${unsigned}.${crypto.hmac('sha256', jwtSecret, unsigned, 'base64rawurl')}`;
+}
+
 const bought = new Counter('seckill_bought');
 const soldOut = new Counter('seckill_sold_out');
 const alreadyBought = new Counter('seckill_already_bought');
@@ -80,7 +97,9 @@ export const options = {
 export default function () {
   const base = bases[exec.vu.idInTest % bases.length];
   const headers = { 'X-Request-ID': `${runId}-${exec.vu.idInTest}` };
-  if (users > 0) headers['X-User-ID'] = `buyer-${exec.vu.idInTest % users}`;
+  const buyer = `buyer-${users > 0 ? exec.vu.idInTest % users : exec.vu.idInTest}`;
+  if (jwtSecret) headers.Authorization = `Bearer ${token(buyer)}`;
+  else if (users > 0) headers['X-User-ID'] = buyer;
   const res = http.get(`${base}/goods-stock/${pick()}`, {
     headers,
     timeout: '300s',
