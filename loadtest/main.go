@@ -11,10 +11,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"bufio"
 	"fmt"
 	"io"
 	"os"
