@@ -66,12 +66,13 @@ bench: stack-up
 
 ## bench-shop: the purchase strategies side by side on two instances each (seed, batch, atomic):
 ## every buyer buys, a sell-out, how time and memory grow with the crowd, and each strategy on one
-## MariaDB, one Galera node and three Galera nodes, and a sale of many goods against one. Prints the table
+## MariaDB, one Galera node and three Galera nodes, a sale of many goods against one, and what
+## auth.mode jwt and the limits cost. Prints the table
 ## (also in out/bench-shop.txt, and (a)'s chart in out/bench-shop.svg). BENCH_SHOP_BUYERS,
 ## _CONCURRENCY, _ROUNDS, _SIZES change it.
 bench-shop: stack-up galera-up
 	mkdir -p out
-	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods, 3 rounds: 20-30 minutes; the whole log in out/bench-shop.log"
+	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods and (f) who may do what, 3 rounds: 20-30 minutes; the whole log in out/bench-shop.log"
 	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
 		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ 2>&1 | tee out/bench-shop.log | grep --line-buffered '^bench-shop:' \
 		|| { tail -50 out/bench-shop.log; exit 1; }

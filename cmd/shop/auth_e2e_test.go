@@ -1,7 +1,11 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -80,8 +84,12 @@ func TestWhoMayDoWhat(t *testing.T) {
 
 	t.Run("tokens", func(t *testing.T) {
 		in := s.serve(t, "SHOP_LIMITS_BUYERRATE=1", "SHOP_LIMITS_BUYERBURST=3")
-		forged, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "iss": "https://login.example",
-			"aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(strings.Repeat("f", 48)))
+		valid := jwt.MapClaims{"sub": "alice", "iss": "https://login.example", "aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}
+		forged, err := jwt.NewWithClaims(jwt.SigningMethodHS256, valid).SignedString([]byte(strings.Repeat("f", 48)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		none, err := jwt.NewWithClaims(jwt.SigningMethodNone, valid).SignedString(jwt.UnsafeAllowNoneSignatureType)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,8 +101,12 @@ func TestWhoMayDoWhat(t *testing.T) {
 		}{
 			{"no token", nil, 401, "unauthenticated"},
 			{"forged signature", []string{"Authorization", "Bearer " + forged}, 401, "unauthenticated"},
+			{"alg none", []string{"Authorization", "Bearer " + none}, 401, "unauthenticated"},
 			{"expired", []string{"Authorization", token("alice", func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() })}, 401, "unauthenticated"},
+			{"not yet valid", []string{"Authorization", token("alice", func(c jwt.MapClaims) { c["nbf"] = time.Now().Add(time.Hour).Unix() })}, 401, "unauthenticated"},
+			{"wrong issuer", []string{"Authorization", token("alice", func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })}, 401, "unauthenticated"},
 			{"wrong audience", []string{"Authorization", token("alice", func(c jwt.MapClaims) { c["aud"] = "elsewhere" })}, 401, "unauthenticated"},
+			{"no sub", []string{"Authorization", token("alice", func(c jwt.MapClaims) { delete(c, "sub") })}, 401, "unauthenticated"},
 			{"X-User-ID naming another buyer", []string{"Authorization", token("alice"), "X-User-ID", "alice2"}, 403, "buyer_mismatch"},
 		} {
 			a := send(t, http.MethodGet, in.url+"/goods-stock/1", tc.header...)
@@ -168,6 +180,38 @@ func TestWhoMayDoWhat(t *testing.T) {
 		}
 		if strings.Contains(in.logs(), secret) {
 			t.Errorf("the HMAC secret is in the log")
+		}
+	})
+
+	t.Run("an RSA public key", func(t *testing.T) {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pemKey := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+		keyFile := filepath.Join(dir, "login.pub.pem")
+		if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		in := s.serve(t, "SHOP_AUTH_HMACSECRETFILE=", "SHOP_AUTH_PUBLICKEYFILE="+keyFile)
+		claims := jwt.MapClaims{"sub": "rsa-buyer", "iss": "https://login.example", "aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}
+		confused, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(pemKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", "Bearer "+confused); a.status != 401 {
+			t.Errorf("HS256 signed with the shop's RSA public key as its secret: %d %s, want 401", a.status, a.Code)
+		}
+		good, err := jwt.NewWithClaims(jwt.SigningMethodRS256, claims).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", "Bearer "+good); a.status != 200 || a.UserID != "rsa-buyer" {
+			t.Errorf("an RS256 token: %d %s buyer %q", a.status, a.Code, a.UserID)
 		}
 	})
 

@@ -35,7 +35,11 @@ import (
 //	    by goods; then atomic and batch at 200 goods on one Galera node and on
 //	    three. BENCH_SHOP_MANY_ROUNDS rounds (3); BENCH_SHOP_MANY=only runs
 //	    (e) alone. BENCH_SHOP_STRATEGIES (atomic,seed,batch) names the
-//	    strategies to run.
+//	    strategies to run;
+//	(f) who may do what: batch on goods 1, BENCH_SHOP_MANY_BUYERS buyers
+//	    each with an id of its own, with auth.mode none (X-User-ID), jwt (a
+//	    bearer token each) and jwt with both limits on (refusing nobody),
+//	    BENCH_SHOP_MANY_ROUNDS rounds; BENCH_SHOP_AUTH=only runs (f) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -67,6 +71,10 @@ func BenchmarkShop(b *testing.B) {
 	}
 	nodes := itest.Galera(b)
 	manyBuyers, manyRounds := manyEnv()
+	if os.Getenv("BENCH_SHOP_AUTH") == "only" {
+		writeBenchTable(b, benchAuthTable(manyBuyers, conc, manyRounds, benchAuth(b, manyBuyers, conc, manyRounds)))
+		return
+	}
 	if os.Getenv("BENCH_SHOP_MANY") == "only" {
 		runs, galera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
 		writeBenchTable(b, benchManyTable(strategies, manyBuyers, conc, manyRounds, runs, galera))
@@ -100,8 +108,9 @@ func BenchmarkShop(b *testing.B) {
 		}
 	}
 	manyRuns, manyGalera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
+	authRuns := benchAuth(b, manyBuyers, conc, manyRounds)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
-		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera)
+		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, manyRounds, authRuns)
 	writeBenchTable(b, table)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
 		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -361,6 +362,18 @@ func TestAuthSettings(t *testing.T) {
 	} {
 		if _, err := load(t, tc.env); (err == nil) != tc.ok {
 			t.Errorf("%v: %v, want ok %v", tc.env, err, tc.ok)
+		}
+	}
+}
+
+// auth.mode none warns on an address other machines reach: loopback tells.
+func TestLoopbackAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		ip   string
+		want bool
+	}{{"127.0.0.1", true}, {"::1", true}, {"0.0.0.0", false}, {"::", false}, {"10.1.2.3", false}} {
+		if got := loopback(&net.TCPAddr{IP: net.ParseIP(tc.ip), Port: 8080}); got != tc.want {
+			t.Errorf("%s: loopback %v, want %v", tc.ip, got, tc.want)
 		}
 	}
 }

@@ -30,8 +30,14 @@ func (c *rawConn) purchase(goodsNo int32) timedAnswer {
 
 // get sends GET path and reads its answer.
 func (c *rawConn) get(path string) timedAnswer {
+	return c.getWith(path, "")
+}
+
+// getWith sends GET path with header, whole lines ("Name: value\r\n"...),
+// and reads its answer.
+func (c *rawConn) getWith(path, header string) timedAnswer {
 	a := timedAnswer{start: time.Now()}
-	a.answer = c.exchange(path)
+	a.answer = c.exchange(path, header)
 	a.end = time.Now()
 	if a.err != nil {
 		c.close()
@@ -39,7 +45,7 @@ func (c *rawConn) get(path string) timedAnswer {
 	return a
 }
 
-func (c *rawConn) exchange(path string) answer {
+func (c *rawConn) exchange(path, header string) answer {
 	if c.conn == nil {
 		conn, err := net.DialTimeout("tcp", c.host, 10*time.Second)
 		if err != nil {
@@ -50,7 +56,7 @@ func (c *rawConn) exchange(path string) answer {
 	if err := c.conn.SetDeadline(time.Now().Add(5 * time.Minute)); err != nil {
 		return answer{err: err}
 	}
-	if _, err := fmt.Fprintf(c.conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, c.host); err != nil {
+	if _, err := fmt.Fprintf(c.conn, "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", path, c.host, header); err != nil {
 		return answer{err: err}
 	}
 	resp, err := http.ReadResponse(c.r, nil)

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/auth"
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+)
+
+// (f) of `make bench-shop`: what auth.mode jwt and the limits cost a batch
+// sale of goods 1, every buyer with an id of its own (so that the
+// one-per-buyer rule runs in every mode alike): named by X-User-ID with
+// auth.mode none, by an HS256 bearer token with jwt (the tokens made before
+// the run), and with jwt and both limits on, set high enough to refuse
+// nobody (every purchase still passes through both limiters).
+
+// authMode is one way (f) runs the shop.
+type authMode struct {
+	name string
+	env  []string
+	jwt  bool // a bearer token per buyer, else X-User-ID
+}
+
+func authModes(secretFile string) []authMode {
+	jwt := []string{"SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE=" + secretFile}
+	return []authMode{
+		{name: "none, X-User-ID", env: nil},
+		{name: "jwt", env: jwt, jwt: true},
+		{name: "jwt and the limits", env: append(append([]string{}, jwt...), "SHOP_LIMITS_BUYERRATE=100", "SHOP_LIMITS_BUYERBURST=5",
+			"SHOP_LIMITS_CLIENTRATE=1000000", "SHOP_LIMITS_CLIENTBURST=1000000"), jwt: true},
+	}
+}
+
+// benchAuth runs (f): each mode rounds times, in a different order each
+// round, buyers buyers conc at a time on two batch instances.
+func benchAuth(b *testing.B, buyers, conc, rounds int) map[string][]benchRun {
+	secret := []byte(strings.Repeat("bench-secret-", 4))
+	secretFile := filepath.Join(b.TempDir(), "hs256.secret")
+	if err := os.WriteFile(secretFile, secret, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	headers := map[bool][]string{false: make([]string, buyers), true: make([]string, buyers)}
+	for i := range buyers {
+		buyer := fmt.Sprint("buyer-", i)
+		tok, err := auth.MintHS256(secret, buyer, "", "", now, time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		headers[false][i] = "X-User-ID: " + buyer + "\r\n"
+		headers[true][i] = "Authorization: Bearer " + tok + "\r\n"
+	}
+	modes := authModes(secretFile)
+	var names []string
+	for _, m := range modes {
+		names = append(names, m.name)
+	}
+	runs := map[string][]benchRun{}
+	for r := range rounds {
+		progress("(f) who may do what: round %d of %d", r+1, rounds)
+		for _, name := range inRoundOrder(names, r) {
+			for _, m := range modes {
+				if m.name == name {
+					runs[name] = append(runs[name], benchAuthSale(b, m, headers[m.jwt], conc))
+				}
+			}
+		}
+	}
+	return runs
+}
+
+// benchAuthSale sells goods 1 (stock enough for every buyer) to one
+// request per header, on two batch instances in mode m, and checks it.
+func benchAuthSale(b *testing.B, m authMode, headers []string, conc int) benchRun {
+	b.Helper()
+	s := newStackOn(b, itest.Database(b), itest.ZooKeeper(b), append([]string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=info",
+		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2m"}, m.env...)...)
+	s.binary = shopBinaryNoRace
+	s.shop(b, "migrate")
+	stock := len(headers) + 1000
+	s.shop(b, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(stock), "--clear-orders")
+	in1, in2 := s.serve(b), s.serve(b)
+	answers, start := closedLoadWith([]string{in1.url, in2.url}, len(headers), conc, func(c *rawConn, i int) timedAnswer {
+		return c.getWith("/goods-stock/1", headers[i])
+	})
+	run := tally(answers, start, nil)
+	left, orders := goodsCounts(b, s.dsn)
+	run.oversold = orders[1] - (stock - left[1])
+	run.phantoms = max(run.ok-orders[1], 0)
+	for _, in := range []*instance{in1, in2} {
+		if err := in.stop(b); err != nil {
+			b.Fatalf("%s instance did not stop cleanly: %v\n%s", m.name, err, in.logs())
+		}
+	}
+	return run
+}
+
+// benchAuthTable is (f) with its target.
+func benchAuthTable(buyers, conc, rounds int, runs map[string][]benchRun) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "(f) who may do what: batch, two instances, goods 1, %d buyers (each its own id), %d at a time, median of %d rounds\n", buyers, conc, rounds)
+	fmt.Fprintf(&b, "%-20s %12s %10s %12s %9s %9s %9s %s\n", "mode", "purchases/s", "x none", "rounds", "p99 ms", "oversold", "phantoms", "other answers")
+	base := runs[authModes("")[0].name]
+	var worst float64 = -1
+	bad := 0
+	for _, m := range authModes("") {
+		rs := runs[m.name]
+		var ratios []float64
+		oversold, phantoms := 0, 0
+		for i, r := range rs {
+			ratios = append(ratios, r.purchasesPerSec/base[i].purchasesPerSec)
+			oversold, phantoms = oversold+r.oversold, phantoms+r.phantoms
+			bad += r.oversold + r.phantoms + len(r.other)
+			if r.ok != r.buyers {
+				bad++
+			}
+		}
+		x := medianOf(ratios)
+		if m.name == "jwt and the limits" {
+			worst = x
+		}
+		fmt.Fprintf(&b, "%-20s %12.0f %10.2f %12s %9.1f %9d %9d %v\n", m.name, median(rs, func(r benchRun) float64 { return r.purchasesPerSec }),
+			x, spread(ratios), median(rs, func(r benchRun) float64 { return float64(r.p99.Microseconds()) / 1000 }), oversold, phantoms, rs[len(rs)-1].other)
+	}
+	fmt.Fprintf(&b, "target: jwt and the limits cost < 10%% of batch's purchases/s (>= 0.90x none): %.2fx, %s\n", worst, verdict(worst >= 0.9))
+	fmt.Fprintf(&b, "target: every buyer bought, 0 oversold, every 200 with its order row, no other answer: %s\n", verdict(bad == 0))
+	return b.String()
+}
