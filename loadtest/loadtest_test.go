@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -240,7 +239,7 @@ func TestCompareReportAndExpectations(t *testing.T) {
 func TestServerMetricsFromAScrape(t *testing.T) {
 	scrape := func(text string) serverMetrics {
 		m := serverMetrics{waitBuckets: map[float64]float64{}, outcomes: map[string]float64{}}
-		if err := m.add(bufio.NewScanner(strings.NewReader(text))); err != nil {
+		if err := m.add(strings.NewReader(text)); err != nil {
 			t.Fatal(err)
 		}
 		return m

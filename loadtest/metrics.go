@@ -1,14 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/seckill-zk/seckill-zk/internal/metrics"
 )
 
 // serverMetrics is what the load tester reads of the shops' /metrics,
@@ -36,7 +38,7 @@ func scrapeMetrics(ctx context.Context, client *http.Client, targets []string) (
 			resp.Body.Close()
 			return m, false
 		}
-		err = m.add(bufio.NewScanner(resp.Body))
+		err = m.add(resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return m, false
@@ -46,47 +48,26 @@ func scrapeMetrics(ctx context.Context, client *http.Client, targets []string) (
 }
 
 // add adds one scrape, in Prometheus' text format.
-func (m *serverMetrics) add(sc *bufio.Scanner) error {
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return fmt.Errorf("%q: %w", line, err)
-		}
-		switch name {
+func (m *serverMetrics) add(r io.Reader) error {
+	samples, err := metrics.ParseText(r)
+	if err != nil {
+		return err
+	}
+	for _, x := range samples {
+		switch x.Name {
 		case "seckill_lock_wait_seconds_bucket":
-			le := label(labels, "le")
 			bound := math.Inf(1)
-			if le != "+Inf" {
+			if le := x.Labels["le"]; le != "+Inf" {
 				if bound, err = strconv.ParseFloat(le, 64); err != nil {
-					return fmt.Errorf("%q: %w", line, err)
+					return fmt.Errorf("bucket bound %q: %w", le, err)
 				}
 			}
-			m.waitBuckets[bound] += v
+			m.waitBuckets[bound] += x.Value
 		case "seckill_purchases_total":
-			m.outcomes[label(labels, "outcome")] += v
+			m.outcomes[x.Labels["outcome"]] += x.Value
 		}
 	}
-	return sc.Err()
-}
-
-// label returns the value of key in a label set `a="x",b="y"`.
-func label(labels, key string) string {
-	for _, kv := range strings.Split(labels, ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return strings.Trim(v, `"`)
-		}
-	}
-	return ""
+	return nil
 }
 
 // minus is what happened between two scrapes: m − before.

@@ -188,7 +188,7 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Leader.Path = p.lockPath(k) }},
 	{"leader.id", kString, "", "this instance's participant id in the election (default: hostname:port)",
 		func(p *parser, k string, c *Config) { c.Leader.ID = strings.TrimSpace(p.v.GetString(k)) }},
-	{"dashboard.peers", kList, "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only)",
+	{"dashboard.peers", kList, "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only); the pages of these origins alone may read this instance's /dashboard/data, so give every instance the same list",
 		func(p *parser, k string, c *Config) { c.Dashboard.Peers = p.peers(k) }},
 	{"dashboard.goods", kInt, "1", "the goods /dashboard charts",
 		func(p *parser, k string, c *Config) { c.Dashboard.Goods = int32(p.positive(k)) }},

@@ -1,24 +1,29 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/seckill-zk/seckill-zk/internal/metrics"
 )
 
-// metricValue reads one sample of /metrics: the line that starts with
-// name{labels} (labels as the exposition writes them, sorted), or name alone.
+// metricValue reads one sample of /metrics, parsed by Prometheus' own
+// parser (metrics.ParseText): the one whose name{labels} (labels sorted by
+// name, as the exposition writes them) is series, or whose name is series.
 func metricValue(t *testing.T, base, series string) float64 {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
@@ -26,15 +31,22 @@ func metricValue(t *testing.T, base, series string) float64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %q", series, v)
-			}
-			return f
+	samples, err := metrics.ParseText(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics of %s: %v", base, err)
+	}
+	for _, x := range samples {
+		keys := slices.Sorted(maps.Keys(x.Labels))
+		var pairs []string
+		for _, k := range keys {
+			pairs = append(pairs, fmt.Sprintf("%s=%q", k, x.Labels[k]))
+		}
+		name := x.Name
+		if len(pairs) > 0 {
+			name += "{" + strings.Join(pairs, ",") + "}"
+		}
+		if name == series {
+			return x.Value
 		}
 	}
 	t.Fatalf("/metrics of %s has no %s", base, series)
@@ -117,8 +129,27 @@ func TestDashboardShowsTheSaleLive(t *testing.T) {
 	s := newStack(t, "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_DEMO_MAXSLEEP=20ms")
 	s.shop(t, "migrate")
 	s.shop(t, "stock", "set", "--goods", "1", "--stock", "40", "--clear-orders")
-	b := s.serve(t)
-	a := s.serve(t, "SHOP_DASHBOARD_PEERS=self,"+b.url)
+	// The instances know each other by address (dashboard.peers, the same
+	// list on both, as in a deployment): a's page reads b's data only
+	// because b lists a.
+	addrs := freeAddrs(t, 2)
+	peers := "SHOP_DASHBOARD_PEERS=http://" + addrs[0] + ",http://" + addrs[1]
+	a, b := s.serveOn(t, addrs[0], peers), s.serveOn(t, addrs[1], peers)
+	for _, tc := range []struct{ origin, allowed string }{{a.url, a.url}, {"http://evil.example", ""}} {
+		req, err := http.NewRequest(http.MethodGet, b.url+"/dashboard/data?goods=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", tc.origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != tc.allowed {
+			t.Errorf("b's data for a page of %s: Access-Control-Allow-Origin %q, want %q", tc.origin, got, tc.allowed)
+		}
+	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
 		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -261,4 +292,19 @@ func dashboardHistory(t *testing.T, url string) []json.RawMessage {
 		return nil
 	}
 	return d.History
+}
+
+// freeAddrs are n loopback addresses with a port free a moment ago.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ln.Addr().String())
+		defer ln.Close()
+	}
+	return out
 }

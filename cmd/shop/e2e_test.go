@@ -149,7 +149,13 @@ func (in *instance) stop(t testing.TB) error {
 // It is stopped with SIGINT at cleanup, if not before, and must exit 0.
 func (s stack) serve(t testing.TB, env ...string) *instance {
 	t.Helper()
-	cmd := exec.Command(s.binary, "serve", "--server.addr=127.0.0.1:0")
+	return s.serveOn(t, "127.0.0.1:0", env...)
+}
+
+// serveOn is serve on the address addr.
+func (s stack) serveOn(t testing.TB, listen string, env ...string) *instance {
+	t.Helper()
+	cmd := exec.Command(s.binary, "serve", "--server.addr="+listen)
 	cmd.Env = append(append([]string{}, s.env...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
