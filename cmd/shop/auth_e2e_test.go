@@ -175,6 +175,12 @@ func TestWhoMayDoWhat(t *testing.T) {
 		if a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", token("honest")); a.status != 200 {
 			t.Errorf("an honest buyer after the bot: %d %s", a.status, a.Code)
 		}
+		if n := metricValue(t, in.url, `seckill_purchases_total{goods="1",outcome="too_many_requests",strategy="batch"}`); int(n) != codes["too_many_requests"] {
+			t.Errorf("the metrics count %v refusals, the bot heard %d", n, codes["too_many_requests"])
+		}
+		if n := metricValue(t, in.url, `seckill_purchases_total{goods="1",outcome="unauthenticated",strategy="batch"}`); n != 8 {
+			t.Errorf("the metrics count %v unauthenticated purchases, want the 8 refused above", n)
+		}
 		if a := send(t, http.MethodGet, in.url+"/goods/1"); a.status != 200 {
 			t.Errorf("the goods' stock without a token: %d %s (it is public)", a.status, a.Code)
 		}

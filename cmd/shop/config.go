@@ -241,6 +241,21 @@ func configFlags(fs *pflag.FlagSet, prefixes ...string) {
 			fs.String(s.key, s.def, s.usage)
 		}
 	}
+	if f := fs.Lookup("mysql.dsn"); f != nil {
+		f.DefValue = maskPassword(f.DefValue) // --help shows no password, not even the local stack's
+	}
+}
+
+// maskPassword is a DSN (user:password@...) with its password as ***.
+func maskPassword(dsn string) string {
+	at := strings.Index(dsn, "@")
+	if at < 0 {
+		return dsn
+	}
+	if colon := strings.Index(dsn[:at], ":"); colon >= 0 {
+		return dsn[:colon+1] + "***" + dsn[at:]
+	}
+	return dsn
 }
 
 // loadConfig reads the configuration for a parsed flag set: the defaults,

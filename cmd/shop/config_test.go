@@ -377,3 +377,22 @@ func TestLoopbackAddresses(t *testing.T) {
 		}
 	}
 }
+
+// --help shows no password: the DSN's default is masked (the default
+// itself is unchanged).
+func TestHelpShowsNoPassword(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	configFlags(fs)
+	if usage := fs.FlagUsages(); strings.Contains(usage, "seckill:seckill@") || !strings.Contains(usage, "seckill:***@tcp(127.0.0.1:3306)/seckill") {
+		t.Fatalf("--help's mysql.dsn default: %s", usage[strings.Index(usage, "--mysql.dsn"):][:120])
+	}
+	c, err := load(t, map[string]string{})
+	if err != nil || c.MySQL.DSN != "seckill:seckill@tcp(127.0.0.1:3306)/seckill" {
+		t.Fatalf("the default DSN itself: %q, %v", c.MySQL.DSN, err)
+	}
+	for in, want := range map[string]string{"u:p@tcp(h)/d": "u:***@tcp(h)/d", "u@tcp(h)/d": "u@tcp(h)/d", "tcp(h)/d": "tcp(h)/d"} {
+		if got := maskPassword(in); got != want {
+			t.Errorf("maskPassword(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
