@@ -39,7 +39,8 @@ import (
 //	(f) who may do what: batch on goods 1, BENCH_SHOP_MANY_BUYERS buyers
 //	    each with an id of its own, with auth.mode none (X-User-ID), jwt (a
 //	    bearer token each) and jwt with both limits on (refusing nobody),
-//	    BENCH_SHOP_MANY_ROUNDS rounds; BENCH_SHOP_AUTH=only runs (f) alone.
+//	    BENCH_SHOP_AUTH_ROUNDS rounds (5: a round is short, and its spread
+//	    wide); BENCH_SHOP_AUTH=only runs (f) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -71,8 +72,9 @@ func BenchmarkShop(b *testing.B) {
 	}
 	nodes := itest.Galera(b)
 	manyBuyers, manyRounds := manyEnv()
+	authRounds := env("BENCH_SHOP_AUTH_ROUNDS", 5)
 	if os.Getenv("BENCH_SHOP_AUTH") == "only" {
-		writeBenchTable(b, benchAuthTable(manyBuyers, conc, manyRounds, benchAuth(b, manyBuyers, conc, manyRounds)))
+		writeBenchTable(b, benchAuthTable(manyBuyers, conc, authRounds, benchAuth(b, manyBuyers, conc, authRounds)))
 		return
 	}
 	if os.Getenv("BENCH_SHOP_MANY") == "only" {
@@ -108,9 +110,9 @@ func BenchmarkShop(b *testing.B) {
 		}
 	}
 	manyRuns, manyGalera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
-	authRuns := benchAuth(b, manyBuyers, conc, manyRounds)
+	authRuns := benchAuth(b, manyBuyers, conc, authRounds)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
-		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, manyRounds, authRuns)
+		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns)
 	writeBenchTable(b, table)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
 		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {

@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/seckill-zk/seckill-zk/internal/auth"
 )
@@ -63,5 +66,39 @@ func TestKeysDecideTheAlgorithm(t *testing.T) {
 	}
 	if _, err := auth.NewJWT(auth.Options{}); err == nil {
 		t.Fatal("no key accepted")
+	}
+}
+
+// The claims decode as golang-jwt's own would: aud a string or an array,
+// dates as numbers; anything else is refused.
+func TestClaimForms(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	v, err := auth.NewJWT(auth.Options{HMACSecret: secret, Audience: "seckill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour).Unix()
+	for _, tc := range []struct {
+		name   string
+		claims jwt.MapClaims
+		ok     bool
+	}{
+		{"aud a string", jwt.MapClaims{"sub": "a", "aud": "seckill", "exp": exp}, true},
+		{"aud an array", jwt.MapClaims{"sub": "a", "aud": []string{"other", "seckill"}, "exp": exp}, true},
+		{"aud with an escape", jwt.MapClaims{"sub": "a", "aud": "seck\u0069ll", "exp": exp}, true},
+		{"aud another", jwt.MapClaims{"sub": "a", "aud": []string{"other"}, "exp": exp}, false},
+		{"aud a number", jwt.MapClaims{"sub": "a", "aud": 7, "exp": exp}, false},
+		{"exp fractional", jwt.MapClaims{"sub": "a", "aud": "seckill", "exp": float64(exp) + 0.5}, true},
+		{"exp a string", jwt.MapClaims{"sub": "a", "aud": "seckill", "exp": "soon"}, false},
+		{"exp past, iat given", jwt.MapClaims{"sub": "a", "aud": "seckill", "exp": time.Now().Add(-time.Minute).Unix(), "iat": time.Now().Add(-time.Hour).Unix()}, false},
+		{"iat in the future", jwt.MapClaims{"sub": "a", "aud": "seckill", "exp": exp, "iat": time.Now().Add(time.Hour).Unix()}, false},
+	} {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, tc.claims).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Buyer(tok); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
 	}
 }
