@@ -39,7 +39,7 @@ import (
 //	(f) who may do what: batch on goods 1, BENCH_SHOP_MANY_BUYERS buyers
 //	    each with an id of its own, with auth.mode none (X-User-ID), jwt (a
 //	    bearer token each) and jwt with both limits on (refusing nobody),
-//	    BENCH_SHOP_AUTH_ROUNDS rounds (5: a round is short, and its spread
+//	    BENCH_SHOP_AUTH_ROUNDS rounds (9: a round is short, and its spread
 //	    wide); BENCH_SHOP_AUTH=only runs (f) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
@@ -72,7 +72,7 @@ func BenchmarkShop(b *testing.B) {
 	}
 	nodes := itest.Galera(b)
 	manyBuyers, manyRounds := manyEnv()
-	authRounds := env("BENCH_SHOP_AUTH_ROUNDS", 5)
+	authRounds := env("BENCH_SHOP_AUTH_ROUNDS", 9)
 	if os.Getenv("BENCH_SHOP_AUTH") == "only" {
 		writeBenchTable(b, benchAuthTable(manyBuyers, conc, authRounds, benchAuth(b, manyBuyers, conc, authRounds)))
 		return
