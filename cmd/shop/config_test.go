@@ -177,7 +177,7 @@ func TestEverySettingIsDocumented(t *testing.T) {
 }
 
 const (
-	tableStart = "<!-- settings: generated from cmd/shop/config.go by UPDATE_DOCS=1 go test ./cmd/shop -run TestEverySettingIsDocumented -->"
+	tableStart = "<!-- settings: generated from cmd/shop/settings.go by UPDATE_DOCS=1 go test ./cmd/shop -run TestEverySettingIsDocumented -->"
 	tableEnd   = "<!-- end of settings -->"
 )
 

@@ -4,18 +4,15 @@ package handler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -95,93 +92,6 @@ type Services struct {
 type Check struct {
 	Name  string
 	Check func(ctx context.Context) error
-}
-
-// Response is the JSON body of every answer.
-type Response struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	GoodsNo int32  `json:"goodsNo,omitempty"`
-	// RequestID is this request's id (the X-Request-ID header's), in
-	// every answer.
-	RequestID string `json:"requestId,omitempty"`
-	OrderID   uint64 `json:"orderId,omitempty"`
-	// OrderRequestID is the id of the request that placed the order (the
-	// order endpoints').
-	OrderRequestID string `json:"orderRequestId,omitempty"`
-	Stock          *int32 `json:"stock,omitempty"`
-	IsActive       *int16 `json:"isActive,omitempty"`
-	Orders         *int64 `json:"orders,omitempty"`
-	// The order endpoints' and the goods query's.
-	Status         string           `json:"status,omitempty"`
-	CreatedAt      *time.Time       `json:"createdAt,omitempty"`
-	PaidAt         *time.Time       `json:"paidAt,omitempty"`
-	ExpiredAt      *time.Time       `json:"expiredAt,omitempty"`
-	OrdersByStatus map[string]int64 `json:"ordersByStatus,omitempty"`
-	// The purchase's: a replay of an earlier answer, the sale window.
-	Replayed  bool       `json:"replayed,omitempty"`
-	UserID    string     `json:"userId,omitempty"`
-	SaleStart *time.Time `json:"saleStart,omitempty"`
-	SaleEnd   *time.Time `json:"saleEnd,omitempty"`
-	// GET /leader's.
-	Leader        *bool  `json:"leader,omitempty"`
-	LeaderID      string `json:"leaderId,omitempty"`
-	ParticipantID string `json:"participantId,omitempty"`
-}
-
-// errorTable maps the service's errors to HTTP answers. The messages the
-// Spring seed shows its buyers stay in Chinese.
-var errorTable = []struct {
-	err     error
-	status  int
-	code    string
-	message string
-}{
-	{service.ErrInvalidGoodsNo, http.StatusBadRequest, api.InvalidGoodsNo, "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
-	{ErrInvalidRequestID, http.StatusBadRequest, api.InvalidRequestID, "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
-	{service.ErrInvalidUserID, http.StatusBadRequest, api.InvalidUserID, "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
-	{service.ErrUnauthenticated, http.StatusUnauthorized, api.Unauthenticated, "a valid bearer token is required (Authorization: Bearer <JWT>)"},
-	{service.ErrBuyerMismatch, http.StatusForbidden, api.BuyerMismatch, "X-User-ID (or userId) names another buyer than the token"},
-	{service.ErrTooManyRequests, http.StatusTooManyRequests, api.TooManyRequests, "too many purchases, slow down"},
-	{service.ErrNotStarted, http.StatusConflict, api.NotStarted, "the sale has not started yet"},
-	{service.ErrEnded, http.StatusConflict, api.Ended, "the sale has ended"},
-	{service.ErrAlreadyBought, http.StatusConflict, api.AlreadyBought, "this buyer has bought this goods already: one per buyer"},
-	{service.ErrRequestIDConflict, http.StatusConflict, api.RequestIDConflict, "this X-Request-ID bought another goods"},
-	{service.ErrNotFound, http.StatusNotFound, api.GoodsNotFound, "指定商品不存在"},
-	{service.ErrInvalidOrderID, http.StatusBadRequest, api.InvalidOrderID, "orderId must be a positive 64-bit integer"},
-	{service.ErrOrderNotFound, http.StatusNotFound, api.OrderNotFound, "no such order"},
-	{service.ErrOrderExpired, http.StatusConflict, api.OrderExpired, "the order was not paid in time and has expired"},
-	{service.ErrSoldOut, http.StatusConflict, api.SoldOut, "库存不够"},
-	{service.ErrPurchaseFailed, http.StatusConflict, api.PurchaseFailed, "抢购失败"},
-	{service.ErrDuplicateRequest, http.StatusConflict, api.DuplicateRequest, "a purchase with this X-Request-ID was made already"},
-	{service.ErrLockTimeout, http.StatusServiceUnavailable, api.LockTimeout, "too many buyers right now, try again"},
-	{service.ErrLockLost, http.StatusServiceUnavailable, api.LockLost, "the purchase was interrupted and nothing was bought, try again"},
-	{service.ErrBusy, http.StatusServiceUnavailable, api.Busy, "too many buyers are waiting, try again in a second"},
-	{service.ErrCommitUnknown, http.StatusServiceUnavailable, api.OutcomeUnknown, "the purchase may or may not have been made: retry with the same X-Request-ID"},
-	{service.ErrUnavailable, http.StatusServiceUnavailable, api.Unavailable, "the shop cannot reach its database or lock service, try again"},
-	{context.DeadlineExceeded, http.StatusServiceUnavailable, api.Timeout, "the request took too long, try again"},
-	{context.Canceled, http.StatusServiceUnavailable, api.Canceled, "the request was canceled"},
-}
-
-// ErrInvalidRequestID: the X-Request-ID header is malformed (or repeated).
-// A client that sends one counts on its duplicate protection, so it is told
-// rather than given a fresh id.
-var ErrInvalidRequestID = errors.New("handler: malformed X-Request-ID")
-
-// Internal errors are answered with this and logged, never shown.
-const (
-	codeInternal    = api.Internal
-	messageInternal = "internal error"
-)
-
-// StatusOf maps an error to its status, code and message.
-func StatusOf(err error) (status int, code, message string) {
-	for _, e := range errorTable {
-		if errors.Is(err, e.err) {
-			return e.status, e.code, e.message
-		}
-	}
-	return http.StatusInternalServerError, codeInternal, messageInternal
 }
 
 type handler struct {
@@ -305,78 +215,6 @@ func (h *handler) purchase(c *gin.Context) {
 	})
 }
 
-// buyer is the purchase's buyer, checked against the limits: with an
-// Authenticator the token's (X-User-ID or userId may only repeat it),
-// without one X-User-ID's or userId's, "" when neither is given. The client
-// address's limit is checked first: it guards the token's verification too.
-func (h *handler) buyer(c *gin.Context) (string, error) {
-	now := time.Now()
-	if h.clientLimit != nil {
-		if ok, wait := h.clientLimit.Allow(c.ClientIP(), now); !ok {
-			return "", &service.RateLimitError{Limit: "client", RetryAfter: wait}
-		}
-	}
-	named, err := userID(c)
-	if err != nil {
-		return "", err
-	}
-	user := named
-	if h.auth != nil {
-		if user, err = h.authenticated(c); err != nil {
-			return "", err
-		}
-		if named != "" && named != user {
-			return "", service.ErrBuyerMismatch
-		}
-	}
-	if h.buyerLimit != nil && user != "" {
-		if ok, wait := h.buyerLimit.Allow(user, now); !ok {
-			return "", &service.RateLimitError{Limit: "buyer", RetryAfter: wait}
-		}
-	}
-	return user, nil
-}
-
-// authenticated is the buyer the request's bearer token proves.
-func (h *handler) authenticated(c *gin.Context) (string, error) {
-	vals := c.Request.Header["Authorization"]
-	if len(vals) == 0 {
-		return "", fmt.Errorf("%w: no bearer token", service.ErrUnauthenticated)
-	}
-	scheme, token, found := strings.Cut(vals[0], " ")
-	if len(vals) > 1 || !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", fmt.Errorf("%w: the Authorization header is not one Bearer token", service.ErrUnauthenticated)
-	}
-	return h.auth.Buyer(strings.TrimSpace(token))
-}
-
-// owner is whose orders a request may read and pay: with an Authenticator
-// its token's buyer, without one anyone's ("").
-func (h *handler) owner(c *gin.Context) (string, error) {
-	if h.auth == nil {
-		return "", nil
-	}
-	return h.authenticated(c)
-}
-
-// userID is the buyer's id from X-User-ID or the userId query parameter,
-// "" when neither is given. Both given must agree.
-func userID(c *gin.Context) (string, error) {
-	vals := c.Request.Header[headerUserID]
-	if c.Request.URL.RawQuery != "" { // parsing an absent query would cost a map
-		vals = append(slices.Clip(vals), c.QueryArray("userId")...)
-	}
-	if len(vals) == 0 {
-		return "", nil
-	}
-	for _, v := range vals {
-		if v != vals[0] || !ValidID(v) {
-			return "", service.ErrInvalidUserID
-		}
-	}
-	return vals[0], nil
-}
-
 // observe tells the observer, if any, of an answered purchase.
 func (h *handler) observe(goodsNo int32, err error, start time.Time) {
 	if h.observer == nil {
@@ -482,130 +320,4 @@ func (h *handler) readyz(c *gin.Context) {
 		}
 	}
 	answer(c, http.StatusOK, Response{Code: api.Ready, Message: "ready"})
-}
-
-// answer writes body as JSON with the request's id.
-func answer(c *gin.Context, status int, body Response) {
-	body.RequestID = requestIDOf(c)
-	c.JSON(status, body)
-}
-
-// fail answers with the error's row of the table; internal errors are logged.
-func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
-	status, code, msg := StatusOf(err)
-	switch {
-	case errors.Is(err, service.ErrBusy):
-		// Load shedding is the point of the bound: no log line per buyer.
-		c.Header("Retry-After", "1")
-	case status == http.StatusTooManyRequests:
-		wait := time.Second
-		var limited *service.RateLimitError
-		if errors.As(err, &limited) {
-			wait = limited.RetryAfter
-		}
-		c.Header("Retry-After", strconv.FormatInt(max(1, int64((wait+time.Second-1)/time.Second)), 10))
-	case status == http.StatusUnauthorized:
-		// RFC 6750: the scheme, and why when a token was sent. Never logged:
-		// a flood of bad tokens is not the operator's news.
-		challenge := `Bearer realm="seckill"`
-		if len(c.Request.Header["Authorization"]) > 0 {
-			challenge += `, error="invalid_token"`
-		}
-		c.Header("WWW-Authenticate", challenge)
-	case status == http.StatusServiceUnavailable:
-		// An outage makes every buyer fail alike: warn, a few lines a second.
-		if ok, held := h.logs.allow("503 "+code, time.Now()); ok {
-			h.log.Warn("request not served", "path", c.Request.URL.Path, "code", code, "err", err, "similarSuppressed", held)
-		}
-	case status >= 500:
-		if ok, held := h.logs.allow("500 "+code, time.Now()); ok {
-			h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", requestIDOf(c), "err", err, "similarSuppressed", held)
-		}
-	}
-	body := Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: requestIDOf(c)}
-	// errors.As costs an allocation, so it is asked only of the errors that
-	// can carry more (not of the crowd's sold out).
-	var bought *service.AlreadyBoughtError
-	if errors.Is(err, service.ErrAlreadyBought) && errors.As(err, &bought) {
-		body.OrderID, body.UserID = bought.Order.ID, bought.Order.UserID
-	}
-	var window *service.WindowError
-	if (errors.Is(err, service.ErrNotStarted) || errors.Is(err, service.ErrEnded)) && errors.As(err, &window) {
-		at := window.At.UTC()
-		if errors.Is(err, service.ErrNotStarted) {
-			body.SaleStart = &at
-		} else {
-			body.SaleEnd = &at
-		}
-	}
-	c.JSON(status, body)
-}
-
-func (h *handler) recovered(c *gin.Context, rec any) {
-	h.log.Error("panic in handler", "path", c.Request.URL.Path, "panic", fmt.Sprint(rec))
-	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal, RequestID: requestIDOf(c)})
-}
-
-// Header names in their canonical form, so that looking one up or setting
-// it does not copy the name to canonicalize it.
-const (
-	headerRequestID = "X-Request-Id" // X-Request-ID
-	headerUserID    = "X-User-Id"    // X-User-ID
-)
-
-// ValidID reports whether s is 1-64 of A-Za-z0-9._:- (request and buyer
-// ids; a token's subject too).
-func ValidID(s string) bool {
-	if len(s) < 1 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch b := s[i]; {
-		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == ':', b == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// requestIDOf is the request's id, as requestID set it on the answer.
-func requestIDOf(c *gin.Context) string {
-	if v := c.Writer.Header()[headerRequestID]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-// requestID takes the client's X-Request-ID, or makes one when there is
-// none, and echoes it. It is the order row's idempotency key, compared
-// exactly (case counts). A malformed or repeated header is refused with 400
-// invalid_request_id, nothing done: a client that sends an id relies on it.
-func (h *handler) requestID(c *gin.Context) {
-	vals := c.Request.Header[headerRequestID]
-	rid := ""
-	if len(vals) == 1 && ValidID(vals[0]) {
-		rid = vals[0]
-	}
-	if rid == "" {
-		rid = uuid.NewString()
-	}
-	c.Header(headerRequestID, rid)
-	if len(vals) > 0 && rid != vals[0] || len(vals) > 1 {
-		h.fail(c, 0, ErrInvalidRequestID)
-		c.Abort()
-		return
-	}
-	c.Next()
-}
-
-func (h *handler) accessLog(c *gin.Context) {
-	if !h.log.Enabled(c.Request.Context(), slog.LevelDebug) { // the line's arguments would cost allocations even unlogged
-		c.Next()
-		return
-	}
-	start := time.Now()
-	c.Next()
-	h.log.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
-		"status", c.Writer.Status(), "duration", time.Since(start))
 }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+
+	"github.com/seckill-zk/seckill-zk/internal/coord"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
+)
+
+// parser converts viper values strictly (viper's own getters turn garbage
+// into zero values) and keeps the first error.
+type parser struct {
+	v   *viper.Viper
+	err error
+}
+
+func (p *parser) fail(key, format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("config: %s (%s): %s", key, envName(key), fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *parser) str(key string) string {
+	s := strings.TrimSpace(p.v.GetString(key))
+	if s == "" {
+		p.fail(key, "must not be empty")
+	}
+	return s
+}
+
+func (p *parser) duration(key string, zeroOK bool) time.Duration {
+	s := p.str(key)
+	d, err := time.ParseDuration(s)
+	switch {
+	case s == "":
+	case err != nil:
+		p.fail(key, "%q is not a duration (e.g. 250ms, 10s)", s)
+	case d < 0 || (d == 0 && !zeroOK):
+		p.fail(key, "%q must be positive", s)
+	}
+	return d
+}
+
+func (p *parser) positive(key string) int {
+	s := p.str(key)
+	n, err := strconv.Atoi(s)
+	if s != "" && (err != nil || n <= 0) {
+		p.fail(key, "%q is not a positive integer", s)
+	}
+	return n
+}
+
+// count is a non-negative integer.
+func (p *parser) count(key string) int {
+	s := p.str(key)
+	n, err := strconv.Atoi(s)
+	if s != "" && (err != nil || n < 0) {
+		p.fail(key, "%q is not a non-negative integer", s)
+	}
+	return n
+}
+
+func (p *parser) boolean(key string) bool {
+	s := p.str(key)
+	b, err := strconv.ParseBool(s)
+	if s != "" && err != nil {
+		p.fail(key, "%q is not true or false", s)
+	}
+	return b
+}
+
+func (p *parser) oneOf(key string, allowed ...string) string {
+	s := p.str(key)
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	if s != "" {
+		p.fail(key, "%q is not one of %s", s, strings.Join(allowed, ", "))
+	}
+	return s
+}
+
+// zkAuth is zookeeper.auth: "", digest:user:password or file:PATH; the
+// user:password it names. Its errors never show the value.
+func (p *parser) zkAuth(key string) string {
+	v := p.optional(key)
+	if path, ok := strings.CutPrefix(v, "file:"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			p.fail(key, "cannot read the file it names: %v", err)
+			return ""
+		}
+		v = strings.TrimSpace(string(b))
+	}
+	if v == "" {
+		return ""
+	}
+	cred, ok := strings.CutPrefix(v, "digest:")
+	user, password, found := strings.Cut(cred, ":")
+	if !ok || !found || user == "" || password == "" {
+		p.fail(key, "must be digest:user:password, or file:PATH of a file holding it (the value is not shown: it holds a password)")
+		return ""
+	}
+	return cred
+}
+
+// optional is a string that may be empty.
+func (p *parser) optional(key string) string {
+	return strings.TrimSpace(p.v.GetString(key))
+}
+
+// rate is a non-negative number of requests per second (0: no limit).
+func (p *parser) rate(key string) float64 {
+	s := p.str(key)
+	f, err := strconv.ParseFloat(s, 64)
+	if s != "" && (err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f)) {
+		p.fail(key, "%q is not a non-negative number", s)
+	}
+	return f
+}
+
+// proxies is server.trustedProxies: addresses or CIDRs, maybe none.
+func (p *parser) proxies(key string) []string {
+	out := p.items(key)
+	for _, it := range out {
+		if _, err := netip.ParsePrefix(it); err != nil {
+			if _, err := netip.ParseAddr(it); err != nil {
+				p.fail(key, "%q is not an address or a CIDR", it)
+			}
+		}
+	}
+	return out
+}
+
+// peers is dashboard.peers: base URLs, "self" for the page's own origin.
+func (p *parser) peers(key string) []string {
+	var out []string
+	for _, peer := range strings.Split(strings.TrimSpace(p.v.GetString(key)), ",") {
+		switch peer = strings.TrimRight(strings.TrimSpace(peer), "/"); peer {
+		case "":
+		case "self":
+			out = append(out, "") // the page's own origin
+		default:
+			out = append(out, peer)
+		}
+	}
+	return out
+}
+
+// list accepts a YAML list or a comma-separated string, not empty.
+func (p *parser) list(key string) []string {
+	out := p.items(key)
+	if len(out) == 0 {
+		p.fail(key, "the server list is empty")
+	}
+	return out
+}
+
+// items are the non-empty items of a YAML list or a comma-separated string.
+func (p *parser) items(key string) []string {
+	var items []string
+	switch raw := p.v.Get(key).(type) {
+	case []any:
+		for _, it := range raw {
+			items = append(items, fmt.Sprint(it))
+		}
+	default:
+		items = strings.Split(p.v.GetString(key), ",")
+	}
+	var out []string
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func (p *parser) lockPath(key string) string {
+	s := p.str(key)
+	if s == "" {
+		return s
+	}
+	if strings.Contains(s, coord.GoodsNoPlaceholder) && strings.Contains(s, coord.StripePlaceholder) {
+		p.fail(key, "%s and %s in one path: choose a lock per goods or per stripe", coord.GoodsNoPlaceholder, coord.StripePlaceholder)
+		return s
+	}
+	example := strings.ReplaceAll(strings.ReplaceAll(s, coord.GoodsNoPlaceholder, "1"), coord.StripePlaceholder, "1")
+	if err := zk.ValidatePath(example); err != nil {
+		p.fail(key, "%s", strings.TrimPrefix(err.Error(), "zklock: "))
+	}
+	return s
+}
+
+// errUsage marks command-line mistakes (exit status 2).
+var errUsage = errors.New("usage")

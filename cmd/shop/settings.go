@@ -1,0 +1,132 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
+)
+
+// setting is one configuration key: its type, default, meaning and where
+// it goes in Config. The table below is the one place a key is declared:
+// the flags, viper's defaults and the parsing come from it, and tests check
+// config.yaml and the README's table against it.
+type setting struct {
+	key  string
+	kind kind
+	def  string
+	// usage is the flag's help and the README's description.
+	usage string
+	// parse converts and checks the key's value into c (p keeps the first
+	// error).
+	parse func(p *parser, key string, c *Config)
+}
+
+// kind is a setting's type: the flag's type; the parser converts strictly.
+type kind int
+
+const (
+	kString kind = iota
+	kInt
+	kBool
+	kDuration
+	kList // comma separated, or a YAML list in the file
+	kFloat
+)
+
+var settings = []setting{
+	{"server.addr", kString, "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)",
+		func(p *parser, k string, c *Config) { c.Server.Addr = p.str(k) }},
+	{"server.shutdownTimeout", kDuration, "15s", "how long shutdown waits for in-flight purchases",
+		func(p *parser, k string, c *Config) { c.Server.ShutdownTimeout = p.duration(k, false) }},
+	{"server.readTimeout", kDuration, "15s", "longest time to read a request, headers and body",
+		func(p *parser, k string, c *Config) { c.Server.ReadTimeout = p.duration(k, false) }},
+	{"server.writeTimeout", kDuration, "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s",
+		func(p *parser, k string, c *Config) { c.Server.WriteTimeout = p.duration(k, true) }},
+	{"server.idleTimeout", kDuration, "60s", "a keep-alive connection idle this long is closed",
+		func(p *parser, k string, c *Config) { c.Server.IdleTimeout = p.duration(k, false) }},
+	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less mysql.maxOpenConns, three times mysql.saleConns and 64",
+		func(p *parser, k string, c *Config) { c.Server.MaxConnections = p.count(k) }},
+	{"server.trustedProxies", kList, "", "addresses or CIDRs of the proxies whose X-Forwarded-For names the client (for limits.clientRate); empty: none, the client is the connection's peer",
+		func(p *parser, k string, c *Config) { c.Server.TrustedProxies = p.proxies(k) }},
+	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node",
+		func(p *parser, k string, c *Config) { c.MySQL.DSN = p.str(k) }},
+	{"mysql.maxOpenConns", kInt, "100", "size of the pool of reads, orders and stock settings (the seed's Druid maxActive; the sales have their own: mysql.saleConns)",
+		func(p *parser, k string, c *Config) { c.MySQL.MaxOpenConns = p.positive(k) }},
+	{"mysql.saleConns", kInt, strconv.Itoa(repo.DefaultSaleConns), "sale transactions one instance runs in the database at once (its sale pool, per writer node): beyond a few per core they cost the server more than they overlap",
+		func(p *parser, k string, c *Config) { c.MySQL.SaleConns = p.positive(k) }},
+	{"mysql.maxIdleConns", kInt, "100", "idle connections each pool keeps; keep it at mysql.maxOpenConns: Go closes every connection returned beyond it, and a burst then opens new ones faster than MySQL's back_log takes them (Druid's minIdle is not Go's MaxIdleConns)",
+		func(p *parser, k string, c *Config) { c.MySQL.MaxIdleConns = p.positive(k) }},
+	{"mysql.idleTransactionTimeout", kDuration, "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep",
+		func(p *parser, k string, c *Config) { c.MySQL.IdleTransactionTimeout = p.duration(k, true) }},
+	{"mysql.tlsCA", kString, "", "a PEM file of the CA that signed MySQL's certificate: every connection uses TLS and verifies the server with it (empty: the DSN's own tls parameter, plaintext without one)",
+		func(p *parser, k string, c *Config) { c.MySQL.TLSCA = p.optional(k) }},
+	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Servers = p.list(k) }},
+	{"zookeeper.sessionTimeout", kDuration, zk.DefaultSessionTimeout.String(), "ZooKeeper session timeout",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.SessionTimeout = p.duration(k, false) }},
+	{"zookeeper.connectionTimeout", kDuration, zk.DefaultConnectionTimeout.String(), "how long start-up waits for a ZooKeeper session",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.ConnectionTimeout = p.duration(k, false) }},
+	{"zookeeper.retry.baseSleep", kDuration, zk.DefaultRetryBaseSleep.String(), "exponential backoff retry: base sleep",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.BaseSleep = p.duration(k, false) }},
+	{"zookeeper.retry.maxRetries", kInt, strconv.Itoa(zk.DefaultRetryMaxRetries), "exponential backoff retry: retries (at most 29)",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxRetries = p.positive(k) }},
+	{"zookeeper.retry.maxSleep", kDuration, "0s", "exponential backoff retry: longest sleep (0: no cap)",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxSleep = p.duration(k, true) }},
+	{"zookeeper.auth", kString, "", "digest:user:password, or file:PATH of a file holding it: the shop authenticates as that identity and its nodes let only it change them (empty: no authentication, nodes open to anyone)",
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Auth = p.zkAuth(k) }},
+	{"lock.enabled", kBool, "true", "guard purchases with the ZooKeeper lock; false reproduces overselling",
+		func(p *parser, k string, c *Config) { c.Lock.Enabled = p.boolean(k) }},
+	{"lock.path", kString, "/Locks", "lock path; {goodsNo} in it makes one lock per goods (/locks/goods/{goodsNo}), {stripe} one per stripe of goods (/locks/stripe/{stripe}, lock.stripes of them)",
+		func(p *parser, k string, c *Config) { c.Lock.Path = p.lockPath(k) }},
+	{"lock.stripes", kInt, "16", "how many locks a lock.path with {stripe} spreads the goods over (goodsNo mod lock.stripes)",
+		func(p *parser, k string, c *Config) { c.Lock.Stripes = p.positive(k) }},
+	{"lock.acquireTimeout", kDuration, service.DefaultAcquireTimeout.String(), "how long a purchase waits for the lock before answering 503",
+		func(p *parser, k string, c *Config) { c.Lock.AcquireTimeout = p.duration(k, false) }},
+	{"purchase.strategy", kString, "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer)",
+		func(p *parser, k string, c *Config) { c.Purchase.Strategy = p.oneOf(k, "seed", "batch", "atomic") }},
+	{"purchase.maxWaiting", kInt, "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy",
+		func(p *parser, k string, c *Config) { c.Purchase.MaxWaiting = p.positive(k) }},
+	{"purchase.batchMax", kInt, strconv.Itoa(service.DefaultBatchMax), "batch strategy: the most buyers one batch sells to",
+		func(p *parser, k string, c *Config) { c.Purchase.BatchMax = p.positive(k) }},
+	{"purchase.onePerBuyer", kBool, "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired",
+		func(p *parser, k string, c *Config) { c.Purchase.OnePerBuyer = p.boolean(k) }},
+	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)",
+		func(p *parser, k string, c *Config) { c.Orders.PayTimeout = p.duration(k, true) }},
+	{"orders.sweepInterval", kDuration, "1s", "how often the elected instance expires unpaid orders",
+		func(p *parser, k string, c *Config) { c.Orders.SweepInterval = p.duration(k, false) }},
+	{"leader.enabled", kBool, "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)",
+		func(p *parser, k string, c *Config) { c.Leader.Enabled = p.boolean(k) }},
+	{"leader.path", kString, "/seckill/leader", "ZooKeeper path of the sweeper's election (Curator LeaderSelector)",
+		func(p *parser, k string, c *Config) { c.Leader.Path = p.lockPath(k) }},
+	{"leader.id", kString, "", "this instance's participant id in the election (default: hostname:port)",
+		func(p *parser, k string, c *Config) { c.Leader.ID = strings.TrimSpace(p.v.GetString(k)) }},
+	{"dashboard.peers", kList, "", "base URLs of the instances /dashboard shows, comma separated; self is this one (empty: this one only); the pages of these origins alone may read this instance's /dashboard/data, so give every instance the same list",
+		func(p *parser, k string, c *Config) { c.Dashboard.Peers = p.peers(k) }},
+	{"dashboard.goods", kInt, "1", "the goods /dashboard charts",
+		func(p *parser, k string, c *Config) { c.Dashboard.Goods = int32(p.positive(k)) }},
+	{"auth.mode", kString, "none", "who a buyer is: none (the anonymous demo: X-User-ID names a buyer, orders are open to anyone) or jwt (a bearer token per request; its sub is the buyer, who alone reads and pays its orders)",
+		func(p *parser, k string, c *Config) { c.Auth.Mode = p.oneOf(k, "none", "jwt") }},
+	{"auth.hmacSecretFile", kString, "", "auth.mode jwt: a file holding the HS256 secret (at least 32 bytes)",
+		func(p *parser, k string, c *Config) { c.Auth.HMACSecretFile = p.optional(k) }},
+	{"auth.publicKeyFile", kString, "", "auth.mode jwt: a PEM public key instead (RSA: RS256, ECDSA P-256: ES256, Ed25519: EdDSA)",
+		func(p *parser, k string, c *Config) { c.Auth.PublicKeyFile = p.optional(k) }},
+	{"auth.issuer", kString, "", "auth.mode jwt: the iss every token must carry (empty: not checked)",
+		func(p *parser, k string, c *Config) { c.Auth.Issuer = p.optional(k) }},
+	{"auth.audience", kString, "", "auth.mode jwt: an aud every token must carry (empty: not checked)",
+		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
+	{"limits.buyerRate", kFloat, "0", "purchases per second one buyer may make, on average (0: no limit); beyond it 429 too_many_requests",
+		func(p *parser, k string, c *Config) { c.Limits.BuyerRate = p.rate(k) }},
+	{"limits.buyerBurst", kInt, "5", "purchases one buyer may make at once before limits.buyerRate paces it",
+		func(p *parser, k string, c *Config) { c.Limits.BuyerBurst = p.positive(k) }},
+	{"limits.clientRate", kFloat, "0", "purchases per second one client address may make, on average (0: no limit)",
+		func(p *parser, k string, c *Config) { c.Limits.ClientRate = p.rate(k) }},
+	{"limits.clientBurst", kInt, "50", "purchases one client address may make at once before limits.clientRate paces it",
+		func(p *parser, k string, c *Config) { c.Limits.ClientBurst = p.positive(k) }},
+	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier",
+		func(p *parser, k string, c *Config) { c.Demo.MaxSleep = p.duration(k, true) }},
+	{"log.level", kString, "info", "log level: debug, info, warn, error",
+		func(p *parser, k string, c *Config) { c.Log.Level = p.oneOf(k, "debug", "info", "warn", "error") }},
+}

@@ -1,0 +1,164 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// Response is the JSON body of every answer.
+type Response struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	GoodsNo int32  `json:"goodsNo,omitempty"`
+	// RequestID is this request's id (the X-Request-ID header's), in
+	// every answer.
+	RequestID string `json:"requestId,omitempty"`
+	OrderID   uint64 `json:"orderId,omitempty"`
+	// OrderRequestID is the id of the request that placed the order (the
+	// order endpoints').
+	OrderRequestID string `json:"orderRequestId,omitempty"`
+	Stock          *int32 `json:"stock,omitempty"`
+	IsActive       *int16 `json:"isActive,omitempty"`
+	Orders         *int64 `json:"orders,omitempty"`
+	// The order endpoints' and the goods query's.
+	Status         string           `json:"status,omitempty"`
+	CreatedAt      *time.Time       `json:"createdAt,omitempty"`
+	PaidAt         *time.Time       `json:"paidAt,omitempty"`
+	ExpiredAt      *time.Time       `json:"expiredAt,omitempty"`
+	OrdersByStatus map[string]int64 `json:"ordersByStatus,omitempty"`
+	// The purchase's: a replay of an earlier answer, the sale window.
+	Replayed  bool       `json:"replayed,omitempty"`
+	UserID    string     `json:"userId,omitempty"`
+	SaleStart *time.Time `json:"saleStart,omitempty"`
+	SaleEnd   *time.Time `json:"saleEnd,omitempty"`
+	// GET /leader's.
+	Leader        *bool  `json:"leader,omitempty"`
+	LeaderID      string `json:"leaderId,omitempty"`
+	ParticipantID string `json:"participantId,omitempty"`
+}
+
+// errorTable maps the service's errors to HTTP answers. The messages the
+// Spring seed shows its buyers stay in Chinese.
+var errorTable = []struct {
+	err     error
+	status  int
+	code    string
+	message string
+}{
+	{service.ErrInvalidGoodsNo, http.StatusBadRequest, api.InvalidGoodsNo, "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
+	{ErrInvalidRequestID, http.StatusBadRequest, api.InvalidRequestID, "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
+	{service.ErrInvalidUserID, http.StatusBadRequest, api.InvalidUserID, "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
+	{service.ErrUnauthenticated, http.StatusUnauthorized, api.Unauthenticated, "a valid bearer token is required (Authorization: Bearer <JWT>)"},
+	{service.ErrBuyerMismatch, http.StatusForbidden, api.BuyerMismatch, "X-User-ID (or userId) names another buyer than the token"},
+	{service.ErrTooManyRequests, http.StatusTooManyRequests, api.TooManyRequests, "too many purchases, slow down"},
+	{service.ErrNotStarted, http.StatusConflict, api.NotStarted, "the sale has not started yet"},
+	{service.ErrEnded, http.StatusConflict, api.Ended, "the sale has ended"},
+	{service.ErrAlreadyBought, http.StatusConflict, api.AlreadyBought, "this buyer has bought this goods already: one per buyer"},
+	{service.ErrRequestIDConflict, http.StatusConflict, api.RequestIDConflict, "this X-Request-ID bought another goods"},
+	{service.ErrNotFound, http.StatusNotFound, api.GoodsNotFound, "指定商品不存在"},
+	{service.ErrInvalidOrderID, http.StatusBadRequest, api.InvalidOrderID, "orderId must be a positive 64-bit integer"},
+	{service.ErrOrderNotFound, http.StatusNotFound, api.OrderNotFound, "no such order"},
+	{service.ErrOrderExpired, http.StatusConflict, api.OrderExpired, "the order was not paid in time and has expired"},
+	{service.ErrSoldOut, http.StatusConflict, api.SoldOut, "库存不够"},
+	{service.ErrPurchaseFailed, http.StatusConflict, api.PurchaseFailed, "抢购失败"},
+	{service.ErrDuplicateRequest, http.StatusConflict, api.DuplicateRequest, "a purchase with this X-Request-ID was made already"},
+	{service.ErrLockTimeout, http.StatusServiceUnavailable, api.LockTimeout, "too many buyers right now, try again"},
+	{service.ErrLockLost, http.StatusServiceUnavailable, api.LockLost, "the purchase was interrupted and nothing was bought, try again"},
+	{service.ErrBusy, http.StatusServiceUnavailable, api.Busy, "too many buyers are waiting, try again in a second"},
+	{service.ErrCommitUnknown, http.StatusServiceUnavailable, api.OutcomeUnknown, "the purchase may or may not have been made: retry with the same X-Request-ID"},
+	{service.ErrUnavailable, http.StatusServiceUnavailable, api.Unavailable, "the shop cannot reach its database or lock service, try again"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, api.Timeout, "the request took too long, try again"},
+	{context.Canceled, http.StatusServiceUnavailable, api.Canceled, "the request was canceled"},
+}
+
+// ErrInvalidRequestID: the X-Request-ID header is malformed (or repeated).
+// A client that sends one counts on its duplicate protection, so it is told
+// rather than given a fresh id.
+var ErrInvalidRequestID = errors.New("handler: malformed X-Request-ID")
+
+// Internal errors are answered with this and logged, never shown.
+const (
+	codeInternal    = api.Internal
+	messageInternal = "internal error"
+)
+
+// StatusOf maps an error to its status, code and message.
+func StatusOf(err error) (status int, code, message string) {
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.status, e.code, e.message
+		}
+	}
+	return http.StatusInternalServerError, codeInternal, messageInternal
+}
+
+// answer writes body as JSON with the request's id.
+func answer(c *gin.Context, status int, body Response) {
+	body.RequestID = requestIDOf(c)
+	c.JSON(status, body)
+}
+
+// fail answers with the error's row of the table; internal errors are logged.
+func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
+	status, code, msg := StatusOf(err)
+	switch {
+	case errors.Is(err, service.ErrBusy):
+		// Load shedding is the point of the bound: no log line per buyer.
+		c.Header("Retry-After", "1")
+	case status == http.StatusTooManyRequests:
+		wait := time.Second
+		var limited *service.RateLimitError
+		if errors.As(err, &limited) {
+			wait = limited.RetryAfter
+		}
+		c.Header("Retry-After", strconv.FormatInt(max(1, int64((wait+time.Second-1)/time.Second)), 10))
+	case status == http.StatusUnauthorized:
+		// RFC 6750: the scheme, and why when a token was sent. Never logged:
+		// a flood of bad tokens is not the operator's news.
+		challenge := `Bearer realm="seckill"`
+		if len(c.Request.Header["Authorization"]) > 0 {
+			challenge += `, error="invalid_token"`
+		}
+		c.Header("WWW-Authenticate", challenge)
+	case status == http.StatusServiceUnavailable:
+		// An outage makes every buyer fail alike: warn, a few lines a second.
+		if ok, held := h.logs.allow("503 "+code, time.Now()); ok {
+			h.log.Warn("request not served", "path", c.Request.URL.Path, "code", code, "err", err, "similarSuppressed", held)
+		}
+	case status >= 500:
+		if ok, held := h.logs.allow("500 "+code, time.Now()); ok {
+			h.log.Error("request failed", "path", c.Request.URL.Path, "requestId", requestIDOf(c), "err", err, "similarSuppressed", held)
+		}
+	}
+	body := Response{Code: code, Message: msg, GoodsNo: goodsNo, RequestID: requestIDOf(c)}
+	// errors.As costs an allocation, so it is asked only of the errors that
+	// can carry more (not of the crowd's sold out).
+	var bought *service.AlreadyBoughtError
+	if errors.Is(err, service.ErrAlreadyBought) && errors.As(err, &bought) {
+		body.OrderID, body.UserID = bought.Order.ID, bought.Order.UserID
+	}
+	var window *service.WindowError
+	if (errors.Is(err, service.ErrNotStarted) || errors.Is(err, service.ErrEnded)) && errors.As(err, &window) {
+		at := window.At.UTC()
+		if errors.Is(err, service.ErrNotStarted) {
+			body.SaleStart = &at
+		} else {
+			body.SaleEnd = &at
+		}
+	}
+	c.JSON(status, body)
+}
+
+func (h *handler) recovered(c *gin.Context, rec any) {
+	h.log.Error("panic in handler", "path", c.Request.URL.Path, "panic", fmt.Sprint(rec))
+	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal, RequestID: requestIDOf(c)})
+}
