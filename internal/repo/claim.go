@@ -1,0 +1,131 @@
+package repo
+
+import (
+	"database/sql"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// claim is the start of every purchase under the lock: a locking read of the
+// goods' row and a check of its fence against the lock's token. The read
+// waits for an earlier holder's transaction still in flight (its row lock)
+// and then sees its commit; a row whose fence is above the token was written
+// under a newer lock (service.ErrFenced). The row stays locked until the
+// transaction ends, and the sale writes the token into the fence with the
+// stock, so no older holder can write after it.
+//
+// The batch claims in a GORM transaction (here), the seed's sale on a
+// connection of its own (saleTx.claim); both read the claim's answer with
+// readClaim, the one fence check.
+func (s *Store) claim(tx *gorm.DB, goodsNo int32, fence int64) (goodsStock, error) {
+	rows, err := tx.Raw(s.claimStmt, goodsNo).Rows()
+	if err != nil {
+		return goodsStock{}, err
+	}
+	return readClaim(rows, fence)
+}
+
+// readClaim reads the answer to claimSQL, closing rows: the goods' row,
+// service.ErrNotFound without one, or the fence error when the row was
+// written under a lock newer than token.
+func readClaim(rows *sql.Rows, token int64) (goodsStock, error) {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return goodsStock{}, err
+		}
+		return goodsStock{}, service.ErrNotFound
+	}
+	row, err := scanClaimed(rows)
+	if err != nil {
+		return goodsStock{}, err
+	}
+	if err := rows.Close(); err != nil {
+		return goodsStock{}, err
+	}
+	return row, checkFence(row, token)
+}
+
+// scanClaimed reads the row rows is on, in claimSQL's columns.
+func scanClaimed(rows *sql.Rows) (goodsStock, error) {
+	var (
+		row      goodsStock
+		stock    sql.NullInt32
+		active   sql.NullInt16
+		from, to sql.NullTime
+	)
+	if err := rows.Scan(&row.ID, &row.GoodsNo, &stock, &active, &row.Fence, &from, &to); err != nil {
+		return goodsStock{}, err
+	}
+	if stock.Valid {
+		row.Stock = &stock.Int32
+	}
+	if active.Valid {
+		row.IsActive = &active.Int16
+	}
+	if from.Valid {
+		row.SaleStart = &from.Time
+	}
+	if to.Valid {
+		row.SaleEnd = &to.Time
+	}
+	return row, nil
+}
+
+// checkFence is the one fence check: a claimed row written under a lock
+// newer than token refuses the sale.
+func checkFence(row goodsStock, token int64) error {
+	if row.Fence > token {
+		return fenced(token, row.Fence)
+	}
+	return nil
+}
+
+// claimSQL is the claim's locking read of the goods' row.
+const claimSQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
+	"WHERE goods_no = ? ORDER BY id LIMIT 1 FOR UPDATE"
+
+// causal makes a statement a causal read on a cluster: the node first
+// applies every write-set the cluster had committed when it came. The
+// claim is one, so that the next lock holder, on any node, reads the
+// previous holder's commit.
+func (s *Store) causal(stmt string) string {
+	if !s.cluster {
+		return stmt
+	}
+	return "SET STATEMENT wsrep_sync_wait=1 FOR " + stmt
+}
+
+// claimedStock is the condition of a claimed row's write: the row as the
+// claim read it. Under the claim's row lock it always holds on one server;
+// on a Galera cluster, where a read can miss a commit of another node, it
+// makes a sale on a stale read write nothing (service.ErrConflict) instead
+// of overwriting that commit.
+const claimedStock = "id = ? AND stock <=> ? AND fence = ?"
+
+// writeClaimedSQL is the one write of a claimed row: its stock and the
+// lock's token as its fence, if the row is still as the claim read it
+// (arguments: stock, fence, then the row's id, stock and fence as read).
+const writeClaimedSQL = "UPDATE goods_stock SET stock = ?, fence = ? WHERE " + claimedStock
+
+// writeClaimed writes the stock and the fence of a row read by claim, if
+// the row is still as read.
+func writeClaimed(tx *gorm.DB, read goodsStock, stock int32, fence int64) error {
+	res := tx.Exec(writeClaimedSQL, stock, fence, read.ID, read.Stock, read.Fence)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return changedSinceClaim(read)
+	}
+	return nil
+}
+
+// changedSinceClaim is the error of a claimed row's write that found the
+// row changed.
+func changedSinceClaim(read goodsStock) error {
+	return fmt.Errorf("%w: goods row %d changed after the claim read it (a stale read)", service.ErrConflict, read.ID)
+}

@@ -1,0 +1,53 @@
+package repo
+
+import (
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// goodsStock maps the seed's goods_stock table.
+type goodsStock struct {
+	ID        uint32     `gorm:"column:id;primaryKey"`
+	GoodsNo   int32      `gorm:"column:goods_no"`
+	Stock     *int32     `gorm:"column:stock"`
+	IsActive  *int16     `gorm:"column:isActive"`
+	Fence     int64      `gorm:"column:fence"`
+	SaleStart *time.Time `gorm:"column:sale_start"`
+	SaleEnd   *time.Time `gorm:"column:sale_end"`
+}
+
+func (goodsStock) TableName() string { return "goods_stock" }
+
+// orderInfo maps order_info.
+type orderInfo struct {
+	ID        uint64     `gorm:"column:id;primaryKey"`
+	GoodsNo   int32      `gorm:"column:goods_no"`
+	RequestID string     `gorm:"column:request_id"`
+	UserID    *string    `gorm:"column:user_id"`
+	Limited   bool       `gorm:"column:buyer_limited"` // one order per goods and buyer (the unique key)
+	Status    string     `gorm:"column:status"`
+	CreatedAt time.Time  `gorm:"column:created_at"`
+	PaidAt    *time.Time `gorm:"column:paid_at"`
+	ExpiredAt *time.Time `gorm:"column:expired_at"`
+}
+
+// newOrderRow is the row of a new order: unpaid.
+func newOrderRow(o *service.Order, now time.Time) orderInfo {
+	r := orderInfo{GoodsNo: o.GoodsNo, RequestID: o.RequestID, Status: service.OrderUnpaid, CreatedAt: now}
+	if o.UserID != "" {
+		r.UserID, r.Limited = &o.UserID, o.OnePerBuyer
+	}
+	return r
+}
+
+func (r orderInfo) order() service.Order {
+	o := service.Order{ID: r.ID, GoodsNo: r.GoodsNo, RequestID: r.RequestID, Status: r.Status, OnePerBuyer: r.Limited,
+		CreatedAt: r.CreatedAt, PaidAt: r.PaidAt, ExpiredAt: r.ExpiredAt}
+	if r.UserID != nil {
+		o.UserID = *r.UserID
+	}
+	return o
+}
+
+func (orderInfo) TableName() string { return "order_info" }

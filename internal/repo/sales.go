@@ -1,0 +1,173 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// Sell sets the stock of row g.ID and inserts the order in one transaction:
+// the purchase without a lock.
+func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order) error {
+	row := newOrderRow(order, time.Now().UTC())
+	err := s.inTx(ctx, s.salesFor(g.GoodsNo), func(tx *gorm.DB) ([]uint64, error) {
+		if err := writeSale(tx, g.ID, stock, 0, &row); err != nil {
+			return nil, err
+		}
+		return []uint64{row.ID}, nil
+	})
+	if err != nil {
+		return err
+	}
+	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
+	return nil
+}
+
+// SellFenced is a purchase under a lock whose fencing token is fence, in
+// one transaction: it claims the goods' row (see claim), asks decide for the
+// new stock, writes it with the token and the order, calls guard and
+// commits. A newer holder's token on the row is service.ErrFenced and a
+// goods without a row service.ErrNotFound, with nothing written; an error
+// from decide or guard rolls back and is returned. It is a saleTx: two round
+// trips to MySQL before the commit.
+func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
+	decide func(service.Goods) (int32, error), guard func() error) error {
+	row := newOrderRow(order, time.Time{})
+	err := s.inSaleTx(ctx, goodsNo, func(t *saleTx) error {
+		g, err := t.claim(ctx, goodsNo, fence)
+		if err != nil {
+			return err
+		}
+		stock, err := decide(g)
+		if err != nil {
+			return err
+		}
+		row.CreatedAt = time.Now().UTC()
+		if err := t.sell(ctx, stock, fence, &row); err != nil {
+			return err
+		}
+		return guard()
+	})
+	if err != nil {
+		return err
+	}
+	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
+	return nil
+}
+
+// commitError translates a transaction's error. When the connection failed
+// during the commit itself, the outcome is unknown: service.ErrCommitUnknown.
+//
+// Before the commit, a broken connection is service.ErrConnectionLost: the
+// server rolls back what the connection had open, so nothing was written.
+func commitError(err error, committing bool) error {
+	if !committing && connBroken(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: mysql: %w", service.ErrConnectionLost, err)
+	}
+	err = translate(err)
+	if committing && errors.Is(err, service.ErrUnavailable) && !errors.Is(err, service.ErrConflict) {
+		return fmt.Errorf("%w: %w", service.ErrCommitUnknown, err)
+	}
+	return err
+}
+
+// OrderByRequestID reads the order of requestID; found is false when there
+// is none. The read locks the request id's index entry (shared), so it waits
+// for a transaction still inserting that order to commit or roll back rather
+// than missing it.
+func (s *Store) OrderByRequestID(ctx context.Context, requestID string) (order service.Order, found bool, err error) {
+	return s.lockedOrder(ctx, "request_id = ?", requestID)
+}
+
+// lockedOrder reads the order matching where (a unique key's condition)
+// with a shared lock, so that a transaction still inserting it is waited
+// for rather than missed.
+func (s *Store) lockedOrder(ctx context.Context, where string, args ...any) (service.Order, bool, error) {
+	var rows []orderInfo
+	err := s.db.WithContext(ctx).Raw("SELECT * FROM order_info WHERE "+where+" LOCK IN SHARE MODE", args...).Scan(&rows).Error
+	if err != nil {
+		return service.Order{}, false, translate(err)
+	}
+	if len(rows) == 0 {
+		return service.Order{}, false, nil
+	}
+	return rows[0].order(), true, nil
+}
+
+// writeSale sets the stock of row id and inserts the order row: the order
+// first, so that the row lock, if this statement takes it, is held from the
+// stock's update to the commit only. A fence above 0 is written with the
+// stock: the token of the lock the sale was made under. ErrPurchaseFailed
+// when the row is gone.
+func writeSale(tx *gorm.DB, id uint32, stock int32, fence int64, order *orderInfo) error {
+	if err := tx.Create(order).Error; err != nil {
+		return err
+	}
+	return writeStock(tx, id, stock, fence)
+}
+
+// writeStock sets the stock of row id, and its fence when fence > 0.
+func writeStock(tx *gorm.DB, id uint32, stock int32, fence int64) error {
+	set := map[string]any{"stock": stock}
+	if fence > 0 {
+		set["fence"] = fence
+	}
+	res := tx.Model(&goodsStock{}).Where("id = ?", id).Updates(set)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return service.ErrPurchaseFailed
+	}
+	return nil
+}
+
+// SellAtomic is the purchase with the database as the lock: it inserts the
+// order, then decrements the stock of order.GoodsNo where it is above zero
+// (the first such row by id), in one transaction. The order comes first so
+// that the hot row is locked only from its update to the commit.
+func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
+	row := newOrderRow(order, time.Now().UTC())
+	err := s.inTx(ctx, s.salesFor(order.GoodsNo), func(tx *gorm.DB) ([]uint64, error) {
+		if err := tx.Create(&row).Error; err != nil {
+			return nil, err
+		}
+		now := time.Now().UTC()
+		res := tx.Exec(atomicSQL, order.GoodsNo, now, now)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		if res.RowsAffected == 0 {
+			g, err := goods(tx, order.GoodsNo)
+			if err != nil {
+				return nil, err // no such goods
+			}
+			if err := g.OpenAt(now); err != nil {
+				return nil, err
+			}
+			return nil, service.ErrSoldOut
+		}
+		return []uint64{row.ID}, nil
+	})
+	if err != nil {
+		return err
+	}
+	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
+	return nil
+}
+
+// atomicSQL is the atomic purchase's decrement: the first row of the goods,
+// if it has stock and its sale window is open at the time given twice.
+const atomicSQL = "UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? AND stock > 0 " +
+	"AND (sale_start IS NULL OR sale_start <= ?) AND (sale_end IS NULL OR sale_end > ?) ORDER BY id LIMIT 1"
+
+// ActiveOrderOfBuyer reads the order of goodsNo that userID holds under the
+// one-per-buyer rule (not expired), if there is one.
+func (s *Store) ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order service.Order, found bool, err error) {
+	return s.lockedOrder(ctx, "goods_no = ? AND active_buyer = ?", goodsNo, userID)
+}
