@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +16,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/net/netutil"
 
-	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
@@ -107,87 +103,6 @@ func migrateStatus(ctx context.Context, cfg Config, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%-8d %-8s %-25s %s\n", st.Version, state, at, st.File)
 	}
 	return nil
-}
-
-// goodsStock is one goods' new stock for `shop stock set`.
-type goodsStock struct {
-	goodsNo, stock int32
-}
-
-// setStock sets each goods' stock, one transaction per goods, one after
-// the other (run side by side, a goods' row creation and order deletion take
-// gap locks that deadlock with its neighbours'); it stops at the first
-// failure, the goods before it set.
-func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsStock, reset repo.StockReset) error {
-	store, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	for _, s := range stocks {
-		if err := store.SetStock(ctx, s.goodsNo, s.stock, reset); err != nil {
-			if len(stocks) == 1 {
-				return err
-			}
-			return fmt.Errorf("goods %d: %w", s.goodsNo, err)
-		}
-	}
-	attrs := []any{"ordersCleared", reset.ClearOrders, "fenceReset", reset.ResetFence,
-		"saleStart", fmtWindow(reset.SaleStart), "saleEnd", fmtWindow(reset.SaleEnd)}
-	if len(stocks) == 1 {
-		log.Info("stock set", append([]any{"goodsNo", stocks[0].goodsNo, "stock", stocks[0].stock}, attrs...)...)
-	} else {
-		var total int64
-		for _, s := range stocks {
-			total += int64(s.stock)
-		}
-		log.Info("stock set", append([]any{"goods", len(stocks), "totalStock", total}, attrs...)...)
-	}
-	return nil
-}
-
-// readStockFile reads a CSV file of goodsNo,stock lines; a first line that
-// is not two numbers is a header.
-func readStockFile(name string) ([]goodsStock, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = 2
-	r.TrimLeadingSpace = true
-	var out []goodsStock
-	seen := map[int32]int{}
-	for line := 1; ; line++ {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		g, gerr := strconv.ParseInt(rec[0], 10, 32)
-		s, serr := strconv.ParseInt(rec[1], 10, 32)
-		if line == 1 && (gerr != nil || serr != nil) {
-			continue // a header
-		}
-		if gerr != nil || serr != nil || g <= 0 || s < 0 {
-			return nil, fmt.Errorf("line %d: %q: want goodsNo (> 0),stock (≥ 0)", line, strings.Join(rec, ","))
-		}
-		if prev, dup := seen[int32(g)]; dup {
-			return nil, fmt.Errorf("line %d: goods %d again (first on line %d)", line, g, prev)
-		}
-		seen[int32(g)] = line
-		out = append(out, goodsStock{int32(g), int32(s)})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no goods", name)
-	}
-	if len(out) > api.MaxGoodsSet {
-		return nil, fmt.Errorf("%s: more than %d goods", name, api.MaxGoodsSet)
-	}
-	return out, nil
 }
 
 // serve runs the HTTP API until ctx ends, then shuts down gracefully: stop
@@ -371,63 +286,6 @@ func zkReady(c *zk.Client) func(ctx context.Context) error {
 		}
 		return c.Ping(ctx)
 	}
-}
-
-// sample reads, every second until ctx ends, the stock and orders of the
-// goods the metrics track and, with the lock on, how many nodes queue on
-// each one's lock: the gauges and the dashboard's numbers, so that neither
-// a scrape nor the page ever queries on a buyer's path.
-func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues bool, l coord.Paths, m *metrics.Metrics, log *slog.Logger) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		for _, goods := range m.Goods() {
-			qctx, cancel := context.WithTimeout(ctx, time.Second)
-			info, err := shop.Stock(qctx, goods)
-			cancel()
-			if err == nil {
-				m.SampledGoods(goods, metrics.GoodsSample{Stock: info.Stock, Orders: info.Orders, OrdersByStatus: info.OrdersByStatus})
-			} else if ctx.Err() == nil && !errors.Is(err, service.ErrNotFound) {
-				log.Debug("sampling the stock failed", "goodsNo", goods, "err", err)
-			}
-			if queues {
-				p := l.Path(goods)
-				qctx, cancel := context.WithTimeout(ctx, time.Second)
-				kids, err := zc.Children(qctx, p)
-				cancel()
-				if err == nil || errors.Is(err, zk.ErrNoNode) { // no node yet: nobody queued
-					m.SampledQueue(goods, p, len(kids))
-				}
-			}
-		}
-		sampleSale(ctx, shop, m, log)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// sampleSale samples the sale across goods: the totals (one scan of the
-// goods) and the stock of the goods purchased most in the last second.
-func sampleSale(ctx context.Context, shop *service.Shop, m *metrics.Metrics, log *slog.Logger) {
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	totals, err := shop.SaleTotals(qctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Debug("sampling the sale failed", "err", err)
-		}
-		return
-	}
-	s := metrics.SaleSample{Goods: totals.Goods, SoldOut: totals.SoldOut, StockLeft: totals.StockLeft, Hottest: m.TakeDemand(5)}
-	for i, h := range s.Hottest {
-		if g, err := shop.Goods(qctx, h.GoodsNo); err == nil {
-			s.Hottest[i].Stock = g.Stock
-		}
-	}
-	m.SampledSale(s)
 }
 
 // limits are the HTTP server's bounds, derived where configured as 0.

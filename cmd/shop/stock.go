@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+)
+
+// goodsStock is one goods' new stock for `shop stock set`.
+type goodsStock struct {
+	goodsNo, stock int32
+}
+
+// setStock sets each goods' stock, one transaction per goods, one after
+// the other (run side by side, a goods' row creation and order deletion take
+// gap locks that deadlock with its neighbours'); it stops at the first
+// failure, the goods before it set.
+func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsStock, reset repo.StockReset) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	for _, s := range stocks {
+		if err := store.SetStock(ctx, s.goodsNo, s.stock, reset); err != nil {
+			if len(stocks) == 1 {
+				return err
+			}
+			return fmt.Errorf("goods %d: %w", s.goodsNo, err)
+		}
+	}
+	attrs := []any{"ordersCleared", reset.ClearOrders, "fenceReset", reset.ResetFence,
+		"saleStart", fmtWindow(reset.SaleStart), "saleEnd", fmtWindow(reset.SaleEnd)}
+	if len(stocks) == 1 {
+		log.Info("stock set", append([]any{"goodsNo", stocks[0].goodsNo, "stock", stocks[0].stock}, attrs...)...)
+	} else {
+		var total int64
+		for _, s := range stocks {
+			total += int64(s.stock)
+		}
+		log.Info("stock set", append([]any{"goods", len(stocks), "totalStock", total}, attrs...)...)
+	}
+	return nil
+}
+
+// readStockFile reads a CSV file of goodsNo,stock lines; a first line that
+// is not two numbers is a header.
+func readStockFile(name string) ([]goodsStock, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = 2
+	r.TrimLeadingSpace = true
+	var out []goodsStock
+	seen := map[int32]int{}
+	for line := 1; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		g, gerr := strconv.ParseInt(rec[0], 10, 32)
+		s, serr := strconv.ParseInt(rec[1], 10, 32)
+		if line == 1 && (gerr != nil || serr != nil) {
+			continue // a header
+		}
+		if gerr != nil || serr != nil || g <= 0 || s < 0 {
+			return nil, fmt.Errorf("line %d: %q: want goodsNo (> 0),stock (≥ 0)", line, strings.Join(rec, ","))
+		}
+		if prev, dup := seen[int32(g)]; dup {
+			return nil, fmt.Errorf("line %d: goods %d again (first on line %d)", line, g, prev)
+		}
+		seen[int32(g)] = line
+		out = append(out, goodsStock{int32(g), int32(s)})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no goods", name)
+	}
+	if len(out) > api.MaxGoodsSet {
+		return nil, fmt.Errorf("%s: more than %d goods", name, api.MaxGoodsSet)
+	}
+	return out, nil
+}
