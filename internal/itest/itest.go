@@ -14,6 +14,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,12 @@ func Path(t testing.TB) string {
 // it, it would make it with its ACL, and the other tests could not create
 // their paths under it.
 func openRoot(servers []string) error {
+	rootMu.Lock()
+	defer rootMu.Unlock()
+	key := strings.Join(servers, ",")
+	if rootOpened[key] {
+		return nil // made (or found) once by this process: persistent, it stays
+	}
 	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 	if err != nil {
 		return err
@@ -84,8 +91,14 @@ func openRoot(servers []string) error {
 	if _, err := conn.Create("/seckill-test", nil, zk.FlagPersistent, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
+	rootOpened[key] = true
 	return nil
 }
+
+var (
+	rootMu     sync.Mutex
+	rootOpened = map[string]bool{} // by servers: openRoot's work done
+)
 
 // ZKDigest is the digest identity ("user:password") of the tests whose
 // clients close their nodes to strangers (zookeeper.auth); the cleanup of

@@ -41,21 +41,20 @@ func order(db *gorm.DB, id uint64, owner string) (service.Order, error) {
 // row lock orders them, and the second finds the status changed. Paying a
 // paid order returns it unchanged; an expired order, or an unpaid one placed
 // before placedSince, is service.ErrOrderExpired. With an owner, only that
-// buyer's order is paid; another's is service.ErrOrderNotFound, untouched
-// (an order's buyer never changes, so reading it first is enough).
+// buyer's order is paid (the UPDATE names it too); another's is untouched
+// and, read back as the owner's, service.ErrOrderNotFound.
 func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, placedSince time.Time) (service.Order, error) {
 	db := s.db.WithContext(ctx)
+	stmt, args := payOrderSQL, []any{service.OrderPaid, now, id, service.OrderUnpaid, placedSince}
 	if owner != "" {
-		if _, err := order(db, id, owner); err != nil {
-			return service.Order{}, err
-		}
+		stmt, args = stmt+" AND user_id = ?", append(args, owner)
 	}
 	var res *gorm.DB
 	for attempt := 0; ; attempt++ {
 		// By primary key, always: on a small table the optimizer may take
 		// the status index instead, locking in the opposite order to the
 		// sweeper's, which locks orders by primary key first.
-		res = db.Exec(payOrderSQL, service.OrderPaid, now, id, service.OrderUnpaid, placedSince)
+		res = db.Exec(stmt, args...)
 		var me *mysql.MySQLError
 		if attempt < 3 && errors.As(res.Error, &me) && me.Number == erLockDeadlock {
 			continue // chosen as a deadlock's victim: rolled back, so try again
@@ -65,7 +64,7 @@ func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, plac
 	if res.Error != nil {
 		return service.Order{}, translate(res.Error)
 	}
-	o, err := order(db, id, "")
+	o, err := order(db, id, owner)
 	if err != nil {
 		return service.Order{}, err
 	}
