@@ -57,15 +57,19 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 	var chosen []*service.Order
 	var rows []orderInfo
 	var refused map[*service.Order]error
-	err := s.inTx(ctx, s.salesFor(goodsNos[0]), func(tx *gorm.DB) ([]uint64, error) {
+	err := s.inTx(ctx, s.salesFor(goodsNos[0]), func(t *tx) error {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
-		claimed, err := s.claimGoods(tx, goodsNos, fence)
+		claimed, err := s.claimGoods(ctx, t, goodsNos, fence)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		candidates, err := s.batchCandidates(tx, goodsNos, orders, claimed, refused)
+		db, err := t.db(ctx)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		candidates, err := s.batchCandidates(db, goodsNos, orders, claimed, refused)
+		if err != nil {
+			return err
 		}
 		var writes []stockWrite
 		for _, no := range goodsNos {
@@ -76,7 +80,7 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 			g := read.goods()
 			picked, err := choose(g, candidates[no])
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if len(picked) > 0 {
 				chosen = append(chosen, picked...)
@@ -89,21 +93,20 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 			for i, o := range chosen {
 				rows[i] = newOrderRow(o, now)
 			}
-			if err := tx.Create(&rows).Error; err != nil {
-				return nil, err
+			if err := db.Create(&rows).Error; err != nil {
+				return err
 			}
-			if err := s.writeClaimedRows(tx, writes, fence); err != nil {
-				return nil, err
+			if err := s.writeClaimedRows(db, writes, fence); err != nil {
+				return err
 			}
 		}
 		if err := guard(); err != nil {
-			return nil, err
+			return err
 		}
-		written := make([]uint64, len(rows))
-		for i, r := range rows {
-			written[i] = r.ID
+		for _, r := range rows {
+			t.wrote(r.ID)
 		}
-		return written, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -118,9 +121,9 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 // the claim every purchase under the lock makes, for several one locking
 // read of them all; each goods' first row by id, its fence checked. A goods
 // without a row is missing from the answer.
-func (s *Store) claimGoods(tx *gorm.DB, goodsNos []int32, fence int64) (map[int32]goodsStock, error) {
+func (s *Store) claimGoods(ctx context.Context, t *tx, goodsNos []int32, fence int64) (map[int32]goodsStock, error) {
 	if len(goodsNos) == 1 {
-		read, err := s.claim(tx, goodsNos[0], fence)
+		read, err := t.claim(ctx, s.claimStmt, goodsNos[0], fence)
 		switch {
 		case errors.Is(err, service.ErrNotFound):
 			return map[int32]goodsStock{}, nil
@@ -129,7 +132,15 @@ func (s *Store) claimGoods(tx *gorm.DB, goodsNos []int32, fence int64) (map[int3
 		}
 		return map[int32]goodsStock{goodsNos[0]: read}, nil
 	}
-	rows, err := tx.Raw(s.causal(claimManySQL), goodsNos).Rows()
+	// Integers only, formatted here: no placeholder to expand.
+	q := make([]byte, 0, 12*len(goodsNos))
+	for i, no := range goodsNos {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = strconv.AppendInt(q, int64(no), 10)
+	}
+	rows, err := t.query(ctx, s.causal(fmt.Sprintf(claimManySQL, q)))
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +165,13 @@ func (s *Store) claimGoods(tx *gorm.DB, goodsNos []int32, fence int64) (map[int3
 	return claimed, rows.Close()
 }
 
-// claimManySQL is claimSQL for several goods at once. It names the goods
+// claimManySQL is claimSQL for several goods at once (%s: their numbers,
+// comma separated). It names the goods
 // index: for a quarter of a small table's goods (50 of 200) MariaDB planned
 // a full scan and a filesort, which read every row and, FOR UPDATE, locked
 // them all until the commit.
 const claimManySQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
-	"FORCE INDEX (idx_goods_stock_goods_no) WHERE goods_no IN ? ORDER BY goods_no, id FOR UPDATE"
+	"FORCE INDEX (idx_goods_stock_goods_no) WHERE goods_no IN (%s) ORDER BY goods_no, id FOR UPDATE"
 
 // batchCandidates sorts the batch's orders by goods, in the batch's order,
 // after refusing into refused those of goods without a row, those whose

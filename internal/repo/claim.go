@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 
@@ -17,11 +18,10 @@ import (
 // transaction ends, and the sale writes the token into the fence with the
 // stock, so no older holder can write after it.
 //
-// The batch claims in a GORM transaction (here), the seed's sale on a
-// connection of its own (saleTx.claim); both read the claim's answer with
-// readClaim, the one fence check.
-func (s *Store) claim(tx *gorm.DB, goodsNo int32, fence int64) (goodsStock, error) {
-	rows, err := tx.Raw(s.claimStmt, goodsNo).Rows()
+// stmt is Store.claimStmt. The claim is a sale's first statement: it goes
+// in one packet with START TRANSACTION (see tx.query).
+func (t *tx) claim(ctx context.Context, stmt string, goodsNo int32, fence int64) (goodsStock, error) {
+	rows, err := t.query(ctx, stmt, goodsNo)
 	if err != nil {
 		return goodsStock{}, err
 	}
@@ -128,4 +128,10 @@ func writeClaimed(tx *gorm.DB, read goodsStock, stock int32, fence int64) error 
 // row changed.
 func changedSinceClaim(read goodsStock) error {
 	return fmt.Errorf("%w: goods row %d changed after the claim read it (a stale read)", service.ErrConflict, read.ID)
+}
+
+// fenced is the error of a claim whose token is older than the row's.
+func fenced(token, rowFence int64) error {
+	return fmt.Errorf("%w: token %d, row fenced at %d (if ZooKeeper's data was wiped, its zxids started again: "+
+		"`shop stock set --reset-fence`)", service.ErrFenced, token, rowFence)
 }

@@ -89,7 +89,7 @@ func (f *failover) dial(ctx context.Context, network, _ string) (net.Conn, error
 }
 
 // salePool is a pool for the sale transactions: several statements per
-// query for saleTx, and GORM over the same connections.
+// query for a tx, and GORM over the same connections.
 type salePool struct {
 	sql  *sql.DB
 	gorm *gorm.DB

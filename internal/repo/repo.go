@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -74,7 +73,7 @@ type Store struct {
 // cluster had committed when the statement came); in a sale's transaction
 // only the claim is (the statements after it read what it locked), and
 // every sale's commit is confirmed by reading its orders back before the
-// buyer hears of it (see inTx and saleTx.commit). Where a goods' sales may
+// buyer hears of it (see tx.commit). Where a goods' sales may
 // reach different nodes the shop hands the lock on after the commit
 // (OneWriter).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
@@ -152,7 +151,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
 	s := &Store{db: db, cluster: cluster}
 	// The sale transactions' pools, of the same size, that let a query carry
-	// several statements (saleTx sends fixed statement texts so). On a
+	// several statements (a tx sends fixed statement texts so). On a
 	// cluster named by several nodes, one per node: the writer of a goods.
 	multi := cfg.Clone()
 	multi.MultiStatements = true
@@ -219,81 +218,6 @@ func (s *Store) Cluster() bool { return s.cluster }
 // may write through different nodes for a moment: a claim that read a
 // stale row then writes nothing and is tried again, see sell.)
 func (s *Store) OneWriter() bool { return !s.cluster || len(s.sales) > 1 }
-
-// inTx runs fn in a transaction on one connection of sp and commits when
-// fn returns nil, with the count of the orders fn wrote (its ids) in the
-// commit's packet on a cluster. There a transaction can be rolled back by a
-// brute-force abort (a replicated write-set that needs its row locks)
-// without its client being told: the statements after it run outside any
-// transaction and are lost, and the COMMIT finds no transaction and answers
-// OK for nothing. A commit is applied on its own node before it answers, so
-// a missing order is a sale that did not happen: service.ErrConflict, to be
-// tried again. (On one server the count is not needed and not made.) An
-// error before the commit rolls back, also when ctx has ended; a failed
-// commit is translated by commitError.
-func (s *Store) inTx(ctx context.Context, sp salePool, fn func(tx *gorm.DB) (ids []uint64, err error)) error {
-	connected := false
-	err := sp.gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
-		connected = true
-		// A new session: each statement builds its own clauses, as in a
-		// GORM transaction.
-		tx := conn.Session(&gorm.Session{NewDB: true})
-		if err := tx.Exec("START TRANSACTION").Error; err != nil {
-			return commitError(err, false)
-		}
-		ids, err := fn(tx)
-		if err != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saleTimeout)
-			defer cancel()
-			if rerr := tx.WithContext(rctx).Exec("ROLLBACK").Error; rerr != nil {
-				discardConn(tx) // never handed to another sale with a transaction open
-			}
-			return commitError(err, false)
-		}
-		if !s.cluster || len(ids) == 0 {
-			if err := tx.Exec("COMMIT").Error; err != nil {
-				discardConn(tx)
-				return commitError(err, true)
-			}
-			return nil
-		}
-		var found int64
-		if err := tx.Raw(commitCounting+"?", ids).Scan(&found).Error; err != nil {
-			discardConn(tx)
-			return commitError(err, true)
-		}
-		return checkVerified(found, len(ids))
-	})
-	if err != nil && !connected {
-		return commitError(err, false) // no connection: nothing was sent
-	}
-	return err
-}
-
-// discardConn closes the connection of a GORM Connection callback instead
-// of pooling it (see saleTx.discard).
-func discardConn(tx *gorm.DB) {
-	if c, ok := tx.Statement.ConnPool.(*sql.Conn); ok {
-		_ = c.Raw(func(any) error { return driver.ErrBadConn })
-	}
-}
-
-// commitCounting commits and, in the same packet, counts the orders whose
-// ids follow (a parenthesised list): see inTx.
-const commitCounting = "COMMIT; SELECT COUNT(*) FROM order_info WHERE id IN "
-
-// checkVerified compares the orders found after a commit with those it wrote.
-func checkVerified(found int64, wrote int) error {
-	switch {
-	case found == int64(wrote):
-		return nil
-	case found == 0:
-		return fmt.Errorf("%w: the commit answered OK but none of its %d orders is in the database "+
-			"(a Galera brute-force abort whose error did not reach the client)", service.ErrConflict, wrote)
-	default:
-		return fmt.Errorf("%w: %d of the commit's %d orders are in the database", service.ErrCommitUnknown, found, wrote)
-	}
-}
 
 // SQLDB is the store's connection pool, for its statistics.
 func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }

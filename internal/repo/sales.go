@@ -15,11 +15,16 @@ import (
 // the purchase without a lock.
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order) error {
 	row := newOrderRow(order, time.Now().UTC())
-	err := s.inTx(ctx, s.salesFor(g.GoodsNo), func(tx *gorm.DB) ([]uint64, error) {
-		if err := writeSale(tx, g.ID, stock, 0, &row); err != nil {
-			return nil, err
+	err := s.inTx(ctx, s.salesFor(g.GoodsNo), func(t *tx) error {
+		db, err := t.db(ctx)
+		if err != nil {
+			return err
 		}
-		return []uint64{row.ID}, nil
+		if err := writeSale(db, g.ID, stock, 0, &row); err != nil {
+			return err
+		}
+		t.wrote(row.ID)
+		return nil
 	})
 	if err != nil {
 		return err
@@ -33,22 +38,22 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 // new stock, writes it with the token and the order, calls guard and
 // commits. A newer holder's token on the row is service.ErrFenced and a
 // goods without a row service.ErrNotFound, with nothing written; an error
-// from decide or guard rolls back and is returned. It is a saleTx: two round
-// trips to MySQL before the commit.
+// from decide or guard rolls back and is returned. Two round trips to MySQL
+// before the commit (see tx).
 func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
 	row := newOrderRow(order, time.Time{})
-	err := s.inSaleTx(ctx, goodsNo, func(t *saleTx) error {
-		g, err := t.claim(ctx, goodsNo, fence)
+	err := s.inTx(ctx, s.salesFor(goodsNo), func(t *tx) error {
+		read, err := t.claim(ctx, s.claimStmt, goodsNo, fence)
 		if err != nil {
 			return err
 		}
-		stock, err := decide(g)
+		stock, err := decide(read.goods())
 		if err != nil {
 			return err
 		}
 		row.CreatedAt = time.Now().UTC()
-		if err := t.sell(ctx, stock, fence, &row); err != nil {
+		if err := t.sell(ctx, read, stock, fence, &row); err != nil {
 			return err
 		}
 		return guard()
@@ -133,26 +138,31 @@ func writeStock(tx *gorm.DB, id uint32, stock int32, fence int64) error {
 // that the hot row is locked only from its update to the commit.
 func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	row := newOrderRow(order, time.Now().UTC())
-	err := s.inTx(ctx, s.salesFor(order.GoodsNo), func(tx *gorm.DB) ([]uint64, error) {
-		if err := tx.Create(&row).Error; err != nil {
-			return nil, err
+	err := s.inTx(ctx, s.salesFor(order.GoodsNo), func(t *tx) error {
+		db, err := t.db(ctx)
+		if err != nil {
+			return err
+		}
+		if err := db.Create(&row).Error; err != nil {
+			return err
 		}
 		now := time.Now().UTC()
-		res := tx.Exec(atomicSQL, order.GoodsNo, now, now)
+		res := db.Exec(atomicSQL, order.GoodsNo, now, now)
 		if res.Error != nil {
-			return nil, res.Error
+			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			g, err := goods(tx, order.GoodsNo)
+			g, err := goods(db, order.GoodsNo)
 			if err != nil {
-				return nil, err // no such goods
+				return err // no such goods
 			}
 			if err := g.OpenAt(now); err != nil {
-				return nil, err
+				return err
 			}
-			return nil, service.ErrSoldOut
+			return service.ErrSoldOut
 		}
-		return []uint64{row.ID}, nil
+		t.wrote(row.ID)
+		return nil
 	})
 	if err != nil {
 		return err
@@ -170,4 +180,43 @@ const atomicSQL = "UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? A
 // one-per-buyer rule (not expired), if there is one.
 func (s *Store) ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order service.Order, found bool, err error) {
 	return s.lockedOrder(ctx, "goods_no = ? AND active_buyer = ?", goodsNo, userID)
+}
+
+// sell inserts order and sets the stock of the claimed row read with the
+// fence, if the row is as the claim read it (claimedStock), in one round
+// trip, and sets order.ID.
+func (t *tx) sell(ctx context.Context, read goodsStock, stock int32, fence int64, order *orderInfo) error {
+	rows, err := t.query(ctx, "INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) "+
+		"VALUES (?, ?, ?, ?, ?, ?); "+writeClaimedSQL+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
+		order.GoodsNo, order.RequestID, order.UserID, order.Limited, order.Status, order.CreatedAt, stock, fence,
+		read.ID, read.Stock, read.Fence)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var orderID uint64
+	var updated int64
+	var inTxn bool
+	if !rows.Next() {
+		return errors.Join(errors.New("repo: no answer to the sale's last statement"), rows.Err())
+	}
+	if err := rows.Scan(&orderID, &updated, &inTxn); err != nil {
+		return err
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if !inTxn {
+		// Seen on Galera: the claim's transaction was rolled back by a
+		// brute-force abort (its read was stale, and the other node's
+		// write-set needed the row) and nobody was told; the sale's
+		// statements then ran outside any transaction and were lost.
+		return fmt.Errorf("%w: the sale's transaction had ended before its statements ran (a brute-force abort)", service.ErrConflict)
+	}
+	if updated == 0 {
+		return changedSinceClaim(read)
+	}
+	order.ID = orderID
+	t.wrote(orderID)
+	return nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The purchase under the lock runs its statements in batches on a
-// connection of its own pool (saleTx). Whatever ends it early must roll the
+// connection of the sale pool (a tx). Whatever ends it early must roll the
 // claim back and give the row free: a connection returned to the pool with
 // its transaction open would keep the row locked for everyone else (and
 // commit it later, inside some other purchase). Each case ends with a sale

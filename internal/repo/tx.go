@@ -1,0 +1,185 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// Every sale runs in a tx, through inTx: one transaction helper, one
+// rollback and one commit check for the seed's sale, the batch and the
+// atomic sale alike. The choice, once: GORM where it earns its place (the
+// multi-row INSERT of a batch's orders and their ids, which MariaDB hands
+// back with RETURNING; reads scanned into the row types) and database/sql
+// where a purchase under the lock pays for every round trip: a tx sends
+// statements that belong together in one packet (query), on a connection
+// of the sale pool, which takes several statements per query. The seed's
+// sale makes two round trips before the commit that way (START TRANSACTION
+// with the claim, then the order with the stock and the read of the new
+// order's id), where database/sql's Tx would make four.
+//
+// Only fixed statement texts are sent in one packet, their values
+// interpolated by the driver (which escapes them for the connection's
+// character set); the rest of the store keeps a pool that takes one
+// statement per query.
+
+// saleTimeout bounds a ROLLBACK sent after the purchase's context ended.
+const saleTimeout = 5 * time.Second
+
+// tx is a sale's transaction on one connection of a salePool, as SQL
+// (query) or as GORM (db) on the same connection. It begins with its first
+// statement: START TRANSACTION rides in query's first packet, or goes
+// alone before db's first statement.
+type tx struct {
+	conn   *sql.Conn
+	gorm   *gorm.DB // a session on conn
+	open   bool     // START TRANSACTION went out: the end rolls back or commits
+	orders []uint64 // the orders written (wrote), confirmed with the commit
+}
+
+// inTx runs fn in a tx on one connection of sp and commits when fn returns
+// nil. An error before the commit rolls back, also when ctx has ended; a
+// failed commit is translated by commitError (a connection that broke
+// during the commit is service.ErrCommitUnknown). A connection whose
+// rollback or commit failed is closed, never handed to another sale with a
+// transaction open.
+func (s *Store) inTx(ctx context.Context, sp salePool, fn func(t *tx) error) error {
+	connected := false
+	err := sp.gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+		connected = true
+		c, ok := conn.Statement.ConnPool.(*sql.Conn)
+		if !ok {
+			return fmt.Errorf("repo: a GORM connection is a %T, not a *sql.Conn", conn.Statement.ConnPool)
+		}
+		// A new session: each statement builds its own clauses.
+		t := &tx{conn: c, gorm: conn.Session(&gorm.Session{NewDB: true})}
+		if err := fn(t); err != nil {
+			t.rollback(ctx)
+			return commitError(err, false)
+		}
+		return t.commit(ctx)
+	})
+	if err != nil && !connected {
+		return commitError(err, false) // no connection: nothing was sent
+	}
+	return err
+}
+
+// query sends stmts (one or more statements, separated by semicolons) in
+// one packet, preceded by START TRANSACTION when the transaction has not
+// begun, and returns the rows of the first statement that has any. An
+// error of any of the statements is returned; those after it did not run.
+func (t *tx) query(ctx context.Context, stmts string, args ...any) (*sql.Rows, error) {
+	if !t.open {
+		stmts = "START TRANSACTION; " + stmts
+		t.open = true
+	}
+	return t.conn.QueryContext(ctx, stmts, args...)
+}
+
+// db is the transaction as GORM, begun if it was not.
+func (t *tx) db(ctx context.Context) (*gorm.DB, error) {
+	if !t.open {
+		t.open = true // a failed START TRANSACTION is rolled back: harmless
+		if _, err := t.conn.ExecContext(ctx, "START TRANSACTION"); err != nil {
+			return nil, err
+		}
+	}
+	return t.gorm, nil
+}
+
+// wrote records orders the transaction inserted, for the commit's check.
+func (t *tx) wrote(ids ...uint64) { t.orders = append(t.orders, ids...) }
+
+// rollback ends an open transaction without its writes, also when ctx has
+// ended; or marks the connection to be closed when the rollback fails.
+func (t *tx) rollback(ctx context.Context) {
+	if !t.open {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saleTimeout)
+	defer cancel()
+	if _, err := t.conn.ExecContext(rctx, "ROLLBACK"); err != nil {
+		t.discard()
+	}
+}
+
+// discard has the connection closed instead of pooled. (A driver.ErrBadConn
+// from Raw's function is database/sql's way to drop a connection; MySQL
+// rolls back what the connection had open.)
+func (t *tx) discard() {
+	_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
+}
+
+// commit commits, and counts the transaction's orders in the same packet.
+// On a Galera cluster a transaction can be rolled back by a brute-force
+// abort (a replicated write-set that needs its row locks) without its
+// client being told: the statements after it run outside any transaction
+// and are lost, and the COMMIT finds no transaction and answers OK for
+// nothing. A commit is applied on its own node before it answers, so a
+// missing order is a sale that did not happen: service.ErrConflict, to be
+// tried again. On one server the count always finds them; it is made there
+// too, for one commit path everywhere (the one a cluster depends on runs in
+// every test) at no round trip's cost.
+func (t *tx) commit(ctx context.Context) error {
+	if !t.open {
+		return nil
+	}
+	if len(t.orders) == 0 {
+		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
+			t.discard()
+			return commitError(err, true)
+		}
+		return nil
+	}
+	found, err := t.commitCounting(ctx)
+	if err != nil {
+		t.discard()
+		return commitError(err, true)
+	}
+	return checkVerified(found, len(t.orders))
+}
+
+// commitCounting commits and, in the same packet, counts the orders the
+// transaction wrote.
+func (t *tx) commitCounting(ctx context.Context) (int64, error) {
+	ids := make([]any, len(t.orders))
+	for i, id := range t.orders {
+		ids[i] = id
+	}
+	rows, err := t.conn.QueryContext(ctx, "COMMIT; SELECT COUNT(*) FROM order_info WHERE id IN (?"+
+		strings.Repeat(", ?", len(ids)-1)+")", ids...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var found int64
+	if !rows.Next() {
+		return 0, errors.Join(errors.New("repo: no answer to the commit's count"), rows.Err())
+	}
+	if err := rows.Scan(&found); err != nil {
+		return 0, err
+	}
+	return found, rows.Close()
+}
+
+// checkVerified compares the orders found after a commit with those it wrote.
+func checkVerified(found int64, wrote int) error {
+	switch {
+	case found == int64(wrote):
+		return nil
+	case found == 0:
+		return fmt.Errorf("%w: the commit answered OK but none of its %d orders is in the database "+
+			"(a Galera brute-force abort whose error did not reach the client)", service.ErrConflict, wrote)
+	default:
+		return fmt.Errorf("%w: %d of the commit's %d orders are in the database", service.ErrCommitUnknown, found, wrote)
+	}
+}
