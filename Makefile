@@ -43,10 +43,10 @@ fmt-check:
 test: stack-up galera-up build loadtools fmt-check vet
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-## unit: the tests that need neither ZooKeeper nor MariaDB
+## unit: every package's tests that need no server: go test -short, where a test that needs one
+## skips and says so (itest.Integration); the examples run against ZooKeeper and cannot skip
 unit:
-	$(GO) test -race -count=1 ./internal/handler/ ./internal/service/ ./internal/api/ ./internal/auth/ ./internal/limit/ ./internal/dashboard/ ./internal/crowd/ ./internal/metrics/ ./migrations/ ./loadtest/
-	$(GO) test -race -count=1 -run 'Config|LockPath|Setting|Compose|Dockerfile' ./cmd/shop/
+	$(GO) test -race -count=1 -short -skip '^Example' ./...
 
 ## interop: Go recipes against Java Curator 5 (Debian's jars) on the same paths
 interop: stack-up

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // Every command's --help exits 0 and lists its own flags, typed, and no
@@ -79,24 +79,12 @@ func TestCommandLineMistakesAreUsageErrors(t *testing.T) {
 	}
 }
 
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // A server that is not there is named with the key and the command that
 // fix it, and a wait for ZooKeeper says so while it lasts.
 func TestMissingServersAreNamedWithTheirFix(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"migrate"}, map[string]string{
-		"SHOP_MYSQL_DSN": "seckill:seckill@tcp(" + closedAddr(t) + ")/seckill", "SHOP_CONFIG": "../../config.yaml"}, &out, &errOut)
+		"SHOP_MYSQL_DSN": "seckill:seckill@tcp(" + e2e.ClosedAddr(t) + ")/seckill", "SHOP_CONFIG": "../../config.yaml"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "mysql.dsn (SHOP_MYSQL_DSN") || !strings.Contains(err.Error(), "make stack-up") {
 		t.Errorf("MySQL not there: %v, want the key and make stack-up", err)
 	}
@@ -104,7 +92,7 @@ func TestMissingServersAreNamedWithTheirFix(t *testing.T) {
 	errOut.Reset()
 	err = run(context.Background(), []string{"serve", "--server.addr", "127.0.0.1:0"}, map[string]string{
 		"SHOP_MYSQL_DSN": itest.Database(t), "SHOP_CONFIG": "../../config.yaml",
-		"SHOP_ZOOKEEPER_SERVERS": closedAddr(t), "SHOP_ZOOKEEPER_CONNECTIONTIMEOUT": "6s"}, &out, &errOut)
+		"SHOP_ZOOKEEPER_SERVERS": e2e.ClosedAddr(t), "SHOP_ZOOKEEPER_CONNECTIONTIMEOUT": "6s"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "zookeeper.servers (SHOP_ZOOKEEPER_SERVERS") || !strings.Contains(err.Error(), "make stack-up") {
 		t.Errorf("ZooKeeper not there: %v, want the key and make stack-up", err)
 	}

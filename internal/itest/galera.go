@@ -26,6 +26,7 @@ const howToStartGalera = "start the test cluster with `make galera-up` " +
 // fails the test with how to start it.
 func Galera(t testing.TB) []string {
 	t.Helper()
+	Integration(t)
 	nodes := strings.Split(env("SECKILL_TEST_GALERA", "127.0.0.1:23301,127.0.0.1:23302,127.0.0.1:23303"), ",")
 	for _, addr := range nodes {
 		if state, err := GaleraState(GaleraDSN(addr)); err != nil || state != "Synced" {
@@ -93,6 +94,7 @@ type GaleraCluster struct {
 // It takes about half a minute.
 func StartGalera(t testing.TB, base int) *GaleraCluster {
 	t.Helper()
+	Integration(t)
 	c := &GaleraCluster{dir: t.TempDir(), base: strconv.Itoa(base)}
 	t.Cleanup(func() {
 		if out, err := exec.Command(stackScript(t), "galera-down", c.dir).CombinedOutput(); err != nil {

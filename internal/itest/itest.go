@@ -28,6 +28,7 @@ const howToStart = "start the local stack with `make stack-up` (scripts/stack.sh
 // separated; default 127.0.0.1:2181) after checking that it answers ruok.
 func ZooKeeper(t testing.TB) []string {
 	t.Helper()
+	Integration(t)
 	servers := strings.Split(env("SECKILL_TEST_ZK", "127.0.0.1:2181"), ",")
 	if err := ruok(servers[0]); err != nil {
 		t.Fatalf("ZooKeeper at %s is not answering (%v): %s", servers[0], err, howToStart)
@@ -173,6 +174,18 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
+// Integration marks a test that needs a server (ZooKeeper, MariaDB, the
+// Galera cluster, a server of its own, a browser or the load tools): it
+// runs under go test and fails when the server is missing; go test -short
+// (make unit) skips it, and says so. Every server accessor of itest and of
+// tests/framework/e2e calls it, so a test need not.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs servers: skipped under -short (make unit); make test runs it")
+	}
+}
+
 // MySQLDSN is the admin DSN the tests use to create their databases
 // (SECKILL_TEST_MYSQL_DSN; default the stack's seckill user).
 func MySQLDSN() string {
@@ -183,6 +196,7 @@ func MySQLDSN() string {
 // and returns a DSN for it.
 func Database(t testing.TB) string {
 	t.Helper()
+	Integration(t)
 	return databaseAt(t, MySQLDSN(), howToStart)
 }
 

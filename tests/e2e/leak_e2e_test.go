@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // leakGoods is how many goods the leak test's sales touch; leakSlack is how
@@ -32,24 +33,24 @@ func TestASaleOfManyGoodsLeavesNothingBehind(t *testing.T) {
 	for _, strategy := range []string{"batch", "seed"} {
 		t.Run(strategy, func(t *testing.T) {
 			lockPath := manyLockPath(t, strategy)
-			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+lockPath,
+			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+lockPath,
 				"SHOP_DEMO_MAXSLEEP=0s", "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
-			s.binary = shopBinaryNoRace // the race detector's shadow memory would hide the instance's own
-			s.shop(t, "migrate")
-			s.shop(t, "stock", "set", "--goods", fmt.Sprintf("1-%d", leakGoods), "--stock", "1", "--clear-orders")
+			s.Binary = e2e.ShopBinaryNoRace(t) // the race detector's shadow memory would hide the instance's own
+			s.Shop(t, "migrate")
+			s.Shop(t, "stock", "set", "--goods", fmt.Sprintf("1-%d", leakGoods), "--stock", "1", "--clear-orders")
 			// GOGC=10: the heap in use stays near the live heap once a few
 			// collections ran (gc below makes them).
-			in := s.serve(t, "GOGC=10")
+			in := s.Serve(t, "GOGC=10")
 			// Warm up on goods the sale does not touch again: pools, the
 			// session, the first lock paths.
-			warm, _ := closedLoadOf([]string{in.url}, 200, 20, func(i int) int32 { return int32(i%20 + 1) })
+			warm, _ := closedLoadOf([]string{in.URL}, 200, 20, func(i int) int32 { return int32(i%20 + 1) })
 			for _, a := range warm {
-				if a.err != nil {
-					t.Fatalf("warm-up: %v", a.err)
+				if a.Err != nil {
+					t.Fatalf("warm-up: %v", a.Err)
 				}
 			}
 			time.Sleep(2 * time.Second) // the warm-up's timers and idle connections settle
-			goroutines, heap := leakGauges(t, in.url)
+			goroutines, heap := leakGauges(t, in.URL)
 
 			// Two sales of half the goods each, every goods bought twice
 			// (one buyer gets its piece, one hears it is sold out). The
@@ -57,13 +58,13 @@ func TestASaleOfManyGoodsLeavesNothingBehind(t *testing.T) {
 			// that is not bounded grows again with the second.
 			half := (leakGoods - 20) / 2
 			sell := func(from int) {
-				answers, _ := closedLoadOf([]string{in.url}, 2*half, 200, func(i int) int32 { return int32(from + i%half) })
+				answers, _ := closedLoadOf([]string{in.URL}, 2*half, 200, func(i int) int32 { return int32(from + i%half) })
 				codes := map[string]int{}
 				for _, a := range answers {
-					if a.err != nil {
-						t.Fatalf("sale: %v", a.err)
+					if a.Err != nil {
+						t.Fatalf("sale: %v", a.Err)
 					}
-					codes[a.code]++
+					codes[a.Code]++
 				}
 				if codes["ok"] != half || codes["sold_out"] != half {
 					t.Fatalf("answers %v, want %d ok and as many sold_out", codes, half)
@@ -71,14 +72,14 @@ func TestASaleOfManyGoodsLeavesNothingBehind(t *testing.T) {
 			}
 			sell(21)
 			time.Sleep(2 * time.Second)
-			goroutines1, heap1 := leakGauges(t, in.url)
+			goroutines1, heap1 := leakGauges(t, in.URL)
 			sell(21 + half)
 
 			// The goroutines come back, within a generous time, to where they
 			// were before the sales; the heap to where it was after the first.
 			var g, h float64
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-				g, h = leakGauges(t, in.url)
+				g, h = leakGauges(t, in.URL)
 				if g <= goroutines+5 && h <= heap1+leakSlack || time.Now().After(deadline) {
 					break
 				}
@@ -111,14 +112,14 @@ func leakGauges(t *testing.T, base string) (goroutines, heap float64) {
 	for range 3 {
 		answers, _ := closedLoadOfPath([]string{base}, 1500, 10, "/healthz")
 		for _, a := range answers {
-			if a.err != nil || a.status != http.StatusOK {
-				t.Fatalf("GET /healthz: %d %v", a.status, a.err)
+			if a.Err != nil || a.Status != http.StatusOK {
+				t.Fatalf("GET /healthz: %d %v", a.Status, a.Err)
 			}
 		}
-		goroutines = min(goroutines, metricValue(t, base, "go_goroutines")-
-			metricValue(t, base, `go_sql_open_connections{db_name="seckill"}`)-
-			metricValue(t, base, `go_sql_open_connections{db_name="seckill_sales"}`))
-		heap = min(heap, metricValue(t, base, "go_memstats_heap_inuse_bytes"))
+		goroutines = min(goroutines, e2e.MetricValue(t, base, "go_goroutines")-
+			e2e.MetricValue(t, base, `go_sql_open_connections{db_name="seckill"}`)-
+			e2e.MetricValue(t, base, `go_sql_open_connections{db_name="seckill_sales"}`))
+		heap = min(heap, e2e.MetricValue(t, base, "go_memstats_heap_inuse_bytes"))
 	}
 	return goroutines, heap
 }

@@ -1,10 +1,9 @@
-package main
+package e2e
 
 import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // authAnswer is what a request of the auth tests heard.
@@ -35,23 +35,9 @@ type authAnswer struct {
 // send makes one request with the given header pairs.
 func send(t *testing.T, method, url string, header ...string) authAnswer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	a := authAnswer{status: resp.StatusCode, header: resp.Header}
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		t.Fatalf("%s %s: %d, body not JSON: %v", method, url, resp.StatusCode, err)
-	}
-	return a
+	a, body := e2e.AskJSON[authAnswer](t, method, url, header...)
+	body.status, body.header = a.Status, a.Header
+	return body
 }
 
 // TestWhoMayDoWhat runs an instance with auth.mode jwt and the limits on,
@@ -66,10 +52,10 @@ func TestWhoMayDoWhat(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := newStack(t, "SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE="+secretFile, "SHOP_AUTH_ISSUER=https://login.example",
+	s := e2e.NewStack(t, "SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE="+secretFile, "SHOP_AUTH_ISSUER=https://login.example",
 		"SHOP_AUTH_AUDIENCE=seckill", "SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=debug")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1-2", "--stock", "1000", "--clear-orders")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1-2", "--stock", "1000", "--clear-orders")
 	token := func(buyer string, mutate ...func(jwt.MapClaims)) string {
 		c := jwt.MapClaims{"sub": buyer, "iss": "https://login.example", "aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}
 		for _, m := range mutate {
@@ -83,7 +69,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 	}
 
 	t.Run("tokens", func(t *testing.T) {
-		in := s.serve(t, "SHOP_LIMITS_BUYERRATE=1", "SHOP_LIMITS_BUYERBURST=3")
+		in := s.Serve(t, "SHOP_LIMITS_BUYERRATE=1", "SHOP_LIMITS_BUYERBURST=3")
 		valid := jwt.MapClaims{"sub": "alice", "iss": "https://login.example", "aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}
 		forged, err := jwt.NewWithClaims(jwt.SigningMethodHS256, valid).SignedString([]byte(strings.Repeat("f", 48)))
 		if err != nil {
@@ -109,7 +95,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 			{"no sub", []string{"Authorization", token("alice", func(c jwt.MapClaims) { delete(c, "sub") })}, 401, "unauthenticated"},
 			{"X-User-ID naming another buyer", []string{"Authorization", token("alice"), "X-User-ID", "alice2"}, 403, "buyer_mismatch"},
 		} {
-			a := send(t, http.MethodGet, in.url+"/goods-stock/1", tc.header...)
+			a := send(t, http.MethodGet, in.URL+"/goods-stock/1", tc.header...)
 			if a.status != tc.status || a.Code != tc.code {
 				t.Errorf("%s: %d %s, want %d %s", tc.name, a.status, a.Code, tc.status, tc.code)
 			}
@@ -119,11 +105,11 @@ func TestWhoMayDoWhat(t *testing.T) {
 		}
 		// alice buys; mallory can neither read nor pay her order; nobody
 		// without a token can.
-		bought := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", token("alice"))
+		bought := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", token("alice"))
 		if bought.status != 200 || bought.UserID != "alice" || bought.OrderID == 0 {
 			t.Fatalf("alice's purchase: %d %s buyer %q order %d", bought.status, bought.Code, bought.UserID, bought.OrderID)
 		}
-		order := fmt.Sprintf("%s/orders/%d", in.url, bought.OrderID)
+		order := fmt.Sprintf("%s/orders/%d", in.URL, bought.OrderID)
 		for _, tc := range []struct {
 			method, url string
 			header      []string
@@ -143,12 +129,12 @@ func TestWhoMayDoWhat(t *testing.T) {
 		}
 		// alice's retry replays her order; mallory sending alice's request
 		// id hears nothing of it.
-		first := send(t, http.MethodGet, in.url+"/goods-stock/2", "Authorization", token("alice"), "X-Request-ID", "alice-req-1")
-		again := send(t, http.MethodGet, in.url+"/goods-stock/2", "Authorization", token("alice"), "X-Request-ID", "alice-req-1")
+		first := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("alice"), "X-Request-ID", "alice-req-1")
+		again := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("alice"), "X-Request-ID", "alice-req-1")
 		if first.status != 200 || again.status != 200 || again.OrderID != first.OrderID {
 			t.Fatalf("alice's purchase and its retry: %d %s order %d, %d %s order %d", first.status, first.Code, first.OrderID, again.status, again.Code, again.OrderID)
 		}
-		if a := send(t, http.MethodGet, in.url+"/goods-stock/2", "Authorization", token("mallory"), "X-Request-ID", "alice-req-1"); a.status != 409 || a.Code != "duplicate_request" || a.OrderID != 0 {
+		if a := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("mallory"), "X-Request-ID", "alice-req-1"); a.status != 409 || a.Code != "duplicate_request" || a.OrderID != 0 {
 			t.Errorf("mallory replaying alice's request id: %d %s order %d, want 409 duplicate_request and no order", a.status, a.Code, a.OrderID)
 		}
 
@@ -159,7 +145,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 		bot := token("bot")
 		for range 40 {
 			wg.Go(func() {
-				a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", bot)
+				a := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", bot)
 				mu.Lock()
 				codes[a.Code]++
 				mu.Unlock()
@@ -172,19 +158,19 @@ func TestWhoMayDoWhat(t *testing.T) {
 		if codes["too_many_requests"] < 36 || codes["ok"] != 1 {
 			t.Errorf("the bot's 40 purchases at once: %v; want one order and at least 36 refused 429", codes)
 		}
-		if a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", token("honest")); a.status != 200 {
+		if a := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", token("honest")); a.status != 200 {
 			t.Errorf("an honest buyer after the bot: %d %s", a.status, a.Code)
 		}
-		if n := metricValue(t, in.url, `seckill_purchases_total{goods="1",outcome="too_many_requests",strategy="batch"}`); int(n) != codes["too_many_requests"] {
+		if n := e2e.MetricValue(t, in.URL, `seckill_purchases_total{goods="1",outcome="too_many_requests",strategy="batch"}`); int(n) != codes["too_many_requests"] {
 			t.Errorf("the metrics count %v refusals, the bot heard %d", n, codes["too_many_requests"])
 		}
-		if n := metricValue(t, in.url, `seckill_purchases_total{goods="1",outcome="unauthenticated",strategy="batch"}`); n != 8 {
+		if n := e2e.MetricValue(t, in.URL, `seckill_purchases_total{goods="1",outcome="unauthenticated",strategy="batch"}`); n != 8 {
 			t.Errorf("the metrics count %v unauthenticated purchases, want the 8 refused above", n)
 		}
-		if a := send(t, http.MethodGet, in.url+"/goods/1"); a.status != 200 {
+		if a := send(t, http.MethodGet, in.URL+"/goods/1"); a.status != 200 {
 			t.Errorf("the goods' stock without a token: %d %s (it is public)", a.status, a.Code)
 		}
-		if strings.Contains(in.logs(), secret) {
+		if strings.Contains(in.Logs(), secret) {
 			t.Errorf("the HMAC secret is in the log")
 		}
 	})
@@ -203,29 +189,29 @@ func TestWhoMayDoWhat(t *testing.T) {
 		if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		in := s.serve(t, "SHOP_AUTH_HMACSECRETFILE=", "SHOP_AUTH_PUBLICKEYFILE="+keyFile)
+		in := s.Serve(t, "SHOP_AUTH_HMACSECRETFILE=", "SHOP_AUTH_PUBLICKEYFILE="+keyFile)
 		claims := jwt.MapClaims{"sub": "rsa-buyer", "iss": "https://login.example", "aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}
 		confused, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(pemKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", "Bearer "+confused); a.status != 401 {
+		if a := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", "Bearer "+confused); a.status != 401 {
 			t.Errorf("HS256 signed with the shop's RSA public key as its secret: %d %s, want 401", a.status, a.Code)
 		}
 		good, err := jwt.NewWithClaims(jwt.SigningMethodRS256, claims).SignedString(key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", "Bearer "+good); a.status != 200 || a.UserID != "rsa-buyer" {
+		if a := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", "Bearer "+good); a.status != 200 || a.UserID != "rsa-buyer" {
 			t.Errorf("an RS256 token: %d %s buyer %q", a.status, a.Code, a.UserID)
 		}
 	})
 
 	t.Run("many tokens from one address", func(t *testing.T) {
-		in := s.serve(t, "SHOP_LIMITS_CLIENTRATE=0.01", "SHOP_LIMITS_CLIENTBURST=5")
+		in := s.Serve(t, "SHOP_LIMITS_CLIENTRATE=0.01", "SHOP_LIMITS_CLIENTBURST=5")
 		served := 0
 		for i := range 30 {
-			a := send(t, http.MethodGet, in.url+"/goods-stock/1", "Authorization", token(fmt.Sprint("puppet-", i)))
+			a := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", token(fmt.Sprint("puppet-", i)))
 			switch a.status {
 			case 200:
 				served++
@@ -240,13 +226,13 @@ func TestWhoMayDoWhat(t *testing.T) {
 	})
 
 	t.Run("a load test with a token per buyer", func(t *testing.T) {
-		in1, in2 := s.serve(t), s.serve(t)
+		in1, in2 := s.Serve(t), s.Serve(t)
 		loadtest := filepath.Join(dir, "loadtest")
 		if out, err := exec.Command("go", "build", "-o", loadtest, "../../loadtest").CombinedOutput(); err != nil {
 			t.Fatalf("build loadtest: %v\n%s", err, out)
 		}
-		s.shop(t, "stock", "set", "--goods", "1-5", "--stock", "100", "--clear-orders")
-		cmd := exec.Command(loadtest, "--url", in1.url+","+in2.url, "--goods", "1-5", "--requests", "800", "--concurrency", "50",
+		s.Shop(t, "stock", "set", "--goods", "1-5", "--stock", "100", "--clear-orders")
+		cmd := exec.Command(loadtest, "--url", in1.URL+","+in2.URL, "--goods", "1-5", "--requests", "800", "--concurrency", "50",
 			"--buyers", "600", "--jwt-secret-file", secretFile, "--jwt-issuer", "https://login.example", "--jwt-audience", "seckill",
 			"--expect-exact", "--quiet")
 		out, err := cmd.CombinedOutput()
@@ -261,8 +247,8 @@ func TestWhoMayDoWhat(t *testing.T) {
 		if strings.Contains(string(out), "unauthenticated") {
 			t.Fatalf("tokens refused:\n%s", out)
 		}
-		for _, in := range []*instance{in1, in2} {
-			if strings.Contains(in.logs(), secret) {
+		for _, in := range []*e2e.Instance{in1, in2} {
+			if strings.Contains(in.Logs(), secret) {
 				t.Errorf("the HMAC secret is in the log")
 			}
 		}
@@ -274,11 +260,11 @@ func TestWhoMayDoWhat(t *testing.T) {
 // and to delete the nodes it sees there. It is refused (NoAuth) every time,
 // and the sale stays exact.
 func TestZooKeeperClosedToStrangers(t *testing.T) {
-	s := newStack(t, "SHOP_ZOOKEEPER_AUTH=digest:"+itest.ZKDigest, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=5ms")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
-	in1, in2 := s.serve(t), s.serve(t)
-	outsider, _, err := gozk.Connect(s.zkServers, 10*time.Second, gozk.WithLogInfo(false))
+	s := e2e.NewStack(t, "SHOP_ZOOKEEPER_AUTH=digest:"+itest.ZKDigest, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=5ms")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
+	in1, in2 := s.Serve(t), s.Serve(t)
+	outsider, _, err := gozk.Connect(s.ZKServers, 10*time.Second, gozk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +281,7 @@ func TestZooKeeperClosedToStrangers(t *testing.T) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			_, err := outsider.Create(s.lockPath+"/_c_outsider-lock-", nil, gozk.FlagEphemeralSequential, gozk.WorldACL(gozk.PermAll))
+			_, err := outsider.Create(s.LockPath+"/_c_outsider-lock-", nil, gozk.FlagEphemeralSequential, gozk.WorldACL(gozk.PermAll))
 			switch {
 			case errors.Is(err, gozk.ErrNoAuth):
 				refused["create"]++
@@ -303,9 +289,9 @@ func TestZooKeeperClosedToStrangers(t *testing.T) {
 			default:
 				others = append(others, fmt.Errorf("create: %v", err))
 			}
-			kids, _, err := outsider.Children(s.lockPath)
+			kids, _, err := outsider.Children(s.LockPath)
 			for _, k := range kids {
-				switch err := outsider.Delete(s.lockPath+"/"+k, -1); {
+				switch err := outsider.Delete(s.LockPath+"/"+k, -1); {
 				case errors.Is(err, gozk.ErrNoAuth):
 					refused["delete"]++
 				case errors.Is(err, gozk.ErrNoNode): // released meanwhile
@@ -315,11 +301,11 @@ func TestZooKeeperClosedToStrangers(t *testing.T) {
 			}
 		}
 	}()
-	answers, _ := closedLoadOf([]string{in1.url, in2.url}, 300, 30, func(int) int32 { return 1 })
+	answers, _ := closedLoadOf([]string{in1.URL, in2.URL}, 300, 30, func(int) int32 { return 1 })
 	close(stop)
 	<-done
 	ok := sold(t, answers)
-	stock, orders := goodsCounts(t, s.dsn)
+	stock, orders := s.GoodsCounts(t)
 	if ok != 100 || stock[1] != 0 || orders[1] != 100 {
 		t.Fatalf("%d sold, stock left %d, %d order rows; want 100, 0, 100", ok, stock[1], orders[1])
 	}
@@ -331,17 +317,17 @@ func TestZooKeeperClosedToStrangers(t *testing.T) {
 
 // sold counts the 200s among answers; anything but a 200 or sold out fails
 // the test.
-func sold(t *testing.T, answers []timedAnswer) int {
+func sold(t *testing.T, answers []e2e.Answer) int {
 	t.Helper()
 	ok := 0
 	for _, a := range answers {
 		switch {
-		case a.err != nil:
-			t.Fatalf("a purchase: %v", a.err)
-		case a.status == 200:
+		case a.Err != nil:
+			t.Fatalf("a purchase: %v", a.Err)
+		case a.Status == 200:
 			ok++
-		case a.code != "sold_out":
-			t.Errorf("a purchase answered %d %s", a.status, a.code)
+		case a.Code != "sold_out":
+			t.Errorf("a purchase answered %d %s", a.Status, a.Code)
 		}
 	}
 	return ok

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 var exampleHost = regexp.MustCompile(`https?://shop-[ab]\.example:8080|shop-[ab]\.example|\b8080\b`)
@@ -17,16 +20,17 @@ var exampleHost = regexp.MustCompile(`https?://shop-[ab]\.example:8080|shop-[ab]
 // deployment that is not there fails: a load tool that fails must not look
 // like a pass.
 func TestTheReadmesLoadToolCommandsRunAndFailLoudly(t *testing.T) {
+	itest.Integration(t)
 	for _, tool := range []string{"../../bin/k6", "/usr/share/jmeter", "../../bin/loadtest"} {
 		if _, err := os.Stat(tool); err != nil {
 			t.Fatalf("%s is missing: make build loadtools builds bin/ and installs k6 and JMeter", tool)
 		}
 	}
-	s := newStack(t, "SHOP_DEMO_MAXSLEEP=2ms")
-	s.shop(t, "migrate")
-	in := s.serve(t)
-	host, port, _ := strings.Cut(strings.TrimPrefix(in.url, "http://"), ":")
-	closed := closedAddr(t)
+	s := e2e.NewStack(t, "SHOP_DEMO_MAXSLEEP=2ms")
+	s.Shop(t, "migrate")
+	in := s.Serve(t)
+	host, port, _ := strings.Cut(strings.TrimPrefix(in.URL, "http://"), ":")
+	closed := e2e.ClosedAddr(t)
 	closedHost, closedPort, _ := strings.Cut(closed, ":")
 	for _, prefix := range []string{"bin/loadtest --url ", "scripts/loadtools.sh k6 ", "scripts/loadtools.sh jmeter "} {
 		var lines []string
@@ -53,16 +57,16 @@ func TestTheReadmesLoadToolCommandsRunAndFailLoudly(t *testing.T) {
 				cmdline = strings.Replace(cmdline, " 1500", " 30", 1) // 30 buyers
 				cmd := exec.Command("bash", "-c", cmdline)
 				cmd.Dir = "../.."
-				cmd.Env = s.env
+				cmd.Env = s.Env
 				out, err := cmd.CombinedOutput()
 				return cmdline + "\n" + string(out), err
 			}
-			s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
 			time.Sleep(1200 * time.Millisecond) // the sold-out mark of the last run expires
 			if out, err := run(host, port); err != nil {
 				t.Errorf("%s: %v\n%s", line, err, out)
 			}
-			if stock, orders := s.counts(t); stock != 0 || orders != 10 {
+			if stock, orders := s.Counts(t); stock != 0 || orders != 10 {
 				t.Errorf("%s: stock %d with %d orders after 30 buyers, want 0 and 10", line, stock, orders)
 			}
 			if out, err := run(closedHost, closedPort); err == nil {

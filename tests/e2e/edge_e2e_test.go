@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // withOpenFileLimit is a stand-in for the shop binary that runs it with its
@@ -37,15 +39,15 @@ func withOpenFileLimit(t *testing.T, binary string, n int) string {
 // the buyer's connection is never accepted while the idle ones stay.
 func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 	const idle = 300
-	s := newStack(t, "SHOP_SERVER_IDLETIMEOUT=2s")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
-	s.binary = withOpenFileLimit(t, shopBinary, 400)
-	in := s.serve(t)
-	if !strings.Contains(in.logs(), "maxConnections=188") {
-		t.Fatalf("want the cap derived from 400 open files (400 - mysql.maxOpenConns 100 - 3 x mysql.saleConns 16 - 64 = 188)\n%s", in.logs())
+	s := e2e.NewStack(t, "SHOP_SERVER_IDLETIMEOUT=2s")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
+	s.Binary = withOpenFileLimit(t, e2e.ShopBinary(t), 400)
+	in := s.Serve(t)
+	if !strings.Contains(in.Logs(), "maxConnections=188") {
+		t.Fatalf("want the cap derived from 400 open files (400 - mysql.maxOpenConns 100 - 3 x mysql.saleConns 16 - 64 = 188)\n%s", in.Logs())
 	}
-	addr := strings.TrimPrefix(in.url, "http://")
+	addr := strings.TrimPrefix(in.URL, "http://")
 
 	// Each connection asks once, keeps the connection open and says nothing
 	// more; those beyond the cap wait in the listen backlog for their turn.
@@ -88,21 +90,17 @@ func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 
 	// A buyer meanwhile is answered.
 	time.Sleep(500 * time.Millisecond)
-	buyer := &http.Client{Timeout: 60 * time.Second}
-	resp, err := buyer.Get(in.url + "/goods-stock/1")
-	if err != nil {
-		t.Fatalf("a buyer among %d idle connections: %v\n%s", idle, err, in.logs())
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a buyer among idle connections: %d", resp.StatusCode)
+	if a := e2e.Ask(http.MethodGet, in.URL+"/goods-stock/1"); a.Err != nil {
+		t.Fatalf("a buyer among %d idle connections: %v\n%s", idle, a.Err, in.Logs())
+	} else if a.Status != http.StatusOK {
+		t.Fatalf("a buyer among idle connections: %d", a.Status)
 	}
 	wg.Wait()
 	if n := len(closedByServer); n != idle {
 		t.Errorf("%d of %d idle connections were closed by the server", n, idle)
 	}
-	if strings.Contains(in.logs(), "too many open files") {
-		t.Errorf("the instance ran out of files:\n%s", in.logs())
+	if strings.Contains(in.Logs(), "too many open files") {
+		t.Errorf("the instance ran out of files:\n%s", in.Logs())
 	}
 }
 
@@ -110,19 +108,16 @@ func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 // one (the repeat replays the answer); a malformed id is refused and writes
 // nothing.
 func TestRequestIDsAtTheEdge(t *testing.T) {
-	s := newStack(t)
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
-	in := s.serve(t)
+	s := e2e.NewStack(t)
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
+	in := s.Serve(t)
 	ask := func(id string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, in.url+"/goods-stock/1", nil)
-		req.Header.Set("X-Request-ID", id)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		a := e2e.Ask(http.MethodGet, in.URL+"/goods-stock/1", "X-Request-ID", id)
+		if a.Err != nil {
+			t.Fatal(a.Err)
 		}
-		defer resp.Body.Close()
-		return resp.StatusCode, decodeCode(resp)
+		return a.Status, a.Code
 	}
 	for _, c := range []struct {
 		id     string
@@ -136,7 +131,7 @@ func TestRequestIDsAtTheEdge(t *testing.T) {
 			t.Errorf("X-Request-ID %q: %d %s, want %d %s", c.id, status, code, c.status, c.code)
 		}
 	}
-	if stock, orders := s.counts(t); stock != 8 || orders != 2 {
+	if stock, orders := s.Counts(t); stock != 8 || orders != 2 {
 		t.Errorf("stock %d with %d orders, want 8 and 2", stock, orders)
 	}
 }

@@ -1,14 +1,15 @@
-package main
+package e2e
 
 import (
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // buyerAnswer is a purchase's answer as a buyer reads it.
@@ -21,26 +22,11 @@ type buyerAnswer struct {
 }
 
 // purchaseAs buys goods with the given headers (name, value, ...).
-func purchaseAs(t *testing.T, client *http.Client, method, url string, hdr ...string) buyerAnswer {
+func purchaseAs(t *testing.T, method, url string, hdr ...string) buyerAnswer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Errorf("%s %s: %v", method, url, err)
-		return buyerAnswer{}
-	}
-	defer resp.Body.Close()
-	a := buyerAnswer{status: resp.StatusCode}
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		t.Errorf("%s %s: %d, body not JSON: %v", method, url, resp.StatusCode, err)
-	}
-	return a
+	a, body := e2e.AskJSON[buyerAnswer](t, method, url, hdr...)
+	body.status = a.Status
+	return body
 }
 
 // One per buyer, under every strategy, across two instances: 50 buyers try
@@ -49,12 +35,10 @@ func purchaseAs(t *testing.T, client *http.Client, method, url string, hdr ...st
 func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_DEMO_MAXSLEEP=2ms", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
-			s.shop(t, "migrate")
-			s.shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
-			a, b := s.serve(t), s.serve(t)
-			client := &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{MaxConnsPerHost: 200, MaxIdleConnsPerHost: 200}}
-			defer client.CloseIdleConnections()
+			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_DEMO_MAXSLEEP=2ms", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+			s.Shop(t, "migrate")
+			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
+			a, b := s.Serve(t), s.Serve(t)
 			const buyers, tries = 50, 4
 			answers := make([]buyerAnswer, buyers*tries)
 			var wg sync.WaitGroup
@@ -62,9 +46,9 @@ func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
 			for i := range answers {
 				wg.Go(func() {
 					<-start
-					base := []string{a.url, b.url}[i%2]
+					base := []string{a.URL, b.URL}[i%2]
 					method := []string{http.MethodGet, http.MethodPost}[i/2%2]
-					answers[i] = purchaseAs(t, client, method, base+"/goods-stock/1", "X-User-ID", fmt.Sprint("buyer-", i%buyers))
+					answers[i] = purchaseAs(t, method, base+"/goods-stock/1", "X-User-ID", fmt.Sprint("buyer-", i%buyers))
 				})
 			}
 			close(start)
@@ -92,7 +76,7 @@ func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
 			if len(orderOf) != buyers {
 				t.Errorf("%d buyers bought, want %d", len(orderOf), buyers)
 			}
-			if stock, orders := s.counts(t); stock != 100-buyers || orders != buyers {
+			if stock, orders := s.Counts(t); stock != 100-buyers || orders != buyers {
 				t.Errorf("stock %d with %d orders, want %d and %d", stock, orders, 100-buyers, buyers)
 			}
 		})
@@ -103,27 +87,26 @@ func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
 // (replayed), never a second one; the request id reused for another goods
 // is a conflict. A sold-out goods does not hide the replay.
 func TestRepeatedRequestIsReplayed(t *testing.T) {
-	s := newStack(t)
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
-	s.shop(t, "stock", "set", "--goods", "2", "--stock", "5", "--clear-orders")
-	in := s.serve(t)
-	client := &http.Client{Timeout: time.Minute}
-	first := purchaseAs(t, client, http.MethodPost, in.url+"/goods-stock/1", "X-Request-ID", "retry-me")
+	s := e2e.NewStack(t)
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
+	s.Shop(t, "stock", "set", "--goods", "2", "--stock", "5", "--clear-orders")
+	in := s.Serve(t)
+	first := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/1", "X-Request-ID", "retry-me")
 	if first.status != 200 || first.Replayed {
 		t.Fatalf("first purchase: %+v", first)
 	}
-	if other := purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1"); other.status != 409 || other.Code != "sold_out" {
+	if other := purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1"); other.status != 409 || other.Code != "sold_out" {
 		t.Fatalf("the next buyer: %+v, want sold_out", other)
 	}
-	again := purchaseAs(t, client, http.MethodPost, in.url+"/goods-stock/1", "X-Request-ID", "retry-me")
+	again := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/1", "X-Request-ID", "retry-me")
 	if again.status != 200 || !again.Replayed || again.OrderID != first.OrderID {
 		t.Fatalf("the retry: %+v, want 200 replayed with order %d", again, first.OrderID)
 	}
-	if c := purchaseAs(t, client, http.MethodPost, in.url+"/goods-stock/2", "X-Request-ID", "retry-me"); c.status != 409 || c.Code != "request_id_conflict" {
+	if c := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/2", "X-Request-ID", "retry-me"); c.status != 409 || c.Code != "request_id_conflict" {
 		t.Fatalf("the id for another goods: %+v, want 409 request_id_conflict", c)
 	}
-	if stock, orders := s.counts(t); stock != 0 || orders != 1 {
+	if stock, orders := s.Counts(t); stock != 0 || orders != 1 {
 		t.Errorf("goods 1: stock %d with %d orders, want 0 and 1", stock, orders)
 	}
 }
@@ -132,12 +115,11 @@ func TestRepeatedRequestIsReplayed(t *testing.T) {
 // the buyer hears not_started and when; at and after the start the sale is
 // open; at the end it is over.
 func TestSaleWindowEdges(t *testing.T) {
-	s := newStack(t)
-	s.shop(t, "migrate")
-	in := s.serve(t)
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+3s", "--end", "+6s")
-	client := &http.Client{Timeout: time.Minute}
-	buy := func() buyerAnswer { return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1") }
+	s := e2e.NewStack(t)
+	s.Shop(t, "migrate")
+	in := s.Serve(t)
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+3s", "--end", "+6s")
+	buy := func() buyerAnswer { return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1") }
 	before := buy()
 	if before.status != 409 || before.Code != "not_started" || before.SaleStart == nil {
 		t.Fatalf("before the start: %+v, want 409 not_started with the start", before)
@@ -159,7 +141,7 @@ func TestSaleWindowEdges(t *testing.T) {
 	if a := buy(); a.status != 409 || a.Code != "ended" {
 		t.Fatalf("at the end: %+v, want 409 ended", a)
 	}
-	if stock, orders := s.counts(t); stock != 8 || orders != 2 {
+	if stock, orders := s.Counts(t); stock != 8 || orders != 2 {
 		t.Errorf("stock %d with %d orders, want 8 and 2", stock, orders)
 	}
 }
@@ -174,25 +156,24 @@ func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 func TestTheRowsSaleWindowDecidesUnderEveryStrategy(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy)
-			s.shop(t, "migrate")
-			s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "none", "--end", "none")
-			in := s.serve(t)
-			client := &http.Client{Timeout: time.Minute}
-			buy := func() buyerAnswer { return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1") }
+			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy)
+			s.Shop(t, "migrate")
+			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "none", "--end", "none")
+			in := s.Serve(t)
+			buy := func() buyerAnswer { return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1") }
 			if a := buy(); a.status != 200 {
 				t.Fatalf("open window: %+v, want 200", a)
 			}
 			sold := 1
 
 			// Ended at once: the instance has the window cached open.
-			s.shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "+0s")
+			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "+0s")
 			if a := buy(); a.status != 409 || a.Code != "ended" {
 				t.Errorf("right after the end, window cached open: %+v, want 409 ended", a)
 			}
 			// Reopened: the first buyer a second later buys.
 			reopen := func(stock string) {
-				s.shop(t, "stock", "set", "--goods", "1", "--stock", stock, "--end", "none")
+				s.Shop(t, "stock", "set", "--goods", "1", "--stock", stock, "--end", "none")
 				time.Sleep(1500 * time.Millisecond)
 				if a := buy(); a.status != 200 {
 					t.Errorf("reopened 1.5 s ago: %+v, want 200", a)
@@ -202,18 +183,18 @@ func TestTheRowsSaleWindowDecidesUnderEveryStrategy(t *testing.T) {
 			}
 			// Reopened, and ended again with the goods idle past the cache.
 			reopen("9")
-			s.shop(t, "stock", "set", "--goods", "1", "--stock", "8", "--end", "+1s")
+			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "8", "--end", "+1s")
 			time.Sleep(2500 * time.Millisecond)
 			if a := buy(); a.status != 409 || a.Code != "ended" {
 				t.Errorf("ended while the goods was idle past the cache: %+v, want 409 ended", a)
 			}
 			// A start moved ahead while the window is cached open.
 			reopen("8")
-			s.shop(t, "stock", "set", "--goods", "1", "--stock", "7", "--start", "+1h")
+			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "7", "--start", "+1h")
 			if a := buy(); a.status != 409 || a.Code != "not_started" {
 				t.Errorf("start moved an hour ahead, window cached open: %+v, want 409 not_started", a)
 			}
-			if stock, orders := s.counts(t); stock != 7 || orders != sold {
+			if stock, orders := s.Counts(t); stock != 7 || orders != sold {
 				t.Errorf("stock %d with %d orders, want 7 and %d", stock, orders, sold)
 			}
 		})
@@ -223,23 +204,23 @@ func TestTheRowsSaleWindowDecidesUnderEveryStrategy(t *testing.T) {
 // A window that would end before it starts is refused (exit 2) and changes
 // nothing, also when one bound is the row's.
 func TestAnEmptySaleWindowIsRefused(t *testing.T) {
-	s := newStack(t)
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "none", "--end", "none")
+	s := e2e.NewStack(t)
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "none", "--end", "none")
 	for _, args := range [][]string{
 		{"--start", "+10m", "--end", "+5m"},
 		{"--start", "+10m", "--end", "+10m"},
 	} {
-		out, code := s.shopExit(t, append([]string{"stock", "set", "--goods", "1", "--stock", "3"}, args...)...)
+		out, code := s.ShopExit(t, append([]string{"stock", "set", "--goods", "1", "--stock", "3"}, args...)...)
 		if code != 2 || !strings.Contains(out, "empty") {
 			t.Errorf("stock set %v: exit %d, want 2 naming the empty window\n%s", args, code, out)
 		}
 	}
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "+10m")
-	if out, code := s.shopExit(t, "stock", "set", "--goods", "1", "--stock", "3", "--end", "+5m"); code != 2 {
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "+10m")
+	if out, code := s.ShopExit(t, "stock", "set", "--goods", "1", "--stock", "3", "--end", "+5m"); code != 2 {
 		t.Errorf("--end before the row's start: exit %d, want 2\n%s", code, out)
 	}
-	if stock, _ := s.counts(t); stock != 10 {
+	if stock, _ := s.Counts(t); stock != 10 {
 		t.Errorf("stock %d after the refused changes, want 10", stock)
 	}
 }
@@ -247,13 +228,12 @@ func TestAnEmptySaleWindowIsRefused(t *testing.T) {
 // An expired order frees its buyer: once the sweeper has returned the piece,
 // the buyer may buy again.
 func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
-	s := newStack(t, "SHOP_ORDERS_PAYTIMEOUT=1s", "SHOP_ORDERS_SWEEPINTERVAL=100ms")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
-	in := s.serve(t)
-	client := &http.Client{Timeout: time.Minute}
+	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1s", "SHOP_ORDERS_SWEEPINTERVAL=100ms")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
+	in := s.Serve(t)
 	buy := func() buyerAnswer {
-		return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1", "X-User-ID", "alice")
+		return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1", "X-User-ID", "alice")
 	}
 	first := buy()
 	if first.status != 200 {
@@ -263,7 +243,7 @@ func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
 		t.Fatalf("again before expiry: %+v, want already_bought with order %d", again, first.OrderID)
 	}
 	var later buyerAnswer
-	if !waitUntil(30*time.Second, func() bool { later = buy(); return later.status == 200 }) {
+	if !e2e.WaitUntil(30*time.Second, func() bool { later = buy(); return later.status == 200 }) {
 		t.Fatalf("after the order expired: %+v, want 200", later)
 	}
 	if later.OrderID == first.OrderID {
@@ -274,29 +254,28 @@ func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
 // stock set --start none and --end none clear their side of the window
 // (and leave the other as it was).
 func TestStockSetNoneClearsItsSideOfTheWindow(t *testing.T) {
-	s := newStack(t)
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+1h", "--end", "+2h")
-	in := s.serve(t)
-	client := &http.Client{Timeout: time.Minute}
-	buy := func() buyerAnswer { return purchaseAs(t, client, http.MethodGet, in.url+"/goods-stock/1") }
+	s := e2e.NewStack(t)
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+1h", "--end", "+2h")
+	in := s.Serve(t)
+	buy := func() buyerAnswer { return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1") }
 	if a := buy(); a.Code != "not_started" {
 		t.Fatalf("before the start: %+v, want not_started", a)
 	}
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "none")
-	if start, end := s.window(t); start != "NULL" || end == "NULL" {
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--start", "none")
+	if start, end := window(t, s); start != "NULL" || end == "NULL" {
 		t.Fatalf("after --start none: the row's window is %s to %s, want NULL to the end set before", start, end)
 	}
 	time.Sleep(1500 * time.Millisecond) // the instance's copy of the window is a second old
 	if a := buy(); a.status != 200 {
 		t.Fatalf("after --start none: %+v, want 200 (the end, an hour away, left as it was)", a)
 	}
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "+0s")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "+0s")
 	if a := buy(); a.Code != "ended" {
 		t.Fatalf("after --end +0s: %+v, want ended", a)
 	}
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "none")
-	if start, end := s.window(t); start != "NULL" || end != "NULL" {
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "9", "--end", "none")
+	if start, end := window(t, s); start != "NULL" || end != "NULL" {
 		t.Fatalf("after --end none: the row's window is %s to %s, want NULL to NULL", start, end)
 	}
 	time.Sleep(1500 * time.Millisecond)
@@ -306,9 +285,9 @@ func TestStockSetNoneClearsItsSideOfTheWindow(t *testing.T) {
 }
 
 // window reads goods 1's sale window from its row: each bound, or NULL.
-func (s stack) window(t *testing.T) (start, end string) {
+func window(t *testing.T, s e2e.Stack) (start, end string) {
 	t.Helper()
-	db, err := sql.Open("mysql", s.dsn)
+	db, err := sql.Open("mysql", s.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // readmeShellLines returns the command lines of the ```sh blocks of the
@@ -82,7 +84,7 @@ var (
 // docker compose (no Docker engine here: the compose tests check the file
 // statically).
 func TestTheReadmesCommandsRun(t *testing.T) {
-	root := builtRoot(t)
+	root := e2e.BuiltRoot(t)
 	makefile, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
@@ -91,11 +93,11 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 	for _, m := range makeTargetRE.FindAllStringSubmatch(string(makefile), -1) {
 		targets[m[1]] = true
 	}
-	s := newStack(t, "SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=1m")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders", "--start", "none", "--end", "none")
-	a, b := s.serve(t), s.serve(t)
-	ports := map[string]string{"8080": a.url, "8081": a.url, "8082": b.url}
+	s := e2e.NewStack(t, "SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=1m")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders", "--start", "none", "--end", "none")
+	a, b := s.Serve(t), s.Serve(t)
+	ports := map[string]string{"8080": a.URL, "8081": a.URL, "8082": b.URL}
 	work := t.TempDir()
 	ran := 0
 	for _, line := range readmeShellLines(t) {
@@ -120,12 +122,12 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 			return strings.TrimPrefix(ports[m[len(m)-4:]], "http://")
 		})
 		if fields[0] == "bin/loadtest" && !strings.Contains(cmdline, "--url") && !strings.Contains(cmdline, "compare") && !strings.Contains(cmdline, "--help") {
-			cmdline += " --url " + a.url + "," + b.url // the default URLs are the README's :8081 and :8082
+			cmdline += " --url " + a.URL + "," + b.URL // the default URLs are the README's :8081 and :8082
 		}
 		cmdline = strings.Replace(cmdline, "bin/", root+"/bin/", 1)
 		cmd := exec.Command("bash", "-c", cmdline)
 		cmd.Dir = work
-		cmd.Env = append(s.env, "SHOP_CONFIG="+root+"/config.yaml")
+		cmd.Env = append(s.Env, "SHOP_CONFIG="+root+"/config.yaml")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("README/docs: %s\nran as: %s\n%v\n%s", line, cmdline, err, out)

@@ -1,8 +1,6 @@
-package main
+package e2e
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"slices"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // (e) of `make bench-shop`: a sale of many goods against a sale of one,
@@ -111,16 +110,16 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 	if sale.lockPath != "" {
 		lockPath = itest.Path(b) + sale.lockPath
 	}
-	s := newStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
 		"SHOP_LOCK_PATH="+lockPath, "SHOP_LOCK_ACQUIRETIMEOUT=2m")
-	s.binary = shopBinaryNoRace
-	s.shop(b, "migrate")
-	s.shop(b, "stock", "set", "--goods", fmt.Sprintf("1-%d", sale.goods), "--stock", strconv.Itoa(sale.stock), "--clear-orders")
-	var ins []*instance
+	s.Binary = e2e.ShopBinaryNoRace(b)
+	s.Shop(b, "migrate")
+	s.Shop(b, "stock", "set", "--goods", fmt.Sprintf("1-%d", sale.goods), "--stock", strconv.Itoa(sale.stock), "--clear-orders")
+	var ins []*e2e.Instance
 	var urls []string
 	for _, dsn := range dsns {
-		in := s.serve(b, "SHOP_MYSQL_DSN="+dsn)
-		ins, urls = append(ins, in), append(urls, in.url)
+		in := s.Serve(b, "SHOP_MYSQL_DSN="+dsn)
+		ins, urls = append(ins, in), append(urls, in.URL)
 	}
 	set := make([]int32, sale.goods)
 	for i := range set {
@@ -136,7 +135,7 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 		asked[pick.Goods(i)]++
 	}
 	run := manyRun{benchRun: tally(answers, start, func(i int) { ok[pick.Goods(i)]++ })}
-	left, orders := goodsCounts(b, s.dsn)
+	left, orders := s.GoodsCounts(b)
 	for _, g := range set {
 		over := orders[g] - (sale.stock - left[g])
 		phantoms := max(ok[g]-orders[g], 0)
@@ -155,45 +154,11 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 		}
 	}
 	for _, in := range ins {
-		if err := in.stop(b); err != nil {
-			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.logs())
+		if err := in.Stop(b); err != nil {
+			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.Logs())
 		}
 	}
 	return run
-}
-
-// goodsCounts reads every goods' stock and order rows.
-func goodsCounts(b testing.TB, dsn string) (stock, orders map[int32]int) {
-	b.Helper()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stock, orders = map[int32]int{}, map[int32]int{}
-	for q, into := range map[string]map[int32]int{
-		"SELECT goods_no, stock FROM goods_stock":                     stock,
-		"SELECT goods_no, COUNT(*) FROM order_info GROUP BY goods_no": orders,
-	} {
-		rows, err := db.QueryContext(ctx, q)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for rows.Next() {
-			var g int32
-			var n int
-			if err := rows.Scan(&g, &n); err != nil {
-				b.Fatal(err)
-			}
-			into[g] = n
-		}
-		if err := rows.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return stock, orders
 }
 
 // benchManyTable is (e) with its targets' verdicts.

@@ -1,7 +1,6 @@
-package main
+package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // apiAnswer is the JSON body of the order, goods and leader endpoints.
@@ -28,44 +28,21 @@ type apiAnswer struct {
 	ParticipantID  string         `json:"participantId"`
 }
 
+// call makes one request of the order, goods and leader endpoints.
 func call(t *testing.T, method, url string) apiAnswer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	a := apiAnswer{status: resp.StatusCode}
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		t.Fatalf("%s %s: status %d, body not JSON: %v", method, url, resp.StatusCode, err)
-	}
-	return a
-}
-
-// waitUntil polls cond every 50ms for at most d.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
+	a, body := e2e.AskJSON[apiAnswer](t, method, url)
+	body.status = a.Status
+	return body
 }
 
 // leaderOf asks each instance who leads; it fails unless they agree and
 // exactly the one named says it leads.
-func leaderOf(t *testing.T, ins ...*instance) (leader *instance, ok bool) {
+func leaderOf(t *testing.T, ins ...*e2e.Instance) (leader *e2e.Instance, ok bool) {
 	t.Helper()
 	ids := map[string]bool{}
 	for _, in := range ins {
-		a := call(t, http.MethodGet, in.url+"/leader")
+		a := call(t, http.MethodGet, in.URL+"/leader")
 		if a.status != http.StatusOK || a.Leader == nil {
 			return nil, false
 		}
@@ -86,32 +63,32 @@ func leaderOf(t *testing.T, ins ...*instance) (leader *instance, ok bool) {
 // expired order's piece returns to the stock exactly once.
 func TestOrdersExpireUnderTheElectedSweeper(t *testing.T) {
 	const session = 3 * time.Second
-	s := newStack(t, "SHOP_ORDERS_PAYTIMEOUT=4s", "SHOP_ORDERS_SWEEPINTERVAL=200ms",
+	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=4s", "SHOP_ORDERS_SWEEPINTERVAL=200ms",
 		"SHOP_ZOOKEEPER_SESSIONTIMEOUT="+session.String(), "SHOP_LOG_LEVEL=debug")
-	s.binary = shopBinaryNoRace // the survivor's session sees the killed one's expire; see shopBinary
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "20", "--clear-orders")
-	a := s.serve(t)
-	b := s.serve(t)
-	var leader *instance
-	if !waitUntil(30*time.Second, func() (ok bool) { leader, ok = leaderOf(t, a, b); return ok }) {
-		t.Fatalf("no single leader within 30s\nA:\n%s\nB:\n%s", a.logs(), b.logs())
+	s.Binary = e2e.ShopBinaryNoRace(t) // the survivor's session sees the killed one's expire
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "20", "--clear-orders")
+	a := s.Serve(t)
+	b := s.Serve(t)
+	var leader *e2e.Instance
+	if !e2e.WaitUntil(30*time.Second, func() (ok bool) { leader, ok = leaderOf(t, a, b); return ok }) {
+		t.Fatalf("no single leader within 30s\nA:\n%s\nB:\n%s", a.Logs(), b.Logs())
 	}
-	survivor := map[*instance]*instance{a: b, b: a}[leader]
+	survivor := map[*e2e.Instance]*e2e.Instance{a: b, b: a}[leader]
 
 	// Ten buyers, five through each instance; four of them pay.
 	var ids []uint64
 	for i := range 10 {
-		in := []*instance{a, b}[i%2]
-		ans := call(t, http.MethodGet, in.url+"/goods-stock/1")
+		in := []*e2e.Instance{a, b}[i%2]
+		ans := call(t, http.MethodGet, in.URL+"/goods-stock/1")
 		if ans.status != http.StatusOK || ans.OrderID == 0 {
 			t.Fatalf("purchase %d: %d %s", i, ans.status, ans.Code)
 		}
 		ids = append(ids, ans.OrderID)
 	}
 	for i, id := range ids[:4] {
-		in := []*instance{a, b}[i%2]
-		url := fmt.Sprintf("%s/orders/%d/pay", in.url, id)
+		in := []*e2e.Instance{a, b}[i%2]
+		url := fmt.Sprintf("%s/orders/%d/pay", in.URL, id)
 		if ans := call(t, http.MethodPost, url); ans.status != http.StatusOK || ans.Status != "paid" {
 			t.Fatalf("pay order %d: %d %s %s", id, ans.status, ans.Code, ans.Status)
 		}
@@ -119,40 +96,40 @@ func TestOrdersExpireUnderTheElectedSweeper(t *testing.T) {
 			t.Fatalf("pay order %d again: %d %s, want 200 paid", id, ans.status, ans.Code)
 		}
 	}
-	if ans := call(t, http.MethodGet, fmt.Sprintf("%s/orders/%d", a.url, ids[5])); ans.status != http.StatusOK || ans.Status != "unpaid" {
+	if ans := call(t, http.MethodGet, fmt.Sprintf("%s/orders/%d", a.URL, ids[5])); ans.status != http.StatusOK || ans.Status != "unpaid" {
 		t.Fatalf("an unpaid order reads %d %s", ans.status, ans.Status)
 	}
 
 	// The leader dies before the unpaid orders are due.
-	leader.kill(t)
+	leader.Kill(t)
 	killed := time.Now()
-	if !waitUntil(session+15*time.Second, func() bool { l, ok := leaderOf(t, survivor); return ok && l == survivor }) {
-		t.Fatalf("the survivor did not lead within %v of the leader's death\n%s", session+15*time.Second, survivor.logs())
+	if !e2e.WaitUntil(session+15*time.Second, func() bool { l, ok := leaderOf(t, survivor); return ok && l == survivor }) {
+		t.Fatalf("the survivor did not lead within %v of the leader's death\n%s", session+15*time.Second, survivor.Logs())
 	}
 	t.Logf("the survivor leads %v after the leader was killed (session timeout %v)", time.Since(killed).Round(10*time.Millisecond), session)
 
 	var g apiAnswer
-	if !waitUntil(30*time.Second, func() bool {
-		g = call(t, http.MethodGet, survivor.url+"/goods/1")
+	if !e2e.WaitUntil(30*time.Second, func() bool {
+		g = call(t, http.MethodGet, survivor.URL+"/goods/1")
 		return g.OrdersByStatus["expired"] == 6
 	}) {
-		t.Fatalf("the unpaid orders did not expire within 30s: %+v\n%s", g.OrdersByStatus, survivor.logs())
+		t.Fatalf("the unpaid orders did not expire within 30s: %+v\n%s", g.OrdersByStatus, survivor.Logs())
 	}
 	time.Sleep(time.Second) // sweeps go on: nothing may expire twice
-	g = call(t, http.MethodGet, survivor.url+"/goods/1")
+	g = call(t, http.MethodGet, survivor.URL+"/goods/1")
 	if *g.Stock != 20-4 || g.OrdersByStatus["paid"] != 4 || g.OrdersByStatus["unpaid"] != 0 || g.OrdersByStatus["expired"] != 6 {
 		t.Fatalf("stock %d with orders %v; want stock 16 (20 − 4 paid), 4 paid, 6 expired", *g.Stock, g.OrdersByStatus)
 	}
 	for _, id := range ids[4:] {
-		ans := call(t, http.MethodPost, fmt.Sprintf("%s/orders/%d/pay", survivor.url, id))
+		ans := call(t, http.MethodPost, fmt.Sprintf("%s/orders/%d/pay", survivor.URL, id))
 		if ans.status != http.StatusConflict || ans.Code != "order_expired" {
 			t.Errorf("paying expired order %d: %d %s, want 409 order_expired", id, ans.status, ans.Code)
 		}
 	}
-	if ans := call(t, http.MethodGet, survivor.url+"/orders/99999999"); ans.status != http.StatusNotFound || ans.Code != "order_not_found" {
+	if ans := call(t, http.MethodGet, survivor.URL+"/orders/99999999"); ans.status != http.StatusNotFound || ans.Code != "order_not_found" {
 		t.Errorf("an unknown order: %d %s", ans.status, ans.Code)
 	}
-	if ans := call(t, http.MethodGet, survivor.url+"/orders/x1"); ans.status != http.StatusBadRequest || ans.Code != "invalid_order_id" {
+	if ans := call(t, http.MethodGet, survivor.URL+"/orders/x1"); ans.status != http.StatusBadRequest || ans.Code != "invalid_order_id" {
 		t.Errorf("a malformed order id: %d %s", ans.status, ans.Code)
 	}
 }
@@ -181,35 +158,35 @@ func sweeps(logs string) []sweep {
 // on while suspended would sweep beside the new one: it cannot learn that its
 // session expired while its connection is stalled.
 func TestASuspendedLeaderStopsSweepingBeforeAnotherStarts(t *testing.T) {
-	s := newStack(t, "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_ORDERS_SWEEPINTERVAL=50ms",
+	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_ORDERS_SWEEPINTERVAL=50ms",
 		"SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_LOG_LEVEL=debug")
-	s.binary = shopBinaryNoRace // A's session expires and it reconnects: see shopBinary
-	s.shop(t, "migrate")
+	s.Binary = e2e.ShopBinaryNoRace(t) // A's session expires and it reconnects
+	s.Shop(t, "migrate")
 	zk := itest.NewProxy(t, itest.ZooKeeper(t)[0])
-	a := s.serve(t, "SHOP_ZOOKEEPER_SERVERS="+zk.Addr(), "SHOP_LEADER_ID=A")
-	if !waitUntil(30*time.Second, func() bool { l, ok := leaderOf(t, a); return ok && l == a }) {
-		t.Fatalf("A did not lead within 30s\n%s", a.logs())
+	a := s.Serve(t, "SHOP_ZOOKEEPER_SERVERS="+zk.Addr(), "SHOP_LEADER_ID=A")
+	if !e2e.WaitUntil(30*time.Second, func() bool { l, ok := leaderOf(t, a); return ok && l == a }) {
+		t.Fatalf("A did not lead within 30s\n%s", a.Logs())
 	}
-	b := s.serve(t, "SHOP_LEADER_ID=B")
-	if !waitUntil(30*time.Second, func() bool { return len(sweeps(a.logs())) >= 3 }) {
-		t.Fatalf("A does not sweep\n%s", a.logs())
+	b := s.Serve(t, "SHOP_LEADER_ID=B")
+	if !e2e.WaitUntil(30*time.Second, func() bool { return len(sweeps(a.Logs())) >= 3 }) {
+		t.Fatalf("A does not sweep\n%s", a.Logs())
 	}
 
 	zk.Stall()
-	if !waitUntil(30*time.Second, func() bool { return len(sweeps(b.logs())) >= 3 }) {
+	if !e2e.WaitUntil(30*time.Second, func() bool { return len(sweeps(b.Logs())) >= 3 }) {
 		zk.Resume()
-		t.Fatalf("B did not take over within 30s of A's stall\nA:\n%s\nB:\n%s", a.logs(), b.logs())
+		t.Fatalf("B did not take over within 30s of A's stall\nA:\n%s\nB:\n%s", a.Logs(), b.Logs())
 	}
 	zk.Resume()
 	// A reconnects, learns its session expired and queues again behind B.
-	if !waitUntil(30*time.Second, func() bool {
+	if !e2e.WaitUntil(30*time.Second, func() bool {
 		l, ok := leaderOf(t, a, b)
 		return ok && l == b
 	}) {
-		t.Fatalf("A and B do not agree that B leads\nA:\n%s\nB:\n%s", a.logs(), b.logs())
+		t.Fatalf("A and B do not agree that B leads\nA:\n%s\nB:\n%s", a.Logs(), b.Logs())
 	}
 
-	all := append(sweeps(a.logs()), sweeps(b.logs())...)
+	all := append(sweeps(a.Logs()), sweeps(b.Logs())...)
 	slices.SortFunc(all, func(x, y sweep) int { return int(x.start - y.start) })
 	for i := 1; i < len(all); i++ {
 		prev, cur := all[i-1], all[i]
@@ -229,8 +206,8 @@ func TestASuspendedLeaderStopsSweepingBeforeAnotherStarts(t *testing.T) {
 	if lastA >= firstB {
 		t.Fatalf("A's last sweep ended at %d, after B's first began at %d", lastA, firstB)
 	}
-	if !strings.Contains(a.logs(), "stopped sweeping") {
-		t.Errorf("A never logged that it stopped sweeping\n%s", a.logs())
+	if !strings.Contains(a.Logs(), "stopped sweeping") {
+		t.Errorf("A never logged that it stopped sweeping\n%s", a.Logs())
 	}
 	t.Logf("A swept until %v before B began", time.Duration(firstB-lastA))
 }

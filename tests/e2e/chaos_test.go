@@ -1,22 +1,19 @@
-package main
+package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // The chaos scenarios: faults that happen in production, injected in the
@@ -67,20 +64,12 @@ var chaosEnv = []string{
 	"SHOP_LOG_LEVEL=info", // the harness reads the "listening" line
 }
 
-// timedAnswer is a buyer's answer with when it was asked and answered.
-type timedAnswer struct {
-	answer
-	start, end time.Time
-}
-
 // load sends cfg.buyers purchases of goods 1 at cfg.rate per second,
 // round-robin over the instances it still routes to.
 type buyerLoad struct {
-	client *http.Client
-
 	mu      sync.Mutex
 	bases   []string
-	answers []timedAnswer
+	answers []e2e.Answer
 	sent    atomic.Int64
 	wg      sync.WaitGroup
 	done    chan struct{}
@@ -88,9 +77,8 @@ type buyerLoad struct {
 
 func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
 	l := &buyerLoad{
-		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 100}},
-		bases:  append([]string{}, bases...),
-		done:   make(chan struct{}),
+		bases: append([]string{}, bases...),
+		done:  make(chan struct{}),
 	}
 	interval := time.Duration(float64(time.Second) / cfg.rate)
 	go func() {
@@ -111,23 +99,10 @@ func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
 }
 
 func (l *buyerLoad) buy(base string) {
-	a := askPurchase(l.client, base)
+	a := e2e.Ask(http.MethodGet, base+"/goods-stock/1")
 	l.mu.Lock()
 	l.answers = append(l.answers, a)
 	l.mu.Unlock()
-}
-
-// askPurchase buys goods 1 at base and times the answer.
-func askPurchase(client *http.Client, base string) timedAnswer {
-	a := timedAnswer{start: time.Now()}
-	resp, err := client.Get(base + "/goods-stock/1")
-	if err != nil {
-		a.err = err
-	} else {
-		a.status, a.code = resp.StatusCode, decodeCode(resp)
-	}
-	a.end = time.Now()
-	return a
 }
 
 // drop stops sending to base, as a load balancer does with a dead instance.
@@ -149,7 +124,7 @@ func (l *buyerLoad) waitSent(n int) {
 	}
 }
 
-func (l *buyerLoad) wait(t *testing.T) []timedAnswer {
+func (l *buyerLoad) wait(t *testing.T) []e2e.Answer {
 	t.Helper()
 	select {
 	case <-l.done:
@@ -179,11 +154,11 @@ type fault func(t *testing.T, l *buyerLoad) (began, ended time.Time)
 // runChaos sells cfg.stock to cfg.buyers over the instances, injects f when
 // half the stock's worth of buyers has arrived, and checks the shop's
 // promises afterwards.
-func runChaos(t *testing.T, cfg chaosConfig, s stack, instances []*instance, f fault) chaosRow {
+func runChaos(t *testing.T, cfg chaosConfig, s e2e.Stack, instances []*e2e.Instance, f fault) chaosRow {
 	t.Helper()
 	bases := make([]string, len(instances))
 	for i, in := range instances {
-		bases[i] = in.url
+		bases[i] = in.URL
 	}
 	start := time.Now()
 	l := startLoad(cfg, bases)
@@ -197,26 +172,26 @@ func runChaos(t *testing.T, cfg chaosConfig, s stack, instances []*instance, f f
 	ok := 0
 	for _, a := range answers {
 		switch {
-		case a.err != nil:
+		case a.Err != nil:
 			row.codes["no answer"]++
 		default:
-			row.codes[a.code]++
+			row.codes[a.Code]++
 		}
-		if a.status == http.StatusOK {
+		if a.Status == http.StatusOK {
 			ok++
-			if a.start.After(began) && (row.recover < 0 || a.end.Sub(began) < row.recover) {
-				row.recover = a.end.Sub(began)
+			if a.Start.After(began) && (row.recover < 0 || a.End.Sub(began) < row.recover) {
+				row.recover = a.End.Sub(began)
 			}
 		}
-		if a.status >= 500 && a.status != http.StatusServiceUnavailable {
-			t.Errorf("answer %d %s: only 503 may report a fault", a.status, a.code)
+		if a.Status >= 500 && a.Status != http.StatusServiceUnavailable {
+			t.Errorf("answer %d %s: only 503 may report a fault", a.Status, a.Code)
 		}
 	}
 	t.Log("answers by when they were asked, from the fault on:\n" + timeline(answers, began))
-	stock, orders := s.counts(t)
+	stock, orders := s.Counts(t)
 	row.orders, row.sold = orders, cfg.stock-stock
 	row.oversold = orders - row.sold
-	row.orphans = s.orphans(t)
+	row.orphans = s.Orphans(t)
 
 	if row.oversold != 0 {
 		t.Errorf("OVERSOLD %d: %d order rows for a stock that went down by %d", row.oversold, orders, row.sold)
@@ -234,7 +209,7 @@ func runChaos(t *testing.T, cfg chaosConfig, s stack, instances []*instance, f f
 		t.Errorf("%d order rows but %d answers 200 and %d buyers told nothing certain", orders, ok, unknown)
 	}
 	if row.orphans != 0 {
-		t.Errorf("%d lock nodes left on %s after the sessions of the dead expired", row.orphans, s.lockPath)
+		t.Errorf("%d lock nodes left on %s after the sessions of the dead expired", row.orphans, s.LockPath)
 	}
 	if stock > 0 && row.recover < 0 {
 		t.Errorf("no sale after the fault, with %d left in stock: the shop did not recover", stock)
@@ -245,20 +220,20 @@ func runChaos(t *testing.T, cfg chaosConfig, s stack, instances []*instance, f f
 
 // timeline counts the answers to the buyers who asked in each half second
 // from the fault on (the first line: before it), by code.
-func timeline(answers []timedAnswer, fault time.Time) string {
+func timeline(answers []e2e.Answer, fault time.Time) string {
 	const step = 500 * time.Millisecond
 	buckets := map[int]map[string]int{}
 	last := 0
 	for _, a := range answers {
 		i := -1
-		if !a.start.Before(fault) {
-			i = int(a.start.Sub(fault) / step)
+		if !a.Start.Before(fault) {
+			i = int(a.Start.Sub(fault) / step)
 		}
 		if buckets[i] == nil {
 			buckets[i] = map[string]int{}
 		}
-		code := a.code
-		if a.err != nil {
+		code := a.Code
+		if a.Err != nil {
 			code = "no answer"
 		}
 		buckets[i][code]++
@@ -275,28 +250,12 @@ func timeline(answers []timedAnswer, fault time.Time) string {
 	return b.String()
 }
 
-// orphans counts the lock nodes left once the sessions of dead instances
-// have had time to expire (it waits up to 30s for none).
-func (s stack) orphans(t *testing.T) int {
-	t.Helper()
-	conn := zkConn(t, s.zkServers)
-	n := 0
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		kids, _, err := conn.Children(s.lockPath)
-		if err != nil || len(kids) == 0 {
-			return 0 // no node, or no parent: the container went with its last child
-		}
-		n = len(kids)
-	}
-	return n
-}
-
 // chaosServe starts the scenario's two instances after setting the stock.
-func chaosServe(t *testing.T, cfg chaosConfig, s stack) []*instance {
+func chaosServe(t *testing.T, cfg chaosConfig, s e2e.Stack) []*e2e.Instance {
 	t.Helper()
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
-	return []*instance{s.serve(t), s.serve(t)}
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
+	return []*e2e.Instance{s.Serve(t), s.Serve(t)}
 }
 
 func TestChaos(t *testing.T) {
@@ -309,44 +268,44 @@ func TestChaos(t *testing.T) {
 	for _, killLeader := range []bool{true, false} {
 		name := map[bool]string{true: "zookeeper leader killed", false: "zookeeper follower killed"}[killLeader]
 		t.Run(name, func(t *testing.T) {
-			ens := startEnsemble(t)
-			s := newStackOn(t, itest.Database(t), ens.servers, chaosEnv...)
-			s.binary = shopBinaryNoRace // every client reconnects: see shopBinary
+			ens := e2e.StartEnsemble(t)
+			s := e2e.NewStackOn(t, itest.Database(t), ens.Servers, chaosEnv...)
+			s.Binary = e2e.ShopBinaryNoRace(t) // every client reconnects
 			instances := chaosServe(t, cfg, s)
 			record(name, runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
-				victim := ens.follower(t)
+				victim := ens.Follower(t)
 				if killLeader {
-					victim = ens.leader(t)
+					victim = ens.Leader(t)
 				}
 				began := time.Now()
-				ens.kill(t, victim)
+				ens.Kill(t, victim)
 				time.Sleep(time.Second) // down for a while, then back
-				ens.restart(t, victim)
+				ens.Restart(t, victim)
 				return began, time.Now()
 			}))
 		})
 	}
 	t.Run("mariadb restarted", func(t *testing.T) {
-		db := startMariaDB(t)
-		s := newStackOn(t, db.dsn, itest.ZooKeeper(t), chaosEnv...)
+		db := e2e.StartMariaDB(t)
+		s := e2e.NewStackOn(t, db.DSN, itest.ZooKeeper(t), chaosEnv...)
 		instances := chaosServe(t, cfg, s)
 		record("mariadb restarted", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
 			began := time.Now()
-			db.kill(t)
+			db.Kill(t)
 			time.Sleep(time.Second)
-			db.start(t)
+			db.Start(t)
 			return began, time.Now()
 		}))
 	})
 	t.Run("instance killed holding the lock", func(t *testing.T) {
-		s := newStack(t, chaosEnv...)
-		s.shop(t, "migrate")
-		s.shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
+		s := e2e.NewStack(t, chaosEnv...)
+		s.Shop(t, "migrate")
+		s.Shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
 		// A reaches MySQL through a proxy, so that the kill lands while A
 		// holds the lock: its claim is held back, then A is killed.
-		dbProxy := itest.NewMySQLProxy(t, mysqlAddr(t, s.dsn))
-		a := s.serve(t, "SHOP_MYSQL_DSN="+viaProxy(t, s.dsn, dbProxy.Addr()))
-		instances := []*instance{a, s.serve(t)}
+		dbProxy := itest.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
+		a := s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, dbProxy.Addr()))
+		instances := []*e2e.Instance{a, s.Serve(t)}
 		record("instance killed holding the lock", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
 			claim := dbProxy.HoldPacket(isStatement("FOR UPDATE"), nil)
 			select {
@@ -354,9 +313,9 @@ func TestChaos(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("no purchase of A's came to its claim within 30s")
 			}
-			l.drop(a.url)
+			l.drop(a.URL)
 			began := time.Now()
-			a.kill(t)
+			a.Kill(t)
 			return began, began
 		}))
 	})
@@ -389,118 +348,4 @@ func chaosTable(cfg chaosConfig, rows []chaosRow) string {
 	}
 	b.WriteString("\nrecover s: from the fault's start to the next sale asked for after it (a server down for 1s is in it).\n")
 	return b.String()
-}
-
-// ensemble is a 3-node ZooKeeper ensemble of the test's own, started by
-// scripts/stack.sh; its nodes are killed by PID and restarted by the test.
-type ensemble struct {
-	dir     string
-	servers []string
-}
-
-func startEnsemble(t *testing.T) *ensemble {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("../../scripts/stack.sh", "ensemble", dir).Output()
-	if err != nil {
-		t.Fatalf("start a ZooKeeper ensemble: %v\n%s", err, stderrOf(err))
-	}
-	e := &ensemble{dir: dir, servers: strings.Split(strings.TrimSpace(string(out)), ",")}
-	t.Cleanup(func() {
-		for n := 1; n <= 3; n++ {
-			if pid, err := e.pid(n); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL) // it may be dead already
-			}
-		}
-	})
-	return e
-}
-
-func stderrOf(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	return ""
-}
-
-func (e *ensemble) pid(n int) (int, error) {
-	b, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("zk%d", n), "pid"))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
-}
-
-// mode asks node n (1..3) for its role with the srvr command.
-func (e *ensemble) mode(n int) string {
-	conn, err := net.DialTimeout("tcp", e.servers[n-1], time.Second)
-	if err != nil {
-		return ""
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second)) // a late answer is an empty mode
-	if _, err := conn.Write([]byte("srvr")); err != nil {
-		return ""
-	}
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		k, err := conn.Read(buf)
-		b.Write(buf[:k])
-		if err != nil {
-			break
-		}
-	}
-	for _, line := range strings.Split(b.String(), "\n") {
-		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
-			return strings.TrimSpace(m)
-		}
-	}
-	return ""
-}
-
-// find returns the node whose mode is want, waiting up to 30s for a quorum.
-func (e *ensemble) find(t *testing.T, want string) int {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		for n := 1; n <= 3; n++ {
-			if e.mode(n) == want {
-				return n
-			}
-		}
-	}
-	t.Fatalf("no %s in the ensemble within 30s", want)
-	return 0
-}
-
-func (e *ensemble) leader(t *testing.T) int   { return e.find(t, "leader") }
-func (e *ensemble) follower(t *testing.T) int { return e.find(t, "follower") }
-
-func (e *ensemble) kill(t *testing.T, n int) {
-	t.Helper()
-	pid, err := e.pid(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	itest.KillPID(t, pid, fmt.Sprintf("ZooKeeper node %d", n))
-	t.Logf("killed ZooKeeper node %d (pid %d)", n, pid)
-}
-
-func (e *ensemble) restart(t *testing.T, n int) {
-	t.Helper()
-	if out, err := exec.Command("../../scripts/stack.sh", "ensemble-node", e.dir, strconv.Itoa(n)).CombinedOutput(); err != nil {
-		t.Fatalf("restart ZooKeeper node %d: %v\n%s", n, err, out)
-	}
-}
-
-// kill ends the instance with SIGKILL: no shutdown, no release of its locks.
-func (in *instance) kill(t *testing.T) {
-	t.Helper()
-	in.once.Do(func() {
-		if err := in.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		<-in.done
-		in.err = nil // killed on purpose
-	})
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // (f) of `make bench-shop`: what auth.mode jwt and the limits cost a batch
@@ -45,15 +46,15 @@ func benchAuth(b *testing.B, buyers, conc, rounds int) map[string][]benchRun {
 		b.Fatal(err)
 	}
 	now := time.Now()
-	headers := map[bool][]string{false: make([]string, buyers), true: make([]string, buyers)}
+	headers := map[bool][][]string{false: make([][]string, buyers), true: make([][]string, buyers)}
 	for i := range buyers {
 		buyer := fmt.Sprint("buyer-", i)
 		tok, err := auth.MintHS256(secret, buyer, "", "", now, time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}
-		headers[false][i] = "X-User-ID: " + buyer + "\r\n"
-		headers[true][i] = "Authorization: Bearer " + tok + "\r\n"
+		headers[false][i] = []string{"X-User-ID", buyer}
+		headers[true][i] = []string{"Authorization", "Bearer " + tok}
 	}
 	modes := authModes(secretFile)
 	var names []string
@@ -76,25 +77,25 @@ func benchAuth(b *testing.B, buyers, conc, rounds int) map[string][]benchRun {
 
 // benchAuthSale sells goods 1 (stock enough for every buyer) to one
 // request per header, on two batch instances in mode m, and checks it.
-func benchAuthSale(b *testing.B, m authMode, headers []string, conc int) benchRun {
+func benchAuthSale(b *testing.B, m authMode, headers [][]string, conc int) benchRun {
 	b.Helper()
-	s := newStackOn(b, itest.Database(b), itest.ZooKeeper(b), append([]string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=info",
+	s := e2e.NewStackOn(b, itest.Database(b), itest.ZooKeeper(b), append([]string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=info",
 		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2m"}, m.env...)...)
-	s.binary = shopBinaryNoRace
-	s.shop(b, "migrate")
+	s.Binary = e2e.ShopBinaryNoRace(b)
+	s.Shop(b, "migrate")
 	stock := len(headers) + 1000
-	s.shop(b, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(stock), "--clear-orders")
-	in1, in2 := s.serve(b), s.serve(b)
-	answers, start := closedLoadWith([]string{in1.url, in2.url}, len(headers), conc, func(c *rawConn, i int) timedAnswer {
-		return c.getWith("/goods-stock/1", headers[i])
+	s.Shop(b, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(stock), "--clear-orders")
+	in1, in2 := s.Serve(b), s.Serve(b)
+	answers, start := closedLoadWith([]string{in1.URL, in2.URL}, len(headers), conc, func(c *e2e.Conn, i int) e2e.Answer {
+		return c.Get("/goods-stock/1", headers[i]...)
 	})
 	run := tally(answers, start, nil)
-	left, orders := goodsCounts(b, s.dsn)
+	left, orders := s.GoodsCounts(b)
 	run.oversold = orders[1] - (stock - left[1])
 	run.phantoms = max(run.ok-orders[1], 0)
-	for _, in := range []*instance{in1, in2} {
-		if err := in.stop(b); err != nil {
-			b.Fatalf("%s instance did not stop cleanly: %v\n%s", m.name, err, in.logs())
+	for _, in := range []*e2e.Instance{in1, in2} {
+		if err := in.Stop(b); err != nil {
+			b.Fatalf("%s instance did not stop cleanly: %v\n%s", m.name, err, in.Logs())
 		}
 	}
 	return run

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
 
-// mariaDB is a MariaDB server of the test's own (its own data directory and
+// MariaDB is a MariaDB server of the test's own (its own data directory and
 // port), so that the test may kill and restart it: Debian's mariadbd, which
 // the stack script installs.
-type mariaDB struct {
-	dir, addr, dsn string
+type MariaDB struct {
+	dir, Addr, DSN string
 	args           []string // the server's own, beyond the helper's
 	// grants: the server checks logins (no --skip-grant-tables); the
 	// helper's own connections go over the unix socket as root, and dsn
@@ -25,15 +27,18 @@ type mariaDB struct {
 	done   chan struct{}
 }
 
-func startMariaDB(t *testing.T) *mariaDB {
+// StartMariaDB starts a MariaDB of the test's own on a free port, without
+// grant tables, stopped at cleanup.
+func StartMariaDB(t *testing.T) *MariaDB {
 	t.Helper()
-	return startMariaDBWith(t, false, nil)
+	return StartMariaDBWith(t, false, nil)
 }
 
-// startMariaDBWith starts one with args added to the server's command line,
+// StartMariaDBWith starts one with args added to the server's command line,
 // checking logins if grants.
-func startMariaDBWith(t *testing.T, grants bool, args []string) *mariaDB {
+func StartMariaDBWith(t *testing.T, grants bool, args []string) *MariaDB {
 	t.Helper()
+	itest.Integration(t)
 	bin, err := exec.LookPath("mariadbd")
 	if err != nil {
 		bin = "/usr/sbin/mariadbd"
@@ -51,11 +56,11 @@ func startMariaDBWith(t *testing.T, grants bool, args []string) *mariaDB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &mariaDB{dir: dir, addr: ln.Addr().String(), args: args, grants: grants}
+	m := &MariaDB{dir: dir, Addr: ln.Addr().String(), args: args, grants: grants}
 	ln.Close()
-	m.start(t)
-	t.Cleanup(func() { m.kill(t) })
-	db, err := sql.Open("mysql", m.adminDSN())
+	m.Start(t)
+	t.Cleanup(func() { m.Kill(t) })
+	db, err := sql.Open("mysql", m.AdminDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,17 +68,17 @@ func startMariaDBWith(t *testing.T, grants bool, args []string) *mariaDB {
 	if _, err := db.Exec("CREATE DATABASE seckill CHARACTER SET utf8mb4"); err != nil {
 		t.Fatal(err)
 	}
-	m.dsn = "root@tcp(" + m.addr + ")/seckill?parseTime=true"
+	m.DSN = "root@tcp(" + m.Addr + ")/seckill?parseTime=true"
 	return m
 }
 
-// adminDSN is the helper's own way in: root over TCP, or over the unix
+// AdminDSN is the helper's own way in: root over TCP, or over the unix
 // socket when the server checks logins.
-func (m *mariaDB) adminDSN() string {
+func (m *MariaDB) AdminDSN() string {
 	if m.grants {
 		return "root@unix(" + filepath.Join(m.dir, "sock") + ")/"
 	}
-	return "root@tcp(" + m.addr + ")/"
+	return "root@tcp(" + m.Addr + ")/"
 }
 
 func currentUser() string {
@@ -83,11 +88,11 @@ func currentUser() string {
 	return os.Getenv("USER")
 }
 
-// start starts the server on its data directory and port and waits until it
+// Start starts the server on its data directory and port and waits until it
 // answers.
-func (m *mariaDB) start(t *testing.T) {
+func (m *MariaDB) Start(t *testing.T) {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(m.addr)
+	_, port, _ := net.SplitHostPort(m.Addr)
 	m.cmd = exec.Command("mariadbd", "--no-defaults", "--datadir="+filepath.Join(m.dir, "data"),
 		"--bind-address=127.0.0.1", "--port="+port, "--socket="+filepath.Join(m.dir, "sock"),
 		"--pid-file="+filepath.Join(m.dir, "pid"), "--user="+currentUser(),
@@ -110,7 +115,7 @@ func (m *mariaDB) start(t *testing.T) {
 		log.Close()
 		close(m.done)
 	}()
-	db, err := sql.Open("mysql", m.adminDSN())
+	db, err := sql.Open("mysql", m.AdminDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +129,13 @@ func (m *mariaDB) start(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			out, _ := os.ReadFile(filepath.Join(m.dir, "server.log"))
-			t.Fatalf("mariadbd on %s did not answer within 60s: %v\n%s", m.addr, err, out)
+			t.Fatalf("mariadbd on %s did not answer within 60s: %v\n%s", m.Addr, err, out)
 		}
 	}
 }
 
-// kill ends the server with SIGKILL (a crash: it recovers on start).
-func (m *mariaDB) kill(t *testing.T) {
+// Kill ends the server with SIGKILL (a crash: it recovers on start).
+func (m *MariaDB) Kill(t *testing.T) {
 	t.Helper()
 	if m.cmd == nil || m.cmd.Process == nil {
 		return

@@ -1,8 +1,7 @@
-package main
+package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // A sale of many goods on two instances, per strategy with the lock path
@@ -23,11 +23,11 @@ func TestManyGoodsOnTwoInstancesAreExactPerGoods(t *testing.T) {
 	const goods, stock, buyers = 20, 10, 600
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := newStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+manyLockPath(t, strategy),
+			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+manyLockPath(t, strategy),
 				"SHOP_DEMO_MAXSLEEP=2ms", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
-			s.shop(t, "migrate")
-			s.shop(t, "stock", "set", "--goods", fmt.Sprintf("1-%d", goods), "--stock", strconv.Itoa(stock), "--clear-orders")
-			bases := []string{s.serve(t).url, s.serve(t).url}
+			s.Shop(t, "migrate")
+			s.Shop(t, "stock", "set", "--goods", fmt.Sprintf("1-%d", goods), "--stock", strconv.Itoa(stock), "--clear-orders")
+			bases := []string{s.Serve(t).URL, s.Serve(t).URL}
 			set := make([]int32, goods)
 			for i := range set {
 				set[i] = int32(i + 1)
@@ -40,15 +40,15 @@ func TestManyGoodsOnTwoInstancesAreExactPerGoods(t *testing.T) {
 			ok := map[int32]int{}
 			codes := map[string]int{}
 			for i, a := range answers {
-				if a.err != nil {
-					t.Fatalf("buyer %d: %v", i, a.err)
+				if a.Err != nil {
+					t.Fatalf("buyer %d: %v", i, a.Err)
 				}
-				codes[a.code]++
-				if a.status == http.StatusOK {
+				codes[a.Code]++
+				if a.Status == http.StatusOK {
 					ok[pick.Goods(i)]++
 				}
 			}
-			s.checkPerGoods(t, set, stock, ok, func(g int32) int {
+			s.CheckPerGoods(t, set, stock, ok, func(g int32) int {
 				n := 0
 				for i := range buyers {
 					if pick.Goods(i) == g {
@@ -57,7 +57,7 @@ func TestManyGoodsOnTwoInstancesAreExactPerGoods(t *testing.T) {
 				}
 				return n
 			})
-			s.checkDashboardSale(t, bases[0], goods)
+			checkDashboardSale(t, s, bases[0], goods)
 			if codes["ok"]+codes["sold_out"] != buyers {
 				t.Errorf("answers %v: want only ok and sold_out", codes)
 			}
@@ -68,9 +68,9 @@ func TestManyGoodsOnTwoInstancesAreExactPerGoods(t *testing.T) {
 
 // checkDashboardSale checks the dashboard's sale across goods against the
 // database, once the instance has sampled it after the sale.
-func (s stack) checkDashboardSale(t *testing.T, base string, goods int) {
+func checkDashboardSale(t *testing.T, s e2e.Stack, base string, goods int) {
 	t.Helper()
-	left, _ := goodsCounts(t, s.dsn)
+	left, _ := s.GoodsCounts(t)
 	var want metrics.SaleSample
 	for _, n := range left {
 		want.Goods++
@@ -81,13 +81,11 @@ func (s stack) checkDashboardSale(t *testing.T, base string, goods int) {
 	}
 	var got dashboard.Data
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		resp, err := http.Get(base + "/dashboard/data")
-		if err != nil {
-			t.Fatal(err)
+		a := e2e.Ask(http.MethodGet, base+"/dashboard/data")
+		if a.Err != nil {
+			t.Fatal(a.Err)
 		}
-		err = json.NewDecoder(resp.Body).Decode(&got)
-		resp.Body.Close()
-		if err != nil {
+		if err := a.Decode(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got.Sale.Goods == want.Goods && got.Sale.SoldOut == want.SoldOut && got.Sale.StockLeft == want.StockLeft || time.Now().After(deadline) {
@@ -102,59 +100,25 @@ func (s stack) checkDashboardSale(t *testing.T, base string, goods int) {
 	}
 }
 
-// checkPerGoods checks each goods of set after a sale from stock: no goods
-// oversold, every 200 with its order row, and a goods that had at least as
-// many buyers as pieces (asked) sold out.
-func (s stack) checkPerGoods(t *testing.T, set []int32, stock int, ok map[int32]int, asked func(int32) int) {
-	t.Helper()
-	left, orders := goodsCounts(t, s.dsn)
-	for _, g := range set {
-		if over := orders[g] - (stock - left[g]); over != 0 {
-			t.Errorf("goods %d OVERSOLD %d: %d order rows for a stock that went %d -> %d", g, over, orders[g], stock, left[g])
-		}
-		if ok[g] != orders[g] {
-			t.Errorf("goods %d: %d answers 200 for %d order rows", g, ok[g], orders[g])
-		}
-		if asked != nil && asked(g) >= stock && left[g] != 0 {
-			t.Errorf("goods %d: %d left after %d buyers", g, left[g], asked(g))
-		}
-	}
-}
-
-// purchaseOfAsync sends one purchase of goodsNo and delivers its answer.
-func purchaseOfAsync(base string, goodsNo int32) <-chan answer {
-	ch := make(chan answer, 1)
-	go func() {
-		client := &http.Client{Timeout: 2 * time.Minute}
-		resp, err := client.Get(fmt.Sprintf("%s/goods-stock/%d", base, goodsNo))
-		if err != nil {
-			ch <- answer{err: err}
-			return
-		}
-		ch <- answer{status: resp.StatusCode, code: decodeCode(resp)}
-	}()
-	return ch
-}
-
 // manyGoodsFault is a faultPair of batch instances on one lock for every
 // goods, goods 1-5 of stock 10 each. primeManyGoods has A sell a batch of
 // several goods: A's first buyer (goods 1) holds the lock while ten more,
 // two of each goods, queue behind it; they form A's next batch, whose
 // first packet matching next is held at the proxy (onHold runs then). The
 // first buyer has bought (one piece of goods 1); answers are the ten's.
-func primeManyGoods(t *testing.T, p faultPair, next func([]byte) bool, onHold func()) (held *itest.Hold, answers []<-chan answer) {
+func primeManyGoods(t *testing.T, p faultPair, next func([]byte) bool, onHold func()) (held *itest.Hold, answers []<-chan e2e.Answer) {
 	t.Helper()
 	prime := p.db.HoldPacket(isStatement("ORDER BY id LIMIT 1 FOR UPDATE"), nil)
-	first := purchaseOfAsync(p.a.url, 1)
+	first := e2e.PurchaseOfAsync(p.a.URL, 1)
 	p.heldBy(t, prime, "A's first claim")
 	for i := range 10 {
-		answers = append(answers, purchaseOfAsync(p.a.url, int32(i%5+1)))
+		answers = append(answers, e2e.PurchaseOfAsync(p.a.URL, int32(i%5+1)))
 	}
 	time.Sleep(300 * time.Millisecond) // the ten queue behind the first batch
 	held = p.db.HoldPacket(next, onHold)
 	prime.Release()
-	if a := await(t, "A's first buyer", first); a.status != http.StatusOK {
-		t.Fatalf("A's first buyer answered %d %s", a.status, a.code)
+	if a := e2e.Await(t, "A's first buyer", first); a.Status != http.StatusOK {
+		t.Fatalf("A's first buyer answered %d %s", a.Status, a.Code)
 	}
 	p.heldBy(t, held, "A's batch of several goods")
 	return held, answers
@@ -165,7 +129,7 @@ var manyGoodsSet = []int32{1, 2, 3, 4, 5}
 func newManyGoodsFault(t *testing.T, proxyZK bool, env ...string) faultPair {
 	t.Helper()
 	p := newFaultPair(t, proxyZK, append([]string{"SHOP_PURCHASE_STRATEGY=batch"}, env...)...)
-	p.shop(t, "stock", "set", "--goods", "1-5", "--stock", "10", "--clear-orders")
+	p.Shop(t, "stock", "set", "--goods", "1-5", "--stock", "10", "--clear-orders")
 	return p
 }
 
@@ -194,31 +158,31 @@ func TestBatchOfSeveralGoodsIsFencedWhenItsLockPassedOn(t *testing.T) {
 	// mysql.idleTransactionTimeout; A's buyers would then buy anew.
 	p := newManyGoodsFault(t, true, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
 	claim, fromA := primeManyGoods(t, p, isMultiGoodsClaim, p.zk.Stall)
-	var fromB []<-chan answer
+	var fromB []<-chan e2e.Answer
 	for _, g := range manyGoodsSet {
-		fromB = append(fromB, purchaseOfAsync(p.b.url, g))
+		fromB = append(fromB, e2e.PurchaseOfAsync(p.b.URL, g))
 	}
 	ok := map[int32]int{1: 1} // A's first buyer
 	for i, ch := range fromB {
-		if a := await(t, "B", ch); a.status != http.StatusOK {
-			t.Fatalf("B's buyer of goods %d answered %d %s, want 200", manyGoodsSet[i], a.status, a.code)
+		if a := e2e.Await(t, "B", ch); a.Status != http.StatusOK {
+			t.Fatalf("B's buyer of goods %d answered %d %s, want 200", manyGoodsSet[i], a.Status, a.Code)
 		}
 		ok[manyGoodsSet[i]]++
 	}
 	claim.Release()
 	p.zk.Resume()
 	for i, ch := range fromA {
-		a := await(t, "A", ch)
+		a := e2e.Await(t, "A", ch)
 		switch {
-		case a.status == http.StatusOK:
+		case a.Status == http.StatusOK:
 			ok[int32(i%5+1)]++
 			t.Errorf("A's buyer of goods %d answered 200 under a lock that had passed on", i%5+1)
-		case a.code != "lock_lost":
-			t.Errorf("A's buyer of goods %d answered %d %s, want 503 lock_lost", i%5+1, a.status, a.code)
+		case a.Code != "lock_lost":
+			t.Errorf("A's buyer of goods %d answered %d %s, want 503 lock_lost", i%5+1, a.Status, a.Code)
 		}
 	}
-	p.checkPerGoods(t, manyGoodsSet, 10, ok, nil)
-	p.checkNoOrphans(t)
+	p.CheckPerGoods(t, manyGoodsSet, 10, ok, nil)
+	p.CheckNoOrphans(t)
 }
 
 // A batch of several goods whose holder stops (SIGSTOP) after its claim,
@@ -230,30 +194,30 @@ func TestBatchOfSeveralGoodsIsFencedWhenItsLockPassedOn(t *testing.T) {
 func TestStoppedHolderOfABatchOfSeveralGoods(t *testing.T) {
 	p := newManyGoodsFault(t, false)
 	insert, fromA := primeManyGoods(t, p, isMultiRowOrderInsert, nil)
-	if err := p.a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := p.a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.a.cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	t.Cleanup(func() { _ = p.a.Cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
 	ok := map[int32]int{1: 1}                                         // A's first buyer
 	for _, g := range manyGoodsSet {
-		if a := await(t, "B", purchaseOfAsync(p.b.url, g)); a.status != http.StatusOK {
-			t.Fatalf("B's buyer of goods %d answered %d %s while A was stopped, want 200", g, a.status, a.code)
+		if a := e2e.Await(t, "B", e2e.PurchaseOfAsync(p.b.URL, g)); a.Status != http.StatusOK {
+			t.Fatalf("B's buyer of goods %d answered %d %s while A was stopped, want 200", g, a.Status, a.Code)
 		}
 		ok[g]++
 	}
-	if err := p.a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := p.a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	insert.Release()
 	for i, ch := range fromA {
 		g := int32(i%5 + 1)
-		a := await(t, "A", ch)
-		if a.status == http.StatusOK {
+		a := e2e.Await(t, "A", ch)
+		if a.Status == http.StatusOK {
 			ok[g]++
-		} else if a.status != http.StatusServiceUnavailable {
-			t.Errorf("A's buyer of goods %d answered %d %s, want 200 or 503", g, a.status, a.code)
+		} else if a.Status != http.StatusServiceUnavailable {
+			t.Errorf("A's buyer of goods %d answered %d %s, want 200 or 503", g, a.Status, a.Code)
 		}
 	}
-	p.checkPerGoods(t, manyGoodsSet, 10, ok, nil)
-	p.checkNoOrphans(t)
+	p.CheckPerGoods(t, manyGoodsSet, 10, ok, nil)
+	p.CheckNoOrphans(t)
 }

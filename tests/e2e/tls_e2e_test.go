@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"database/sql"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // certificates makes a CA and a server certificate with the stack script,
@@ -27,10 +28,10 @@ func certificates(t *testing.T) string {
 // counted; a shop given another CA does not connect.
 func TestMySQLOverTLS(t *testing.T) {
 	dir := certificates(t)
-	m := startMariaDBWith(t, true, []string{
+	m := e2e.StartMariaDBWith(t, true, []string{
 		"--ssl-ca=" + filepath.Join(dir, "ca.pem"), "--ssl-cert=" + filepath.Join(dir, "server-cert.pem"),
 		"--ssl-key=" + filepath.Join(dir, "server-key.pem"), "--require-secure-transport=ON"})
-	root, err := sql.Open("mysql", m.adminDSN())
+	root, err := sql.Open("mysql", m.AdminDSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +42,8 @@ func TestMySQLOverTLS(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	m.dsn = "shop:shop-pw@tcp(" + m.addr + ")/seckill"
-	plain, err := sql.Open("mysql", m.dsn)
+	m.DSN = "shop:shop-pw@tcp(" + m.Addr + ")/seckill"
+	plain, err := sql.Open("mysql", m.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestMySQLOverTLS(t *testing.T) {
 	if err := plain.Ping(); err == nil {
 		t.Fatal("the server accepts plaintext connections: the test would prove nothing")
 	}
-	admin, err := sql.Open("mysql", m.dsn+"?tls=skip-verify")
+	admin, err := sql.Open("mysql", m.DSN+"?tls=skip-verify")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +71,11 @@ func TestMySQLOverTLS(t *testing.T) {
 	}
 	before := handshakes()
 
-	s := newStackOn(t, m.dsn, itest.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(dir, "ca.pem"), "SHOP_PURCHASE_STRATEGY=batch")
-	s.shop(t, "migrate")
-	s.shop(t, "stock", "set", "--goods", "1", "--stock", "50", "--clear-orders")
-	in := s.serve(t)
-	answers, _ := closedLoadOf([]string{in.url}, 80, 20, func(int) int32 { return 1 })
+	s := e2e.NewStackOn(t, m.DSN, itest.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(dir, "ca.pem"), "SHOP_PURCHASE_STRATEGY=batch")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "50", "--clear-orders")
+	in := s.Serve(t)
+	answers, _ := closedLoadOf([]string{in.URL}, 80, 20, func(int) int32 { return 1 })
 	ok := sold(t, answers)
 	var stock, orders int
 	if err := admin.QueryRow("SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&stock); err != nil {
@@ -92,8 +93,8 @@ func TestMySQLOverTLS(t *testing.T) {
 	t.Logf("the shop's TLS handshakes: %d; cipher of a connection: %s", handshakes()-before, cipher)
 
 	other := certificates(t)
-	s2 := newStackOn(t, m.dsn, itest.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(other, "ca.pem"))
-	out, code := s2.shopExit(t, "migrate")
+	s2 := e2e.NewStackOn(t, m.DSN, itest.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(other, "ca.pem"))
+	out, code := s2.ShopExit(t, "migrate")
 	if code == 0 || !strings.Contains(out, "certificate") {
 		t.Fatalf("a shop trusting another CA: exit %d\n%s\nwant a refusal naming the certificate", code, out)
 	}

@@ -1,33 +1,14 @@
-package main
+package e2e
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// freePorts returns n loopback ports nothing listens on now.
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var ports []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		_, p, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, p)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
-}
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
+)
 
 // demo runs scripts/demo.sh as make does, on ports, pid files and an out
 // directory of the test's own (so that instances a developer left running
@@ -38,25 +19,10 @@ type demo struct {
 	env       []string
 }
 
-// builtRoot is the checkout's root, once make build has built bin/.
-func builtRoot(t *testing.T) string {
+func newDemo(t *testing.T, s e2e.Stack) demo {
 	t.Helper()
-	for _, b := range []string{"../../bin/shop", "../../bin/loadtest"} {
-		if _, err := os.Stat(b); err != nil {
-			t.Fatalf("%s is missing: make build", b)
-		}
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-func newDemo(t *testing.T, s stack) demo {
-	t.Helper()
-	root, out := builtRoot(t), t.TempDir()
-	d := demo{root: root, out: out, env: append(s.env, "DEMO_PORTS="+strings.Join(freePorts(t, 2), " "),
+	root, out := e2e.BuiltRoot(t), t.TempDir()
+	d := demo{root: root, out: out, env: append(s.Env, "DEMO_PORTS="+strings.Join(e2e.FreePorts(t, 2), " "),
 		"DEMO_STATE="+filepath.Join(out, "state"), "DEMO_OUT="+out, "SHOP_CONFIG="+filepath.Join(root, "config.yaml"))}
 	t.Cleanup(func() {
 		cmd := exec.Command(filepath.Join(root, "scripts/demo.sh"), "down")
@@ -90,7 +56,7 @@ func (d demo) run(t *testing.T, args ...string) string {
 // make demo, the README's first command: the unlocked run oversells, both
 // locked runs are exact, the report is written, the instances are stopped.
 func TestMakeDemo(t *testing.T) {
-	out := newDemo(t, newStack(t)).run(t, "compare")
+	out := newDemo(t, e2e.NewStack(t)).run(t, "compare")
 	for _, want := range []string{"lock off: OVERSOLD", "lock on: exact", "lock on, batched: exact", "demo-report.html"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make demo's output lacks %q:\n%s", want, out)
@@ -102,7 +68,7 @@ func TestMakeDemo(t *testing.T) {
 // its instances, SIGKILLs the sweeper's leader, and the other takes over
 // and expires the unpaid orders.
 func TestMakeFailoverTwice(t *testing.T) {
-	d := newDemo(t, newStack(t))
+	d := newDemo(t, e2e.NewStack(t))
 	for i := range 2 {
 		out := d.run(t, "failover")
 		for _, want := range []string{"leads", "expired", "paid"} {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // BenchmarkShop is `make bench-shop`: the purchase strategies side by side,
@@ -209,20 +210,20 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 	// The first instance's node migrates, sets the stock and counts; the
 	// counts after the sale are causal reads on a cluster.
 	admin := firstServer.ReplaceAllString(dsns[0], "tcp($1)")
-	s := newStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
 		"SHOP_LOCK_PATH="+itest.Path(b)+"/locks/goods/{goodsNo}", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
-	s.binary = shopBinaryNoRace
-	s.shop(b, "migrate")
-	s.shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
-	var ins []*instance
+	s.Binary = e2e.ShopBinaryNoRace(b)
+	s.Shop(b, "migrate")
+	s.Shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
+	var ins []*e2e.Instance
 	var urls []string
 	for _, dsn := range dsns {
-		in := s.serve(b, "SHOP_MYSQL_DSN="+dsn)
-		ins, urls = append(ins, in), append(urls, in.url)
+		in := s.Serve(b, "SHOP_MYSQL_DSN="+dsn)
+		ins, urls = append(ins, in), append(urls, in.URL)
 	}
 	answers, start := closedLoad(urls, buyers, conc)
 	run := tally(answers, start, nil)
-	left, orders := s.counts(b)
+	left, orders := s.Counts(b)
 	run.oversold = orders - (stock - left)
 	run.phantoms = max(run.ok-orders, 0)
 	run.peakRSS = [2]int64{peakRSS(ins[0]), peakRSS(ins[1])}
@@ -231,8 +232,8 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 	// takes part in the sweeper's election, and forty of them left running
 	// made the later sales of a run measurably slower than the earlier ones.
 	for _, in := range ins {
-		if err := in.stop(b); err != nil {
-			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.logs())
+		if err := in.Stop(b); err != nil {
+			b.Fatalf("%s instance did not stop cleanly: %v\n%s", strategy, err, in.Logs())
 		}
 	}
 	return run
@@ -250,27 +251,27 @@ func inRoundOrder(strategies []string, r int) []string {
 
 // tally sums up a closed load's answers into a run; ok, if not nil, is told
 // of each 200 (its buyer's number).
-func tally(answers []timedAnswer, start time.Time, ok func(i int)) benchRun {
+func tally(answers []e2e.Answer, start time.Time, ok func(i int)) benchRun {
 	run := benchRun{buyers: len(answers), other: map[string]int{}}
 	var lat, okEnds []time.Duration
 	for i, x := range answers {
-		lat = append(lat, x.end.Sub(x.start))
-		run.elapsed = max(run.elapsed, x.end.Sub(start))
+		lat = append(lat, x.End.Sub(x.Start))
+		run.elapsed = max(run.elapsed, x.End.Sub(start))
 		switch {
-		case x.err != nil:
+		case x.Err != nil:
 			run.other["no answer"]++
-		case x.status == http.StatusOK:
+		case x.Status == http.StatusOK:
 			run.ok++
-			okEnds = append(okEnds, x.end.Sub(start))
+			okEnds = append(okEnds, x.End.Sub(start))
 			if ok != nil {
 				ok(i)
 			}
-		case x.code == "sold_out":
+		case x.Code == "sold_out":
 			run.soldOut++
 		default:
-			run.other[x.code]++
+			run.other[x.Code]++
 		}
-		if x.err == nil && x.status >= 500 {
+		if x.Err == nil && x.Status >= 500 {
 			run.fiveXX++
 		}
 	}
@@ -292,30 +293,30 @@ func tally(answers []timedAnswer, start time.Time, ok func(i int)) benchRun {
 // machine net/http's Transport (two goroutines per connection and a channel
 // hand-off per request) costs more CPU than the shop's answer, and the load
 // generator would otherwise take the cores the shop is measured on.
-func closedLoad(bases []string, buyers, conc int) ([]timedAnswer, time.Time) {
+func closedLoad(bases []string, buyers, conc int) ([]e2e.Answer, time.Time) {
 	return closedLoadOf(bases, buyers, conc, func(int) int32 { return 1 })
 }
 
-func closedLoadOf(bases []string, buyers, conc int, goodsOf func(i int) int32) ([]timedAnswer, time.Time) {
-	return closedLoadWith(bases, buyers, conc, func(c *rawConn, i int) timedAnswer { return c.purchase(goodsOf(i)) })
+func closedLoadOf(bases []string, buyers, conc int, goodsOf func(i int) int32) ([]e2e.Answer, time.Time) {
+	return closedLoadWith(bases, buyers, conc, func(c *e2e.Conn, i int) e2e.Answer { return c.Purchase(goodsOf(i)) })
 }
 
 // closedLoadOfPath sends n GETs of path the same way.
-func closedLoadOfPath(bases []string, n, conc int, path string) ([]timedAnswer, time.Time) {
-	return closedLoadWith(bases, n, conc, func(c *rawConn, _ int) timedAnswer { return c.get(path) })
+func closedLoadOfPath(bases []string, n, conc int, path string) ([]e2e.Answer, time.Time) {
+	return closedLoadWith(bases, n, conc, func(c *e2e.Conn, _ int) e2e.Answer { return c.Get(path) })
 }
 
-func closedLoadWith(bases []string, buyers, conc int, send func(c *rawConn, i int) timedAnswer) ([]timedAnswer, time.Time) {
-	answers := make([]timedAnswer, buyers)
+func closedLoadWith(bases []string, buyers, conc int, send func(c *e2e.Conn, i int) e2e.Answer) ([]e2e.Answer, time.Time) {
+	answers := make([]e2e.Answer, buyers)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range conc {
 		wg.Go(func() {
-			conns := make([]*rawConn, len(bases))
+			conns := make([]*e2e.Conn, len(bases))
 			for k, base := range bases {
-				conns[k] = newRawConn(base)
-				defer conns[k].close()
+				conns[k] = e2e.NewConn(base)
+				defer conns[k].Close()
 			}
 			for i := range next {
 				answers[i] = send(conns[i%len(bases)], i)
@@ -331,8 +332,8 @@ func closedLoadWith(bases []string, buyers, conc int, send func(c *rawConn, i in
 }
 
 // peakRSS is the instance's peak resident set (VmHWM), or -1.
-func peakRSS(in *instance) int64 {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.cmd.Process.Pid))
+func peakRSS(in *e2e.Instance) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.Cmd.Process.Pid))
 	if err != nil {
 		return -1
 	}

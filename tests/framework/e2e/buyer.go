@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/metrics"
+)
+
+// Outcome counts a crowd's answers by status and by code.
+type Outcome struct {
+	Status map[int]int
+	Codes  map[string]int
+}
+
+// Buy fires n concurrent purchases of goods 1, round-robin over bases; an
+// answer that is not JSON, or none, fails the test.
+func Buy(t *testing.T, bases []string, n int) Outcome {
+	t.Helper()
+	out := Outcome{Status: map[int]int{}, Codes: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			a := Ask(http.MethodGet, bases[i%len(bases)]+"/goods-stock/1")
+			switch {
+			case a.Err != nil:
+				t.Errorf("request %d: %v", i, a.Err)
+				return
+			case strings.HasPrefix(a.Code, "not JSON"):
+				t.Errorf("request %d: status %d, %s", i, a.Status, a.Code)
+			}
+			mu.Lock()
+			out.Status[a.Status]++
+			out.Codes[a.Code]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// PurchaseAsync sends one purchase of goods 1 and delivers its answer.
+func PurchaseAsync(base string) <-chan Answer {
+	return PurchaseOfAsync(base, 1)
+}
+
+// PurchaseOfAsync sends one purchase of goodsNo and delivers its answer.
+func PurchaseOfAsync(base string, goodsNo int32) <-chan Answer {
+	ch := make(chan Answer, 1)
+	go func() {
+		c := NewConn(base)
+		defer c.Close()
+		ch <- c.Purchase(goodsNo)
+	}()
+	return ch
+}
+
+// Await waits (at most 2 minutes) for an answer that came.
+func Await(t *testing.T, what string, ch <-chan Answer) Answer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		if a.Err != nil {
+			t.Fatalf("%s: %v", what, a.Err)
+		}
+		return a
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("%s: no answer within 2 minutes", what)
+		return Answer{}
+	}
+}
+
+// MetricValue reads one sample of /metrics, parsed by Prometheus' own
+// parser (metrics.ParseText): the one whose name{labels} (labels sorted by
+// name, as the exposition writes them) is series, or whose name is series.
+func MetricValue(t *testing.T, base, series string) float64 {
+	t.Helper()
+	a := Ask(http.MethodGet, base+"/metrics")
+	if a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	samples, err := metrics.ParseText(bytes.NewReader(a.Body))
+	if err != nil {
+		t.Fatalf("/metrics of %s: %v", base, err)
+	}
+	for _, x := range samples {
+		keys := slices.Sorted(maps.Keys(x.Labels))
+		var pairs []string
+		for _, k := range keys {
+			pairs = append(pairs, fmt.Sprintf("%s=%q", k, x.Labels[k]))
+		}
+		name := x.Name
+		if len(pairs) > 0 {
+			name += "{" + strings.Join(pairs, ",") + "}"
+		}
+		if name == series {
+			return x.Value
+		}
+	}
+	t.Fatalf("/metrics of %s has no %s", base, series)
+	return 0
+}
+
+// AskJSON is Ask with the answer's JSON body decoded into a T. A failed
+// exchange or a body that is not JSON is an error of the test (t.Errorf:
+// it may be called on any goroutine); the Answer says what came.
+func AskJSON[T any](t testing.TB, method, url string, header ...string) (Answer, T) {
+	t.Helper()
+	var body T
+	a := Ask(method, url, header...)
+	if a.Err != nil {
+		t.Errorf("%s %s: %v", method, url, a.Err)
+		return a, body
+	}
+	if err := a.Decode(&body); err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+	}
+	return a, body
+}
