@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,16 +165,84 @@ func TestEverySettingIsDocumented(t *testing.T) {
 			t.Errorf("%s's table of settings is not the settings' own: run UPDATE_DOCS=1 go test ./cmd/shop -run TestEverySettingIsDocumented", doc)
 		}
 	}
-	yaml, err := os.ReadFile("../../config.yaml")
+	const sample = "../../config.yaml"
+	yaml, err := os.ReadFile(sample)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range settings {
-		leaf := s.key[strings.LastIndex(s.key, ".")+1:]
-		if !strings.Contains(string(yaml), leaf+":") {
-			t.Errorf("config.yaml lacks %s", s.key)
+	if want := configYAML(); string(yaml) != want {
+		if os.Getenv("UPDATE_DOCS") == "1" {
+			if err := os.WriteFile(sample, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			t.Errorf("%s is not the settings' own: run UPDATE_DOCS=1 go test ./cmd/shop -run TestEverySettingIsDocumented", sample)
 		}
 	}
+}
+
+// configYAML is config.yaml: every setting under its section, its default
+// as the value and its meaning as the comment above it.
+func configYAML() string {
+	var b strings.Builder
+	b.WriteString(`# seckill-zk shop configuration: every setting, its default and its meaning. Generated from
+# cmd/shop/settings.go (UPDATE_DOCS=1 go test ./cmd/shop -run TestEverySettingIsDocumented); edit
+# the values here, the meanings there. Every key can be overridden by an environment variable
+# (SHOP_ + the key upper-cased, dots as underscores: SHOP_LOCK_ENABLED, SHOP_DEMO_MAXSLEEP) and by
+# a flag of the same name (--lock.enabled=false). docs/configuration.md has the same as a table.
+`)
+	var open []string // the sections the last key was under
+	for _, s := range settings {
+		parts := strings.Split(s.key, ".")
+		sections, leaf := parts[:len(parts)-1], parts[len(parts)-1]
+		same := 0
+		for same < len(open) && same < len(sections) && open[same] == sections[same] {
+			same++
+		}
+		for i := same; i < len(sections); i++ {
+			if i == 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "%s%s:\n", strings.Repeat("  ", i), sections[i])
+		}
+		open = sections
+		indent := strings.Repeat("  ", len(sections))
+		for _, line := range wrap(s.usage, 100-len(indent)-2) {
+			fmt.Fprintf(&b, "%s# %s\n", indent, line)
+		}
+		fmt.Fprintf(&b, "%s%s: %s\n", indent, leaf, yamlValue(s))
+	}
+	return b.String()
+}
+
+// yamlValue is a setting's default as a YAML value.
+func yamlValue(s setting) string {
+	switch {
+	case s.def == "":
+		return `""`
+	case s.kind == kList:
+		return "[" + strings.Join(strings.Split(s.def, ","), ", ") + "]"
+	case strings.ContainsAny(s.def[:1], "{}[]&*!|>'\"%@`,#") || strings.Contains(s.def, ": ") || strings.Contains(s.def, " #"):
+		return strconv.Quote(s.def)
+	}
+	return s.def
+}
+
+// wrap breaks text into lines of at most width bytes, at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
 }
 
 const (
@@ -394,5 +463,45 @@ func TestHelpShowsNoPassword(t *testing.T) {
 		if got := maskPassword(in); got != want {
 			t.Errorf("maskPassword(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The README's table of the settings a newcomer turns first names real
+// keys with their real defaults (where it gives one in backticks).
+func TestTheReadmesSettingsAreTheSettings(t *testing.T) {
+	text, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(text), "\n## Configuration\n")
+	if !ok {
+		t.Fatal("README.md has no Configuration section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	defaults := map[string]string{}
+	for _, s := range settings {
+		defaults[s.key] = s.def
+	}
+	rows := 0
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		rows++
+		def := strings.TrimSpace(cells[2])
+		for _, key := range strings.Split(strings.TrimSpace(cells[1]), ", ") {
+			key = strings.Trim(key, "`")
+			want, known := defaults[key]
+			switch {
+			case !known:
+				t.Errorf("README's settings table names %q, which is no setting", key)
+			case strings.HasPrefix(def, "`") && def != "`"+want+"`":
+				t.Errorf("README's settings table gives %s the default %s; settings.go says %q", key, def, want)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Error("README's Configuration section has no table of settings")
 	}
 }

@@ -11,8 +11,10 @@ import (
 
 // setting is one configuration key: its type, default, meaning and where
 // it goes in Config. The table below is the one place a key is declared:
-// the flags, viper's defaults and the parsing come from it, and tests check
-// config.yaml and the README's table against it.
+// the flags, viper's defaults and the parsing come from it, and config.yaml
+// and docs/configuration.md's table are generated from it (UPDATE_DOCS=1 go
+// test ./cmd/shop -run TestEverySettingIsDocumented; the test fails when
+// they differ).
 type setting struct {
 	key  string
 	kind kind
@@ -51,7 +53,7 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Server.MaxConnections = p.count(k) }},
 	{"server.trustedProxies", kList, "", "addresses or CIDRs of the proxies whose X-Forwarded-For names the client (for limits.clientRate); empty: none, the client is the connection's peer",
 		func(p *parser, k string, c *Config) { c.Server.TrustedProxies = p.proxies(k) }},
-	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form); tcp(a,b,c) names several servers, the nodes of a Galera cluster: failover, and a goods' sales on one writer node",
+	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form; the local stack, scripts/stack.sh, makes this user and database); tcp(a,b,c) names several servers, the nodes of a Galera cluster, this instance's own first: failover, and a goods' sales on one writer node",
 		func(p *parser, k string, c *Config) { c.MySQL.DSN = p.str(k) }},
 	{"mysql.maxOpenConns", kInt, "100", "size of the pool of reads, orders and stock settings (the seed's Druid maxActive; the sales have their own: mysql.saleConns)",
 		func(p *parser, k string, c *Config) { c.MySQL.MaxOpenConns = p.positive(k) }},
@@ -65,11 +67,11 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.MySQL.TLSCA = p.optional(k) }},
 	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Servers = p.list(k) }},
-	{"zookeeper.sessionTimeout", kDuration, zk.DefaultSessionTimeout.String(), "ZooKeeper session timeout",
+	{"zookeeper.sessionTimeout", kDuration, zk.DefaultSessionTimeout.String(), "ZooKeeper session timeout (the seed's Curator sessionTimeoutMs)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.SessionTimeout = p.duration(k, false) }},
-	{"zookeeper.connectionTimeout", kDuration, zk.DefaultConnectionTimeout.String(), "how long start-up waits for a ZooKeeper session",
+	{"zookeeper.connectionTimeout", kDuration, zk.DefaultConnectionTimeout.String(), "how long start-up waits for a ZooKeeper session (the seed's Curator connectionTimeoutMs)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.ConnectionTimeout = p.duration(k, false) }},
-	{"zookeeper.retry.baseSleep", kDuration, zk.DefaultRetryBaseSleep.String(), "exponential backoff retry: base sleep",
+	{"zookeeper.retry.baseSleep", kDuration, zk.DefaultRetryBaseSleep.String(), "exponential backoff retry: base sleep (the seed's ExponentialBackoffRetry(1000, 10))",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.BaseSleep = p.duration(k, false) }},
 	{"zookeeper.retry.maxRetries", kInt, strconv.Itoa(zk.DefaultRetryMaxRetries), "exponential backoff retry: retries (at most 29)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxRetries = p.positive(k) }},
@@ -125,7 +127,7 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Limits.ClientRate = p.rate(k) }},
 	{"limits.clientBurst", kInt, "50", "purchases one client address may make at once before limits.clientRate paces it",
 		func(p *parser, k string, c *Config) { c.Limits.ClientBurst = p.positive(k) }},
-	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier",
+	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier (the seed sleeps up to 1s)",
 		func(p *parser, k string, c *Config) { c.Demo.MaxSleep = p.duration(k, true) }},
 	{"log.level", kString, "info", "log level: debug, info, warn, error",
 		func(p *parser, k string, c *Config) { c.Log.Level = p.oneOf(k, "debug", "info", "warn", "error") }},
