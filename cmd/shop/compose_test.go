@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/go-sql-driver/mysql"
 	"go.yaml.in/yaml/v3"
 
@@ -23,48 +26,53 @@ import (
 // No Docker engine runs on the project's machines, so the compose stack and
 // the Dockerfile are checked by reading them.
 
-type composeFile struct {
-	Services map[string]composeService `yaml:"services"`
-}
-
-type composeService struct {
-	Image       string            `yaml:"image"`
-	Profiles    []string          `yaml:"profiles"`
-	Build       *composeBuild     `yaml:"build"`
-	Environment map[string]string `yaml:"environment"`
-	Ports       []string          `yaml:"ports"`
-	Volumes     []string          `yaml:"volumes"`
-	Command     []string          `yaml:"command"`
-	Healthcheck *struct {
-		Test []string `yaml:"test"`
-	} `yaml:"healthcheck"`
-	DependsOn map[string]struct {
-		Condition string `yaml:"condition"`
-	} `yaml:"depends_on"`
-}
-
-type composeBuild struct {
-	Context string `yaml:"context"`
-	Target  string `yaml:"target"`
-}
-
-func readCompose(t *testing.T) composeFile {
+// readCompose loads docker-compose.yml with the compose-spec project's own
+// loader, as docker compose does: the file checked against the spec's
+// schema, ${VAR:-default} interpolated (from the defaults: the test's
+// environment is not the deployment's), paths made absolute, every profile
+// enabled.
+func readCompose(t *testing.T) *types.Project {
 	t.Helper()
-	b, err := os.ReadFile("../../docker-compose.yml")
+	opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"}, cli.WithName("seckill"), cli.WithProfiles([]string{"*"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c composeFile
-	if err := yaml.Unmarshal(b, &c); err != nil {
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	return c
+	return p
+}
+
+// env is a service's environment variable, "" when unset.
+func env(s types.ServiceConfig, name string) string {
+	if v := s.Environment[name]; v != nil {
+		return *v
+	}
+	return ""
+}
+
+// ports are a service's published ports as published:target.
+func ports(s types.ServiceConfig) []string {
+	var out []string
+	for _, p := range s.Ports {
+		out = append(out, fmt.Sprintf("%s:%d", p.Published, p.Target))
+	}
+	return out
+}
+
+// healthTest is a service's health check command, "" without one.
+func healthTest(s types.ServiceConfig) string {
+	if s.HealthCheck == nil {
+		return ""
+	}
+	return strings.Join(s.HealthCheck.Test, " ")
 }
 
 // shopServices are the services that serve, built from the Dockerfile's
 // shop stage (the migrate service is built from it too), of the default
 // stack (profile "") or of a profile.
-func shopServices(c composeFile, profile ...string) []string {
+func shopServices(c *types.Project, profile ...string) []string {
 	var names []string
 	for name, s := range c.Services {
 		if s.Build != nil && s.Build.Target == "shop" && !slices.Contains(s.Command, "migrate") && slices.Equal(s.Profiles, profile) {
@@ -86,16 +94,27 @@ func TestComposeStack(t *testing.T) {
 		known[envName(s.key)] = true
 	}
 	mysqlSvc, zkSvc := c.Services["mysql"], c.Services["zookeeper"]
-	if mysqlSvc.Healthcheck == nil || zkSvc.Healthcheck == nil {
+	if healthTest(mysqlSvc) == "" || healthTest(zkSvc) == "" {
 		t.Fatal("mysql and zookeeper need health checks for the shops' depends_on conditions")
 	}
 
-	t.Run("every SHOP_ variable is a configuration key", func(t *testing.T) {
+	t.Run("every SHOP_ variable is a configuration key, its value one the shop takes", func(t *testing.T) {
 		for name, s := range c.Services {
+			vars := map[string]string{}
 			for k := range s.Environment {
-				if strings.HasPrefix(k, "SHOP_") && !known[k] {
-					t.Errorf("service %s sets %s, which the shop does not read", name, k)
+				if strings.HasPrefix(k, "SHOP_") {
+					vars[k] = env(s, k)
+					if !known[k] {
+						t.Errorf("service %s sets %s, which the shop does not read", name, k)
+					}
 				}
+			}
+			if len(vars) == 0 {
+				continue
+			}
+			// As interpolated: ${SHOP_LOCK_ENABLED:-true} is "true" here.
+			if _, err := load(t, vars); err != nil {
+				t.Errorf("service %s: the shop refuses its environment: %v", name, err)
 			}
 		}
 	})
@@ -110,8 +129,8 @@ func TestComposeStack(t *testing.T) {
 		if m.DependsOn["mysql"].Condition != "service_healthy" {
 			t.Errorf("migrate depends_on mysql: %q, want service_healthy", m.DependsOn["mysql"].Condition)
 		}
-		if m.Environment["SHOP_MYSQL_DSN"] != c.Services[shops[0]].Environment["SHOP_MYSQL_DSN"] {
-			t.Errorf("migrate's SHOP_MYSQL_DSN %q is not the shops'", m.Environment["SHOP_MYSQL_DSN"])
+		if env(m, "SHOP_MYSQL_DSN") != env(c.Services[shops[0]], "SHOP_MYSQL_DSN") {
+			t.Errorf("migrate's SHOP_MYSQL_DSN %q is not the shops'", env(m, "SHOP_MYSQL_DSN"))
 		}
 		for _, name := range shops {
 			if got := c.Services[name].DependsOn["migrate"].Condition; got != "service_completed_successfully" {
@@ -122,14 +141,14 @@ func TestComposeStack(t *testing.T) {
 	for _, name := range shops {
 		s := c.Services[name]
 		t.Run(name, func(t *testing.T) {
-			_, port, err := net.SplitHostPort(s.Environment["SHOP_SERVER_ADDR"])
+			_, port, err := net.SplitHostPort(env(s, "SHOP_SERVER_ADDR"))
 			if err != nil {
 				t.Fatalf("SHOP_SERVER_ADDR: %v", err)
 			}
-			if len(s.Ports) != 1 || !strings.HasSuffix(s.Ports[0], ":"+port) {
-				t.Errorf("ports %v do not publish the listen port %s", s.Ports, port)
+			if p := ports(s); len(p) != 1 || !strings.HasSuffix(p[0], ":"+port) {
+				t.Errorf("ports %v do not publish the listen port %s", p, port)
 			}
-			if s.Healthcheck == nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), ":"+port+"/readyz") {
+			if !strings.Contains(healthTest(s), ":"+port+"/readyz") {
 				t.Errorf("health check does not probe /readyz on port %s", port)
 			}
 			for _, dep := range []string{"mysql", "zookeeper"} {
@@ -137,16 +156,15 @@ func TestComposeStack(t *testing.T) {
 					t.Errorf("depends_on %s: condition %q, want service_healthy", dep, s.DependsOn[dep].Condition)
 				}
 			}
-			cfg, err := mysql.ParseDSN(s.Environment["SHOP_MYSQL_DSN"])
+			cfg, err := mysql.ParseDSN(env(s, "SHOP_MYSQL_DSN"))
 			if err != nil {
 				t.Fatalf("SHOP_MYSQL_DSN: %v", err)
 			}
 			host, _, _ := net.SplitHostPort(cfg.Addr)
-			me := mysqlSvc.Environment
-			if host != "mysql" || cfg.User != me["MYSQL_USER"] || cfg.Passwd != me["MYSQL_PASSWORD"] || cfg.DBName != me["MYSQL_DATABASE"] {
-				t.Errorf("SHOP_MYSQL_DSN %q does not match the mysql service's user, password and database", s.Environment["SHOP_MYSQL_DSN"])
+			if host != "mysql" || cfg.User != env(mysqlSvc, "MYSQL_USER") || cfg.Passwd != env(mysqlSvc, "MYSQL_PASSWORD") || cfg.DBName != env(mysqlSvc, "MYSQL_DATABASE") {
+				t.Errorf("SHOP_MYSQL_DSN %q does not match the mysql service's user, password and database", env(s, "SHOP_MYSQL_DSN"))
 			}
-			if zk := s.Environment["SHOP_ZOOKEEPER_SERVERS"]; !strings.HasPrefix(zk, "zookeeper:") {
+			if zk := env(s, "SHOP_ZOOKEEPER_SERVERS"); !strings.HasPrefix(zk, "zookeeper:") {
 				t.Errorf("SHOP_ZOOKEEPER_SERVERS %q is not the zookeeper service", zk)
 			}
 		})
@@ -158,7 +176,7 @@ func TestComposeStack(t *testing.T) {
 		}
 		cmd := strings.Join(lt.Command, " ")
 		for _, name := range shops {
-			_, port, _ := net.SplitHostPort(c.Services[name].Environment["SHOP_SERVER_ADDR"])
+			_, port, _ := net.SplitHostPort(env(c.Services[name], "SHOP_SERVER_ADDR"))
 			if !strings.Contains(cmd, "http://"+name+":"+port) {
 				t.Errorf("loadtest command %q does not target %s:%s", cmd, name, port)
 			}
@@ -179,10 +197,10 @@ func TestComposeMonitoring(t *testing.T) {
 	if !ok || !strings.HasPrefix(prom.Image, "prom/prometheus") {
 		t.Fatalf("no prometheus service: %+v", prom)
 	}
-	mounts := func(s composeService, dst string) string {
+	mounts := func(s types.ServiceConfig, dst string) string {
 		for _, v := range s.Volumes {
-			if parts := strings.Split(v, ":"); len(parts) >= 2 && parts[1] == dst {
-				return "../../" + strings.TrimPrefix(parts[0], "./")
+			if v.Target == dst {
+				return v.Source
 			}
 		}
 		t.Fatalf("no volume mounted at %s in %v", dst, s.Volumes)
@@ -209,7 +227,7 @@ func TestComposeMonitoring(t *testing.T) {
 		}
 	}
 	for _, name := range shops {
-		_, port, _ := net.SplitHostPort(c.Services[name].Environment["SHOP_SERVER_ADDR"])
+		_, port, _ := net.SplitHostPort(env(c.Services[name], "SHOP_SERVER_ADDR"))
 		if !targets[name+":"+port] {
 			t.Errorf("prometheus does not scrape %s:%s (targets %v)", name, port, targets)
 		}
@@ -358,7 +376,7 @@ func TestDockerfile(t *testing.T) {
 	}
 	c := readCompose(t)
 	for _, name := range shopServices(c) {
-		_, port, _ := net.SplitHostPort(c.Services[name].Environment["SHOP_SERVER_ADDR"])
+		_, port, _ := net.SplitHostPort(env(c.Services[name], "SHOP_SERVER_ADDR"))
 		if byName["shop"].expose != port {
 			t.Errorf("the shop image exposes %q, %s listens on %s", byName["shop"].expose, name, port)
 		}
@@ -371,7 +389,7 @@ func TestDockerfile(t *testing.T) {
 // listing the other nodes after its own (the store's failover).
 func TestComposeCluster(t *testing.T) {
 	c := readCompose(t)
-	profile := func(name string) composeService {
+	profile := func(name string) types.ServiceConfig {
 		t.Helper()
 		s, ok := c.Services[name]
 		if !ok || !slices.Equal(s.Profiles, []string{"cluster"}) {
@@ -383,11 +401,11 @@ func TestComposeCluster(t *testing.T) {
 	zks := []string{"zk1", "zk2", "zk3"}
 
 	t.Run("one ZooKeeper ensemble", func(t *testing.T) {
-		servers := profile("zk1").Environment["ZOO_SERVERS"]
+		servers := env(profile("zk1"), "ZOO_SERVERS")
 		for i, name := range zks {
 			s := profile(name)
-			if s.Environment["ZOO_MY_ID"] != strconv.Itoa(i+1) || s.Environment["ZOO_SERVERS"] != servers {
-				t.Errorf("%s: ZOO_MY_ID %q, ZOO_SERVERS %q; want id %d in the ensemble %q", name, s.Environment["ZOO_MY_ID"], s.Environment["ZOO_SERVERS"], i+1, servers)
+			if env(s, "ZOO_MY_ID") != strconv.Itoa(i+1) || env(s, "ZOO_SERVERS") != servers {
+				t.Errorf("%s: ZOO_MY_ID %q, ZOO_SERVERS %q; want id %d in the ensemble %q", name, env(s, "ZOO_MY_ID"), env(s, "ZOO_SERVERS"), i+1, servers)
 			}
 			if !strings.Contains(servers, fmt.Sprintf("server.%d=%s:", i+1, name)) {
 				t.Errorf("ZOO_SERVERS %q lacks %s", servers, name)
@@ -412,7 +430,9 @@ func TestComposeCluster(t *testing.T) {
 			if !strings.HasPrefix(s.Image, "mariadb:") {
 				t.Errorf("%s image %q, want MariaDB's (it ships Galera)", name, s.Image)
 			}
-			if !slices.Contains(s.Volumes, "./deploy/galera/galera.cnf:/etc/mysql/conf.d/galera.cnf:ro") {
+			if !slices.ContainsFunc(s.Volumes, func(v types.ServiceVolumeConfig) bool {
+				return v.Target == "/etc/mysql/conf.d/galera.cnf" && v.ReadOnly && strings.HasSuffix(v.Source, "/deploy/galera/galera.cnf")
+			}) {
 				t.Errorf("%s does not mount deploy/galera/galera.cnf", name)
 			}
 			if !slices.Contains(s.Command, "--wsrep-node-address="+name) {
@@ -423,7 +443,7 @@ func TestComposeCluster(t *testing.T) {
 			} else if s.DependsOn["galera1"].Condition != "service_healthy" {
 				t.Errorf("%s joins before galera1 is healthy", name)
 			}
-			if s.Healthcheck == nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), "Synced") {
+			if !strings.Contains(healthTest(s), "Synced") {
 				t.Errorf("%s: the health check does not wait for Synced", name)
 			}
 		}
@@ -435,16 +455,16 @@ func TestComposeCluster(t *testing.T) {
 	if len(shops) != 3 {
 		t.Fatalf("cluster shops %v, want three", shops)
 	}
-	me := profile("galera1").Environment
+	galera1 := profile("galera1")
 	for i, name := range shops {
 		s := c.Services[name]
 		t.Run(name, func(t *testing.T) {
-			dsn := s.Environment["SHOP_MYSQL_DSN"]
+			dsn := env(s, "SHOP_MYSQL_DSN")
 			m := regexp.MustCompile(`^([^:]+):([^@]+)@tcp\(([^)]*)\)/(\w+)$`).FindStringSubmatch(dsn)
 			if m == nil {
 				t.Fatalf("SHOP_MYSQL_DSN %q is not user:password@tcp(node,node,node)/db", dsn)
 			}
-			if m[1] != me["MARIADB_USER"] || m[2] != me["MARIADB_PASSWORD"] || m[4] != me["MARIADB_DATABASE"] {
+			if m[1] != env(galera1, "MARIADB_USER") || m[2] != env(galera1, "MARIADB_PASSWORD") || m[4] != env(galera1, "MARIADB_DATABASE") {
 				t.Errorf("SHOP_MYSQL_DSN %q does not match the nodes' user, password and database", dsn)
 			}
 			var hosts []string
@@ -455,7 +475,7 @@ func TestComposeCluster(t *testing.T) {
 			if len(hosts) != 3 || hosts[0] != nodes[i] || !slices.Contains(hosts, "galera1") || !slices.Contains(hosts, "galera2") || !slices.Contains(hosts, "galera3") {
 				t.Errorf("SHOP_MYSQL_DSN lists %v; want %s first, then the other nodes", hosts, nodes[i])
 			}
-			if zk := s.Environment["SHOP_ZOOKEEPER_SERVERS"]; zk != zks[i]+":2181" {
+			if zk := env(s, "SHOP_ZOOKEEPER_SERVERS"); zk != zks[i]+":2181" {
 				t.Errorf("SHOP_ZOOKEEPER_SERVERS %q, want its own server %s:2181", zk, zks[i])
 			}
 			for _, dep := range append(slices.Clone(nodes), zks...) {
@@ -466,9 +486,9 @@ func TestComposeCluster(t *testing.T) {
 			if s.DependsOn["cluster-migrate"].Condition != "service_completed_successfully" {
 				t.Error("does not wait for cluster-migrate")
 			}
-			_, port, _ := net.SplitHostPort(s.Environment["SHOP_SERVER_ADDR"])
-			if len(s.Ports) != 1 || s.Ports[0] != fmt.Sprintf("%d:%s", 8091+i, port) {
-				t.Errorf("ports %v, want %d:%s", s.Ports, 8091+i, port)
+			_, port, _ := net.SplitHostPort(env(s, "SHOP_SERVER_ADDR"))
+			if p := ports(s); len(p) != 1 || p[0] != fmt.Sprintf("%d:%s", 8091+i, port) {
+				t.Errorf("ports %v, want %d:%s", p, 8091+i, port)
 			}
 		})
 	}
