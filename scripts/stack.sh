@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Local stack for seckill-zk without Docker: ZooKeeper and MariaDB from Debian's packages.
+# Local stack for seckill-zk without Docker: ZooKeeper, MariaDB and Redis from Debian's packages.
 #
-#   scripts/stack.sh up      install what is missing, start what is not running, wait until both answer
+#   scripts/stack.sh up      install what is missing, start what is not running, wait until all answer
 #   scripts/stack.sh down    stop only what "up" started (tracked in .stack/)
 #   scripts/stack.sh status  say what answers
 #   scripts/stack.sh ensemble DIR [BASE]   start a 3-node ZooKeeper ensemble for tests: node N
@@ -20,6 +20,9 @@
 #                                          transfer: IST or SST) and is waited for until Synced
 #   scripts/stack.sh galera-kill DIR N     SIGKILL node N (by the pid in DIR/nodeN/pid)
 #   scripts/stack.sh galera-down DIR       stop the cluster's nodes
+#   scripts/stack.sh redis                 Debian's redis-server on 127.0.0.1:REDIS_PORT, without
+#                                          persistence, for make bench-shop's Redis + Lua peer (up
+#                                          starts it too)
 #   scripts/stack.sh tls [DIR]             a CA and a server certificate for MariaDB on 127.0.0.1 /
 #                                          localhost (openssl): DIR/ca.pem, server-cert.pem,
 #                                          server-key.pem (DIR .stack/tls); kept if present. Point
@@ -27,13 +30,14 @@
 #                                          shop's mysql.tlsCA at ca.pem (docs/security.md)
 #
 # Idempotent. State lives in .stack/ (git-ignored). Environment overrides:
-#   ZK_PORT (2181), MYSQL_HOST (127.0.0.1), MYSQL_PORT (3306),
+#   ZK_PORT (2181), MYSQL_HOST (127.0.0.1), MYSQL_PORT (3306), REDIS_PORT (26379),
 #   SHOP_DB_USER (seckill), SHOP_DB_PASSWORD (seckill), SHOP_DB_NAME (seckill)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 state="$root/.stack"
 zk_port=${ZK_PORT:-2181}
+redis_port=${REDIS_PORT:-26379}
 mysql_host=${MYSQL_HOST:-127.0.0.1}
 mysql_port=${MYSQL_PORT:-3306}
 db_user=${SHOP_DB_USER:-seckill}
@@ -188,6 +192,23 @@ SQL
 	"$client" -u"$db_user" -p"$db_pass" -h"$mysql_host" -P"$mysql_port" -e 'select 1' "$db_name" >/dev/null ||
 		die "user $db_user cannot log in over TCP at $mysql_host:$mysql_port"
 	log "MariaDB answers on $mysql_host:$mysql_port (database $db_name, user $db_user)"
+}
+
+redis_ok() { [ "$(redis-cli -h 127.0.0.1 -p "$redis_port" ping 2>/dev/null)" = PONG ]; }
+
+# redis_up: a Redis of the stack's own on its own port (a machine's Redis on 6379, if any, is
+# left alone), keeping nothing on disk: the benchmark's peer needs no persistence.
+redis_up() {
+	command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+		apt_install --no-install-recommends redis-server redis-tools
+	if redis_ok; then log "Redis answers on 127.0.0.1:$redis_port"; return; fi
+	port_open 127.0.0.1 "$redis_port" && die "port $redis_port is taken by something that does not answer Redis's PING"
+	mkdir -p "$state/redis"
+	log "starting Redis on 127.0.0.1:$redis_port (no persistence)"
+	redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no --daemonize yes \
+		--dir "$state/redis" --pidfile "$state/redis/pid" --logfile "$state/redis/server.log"
+	wait_for 30 Redis redis_ok
+	log "Redis is up (pid $(cat "$state/redis/pid"))"
 }
 
 tls_certs() { # tls_certs DIR: a CA and a server certificate signed by it, unless there
@@ -383,10 +404,15 @@ up)
 	command -v chromium >/dev/null || apt_install --no-install-recommends chromium
 	zk_up
 	mysql_up
+	redis_up
 	;;
 down)
 	stop_pidfile zookeeper
 	stop_pidfile mariadb
+	stop_pidfile redis
+	;;
+redis)
+	redis_up
 	;;
 ensemble)
 	[ -n "${2:-}" ] || die "usage: $0 ensemble DIR [BASE]"
@@ -441,6 +467,7 @@ tls)
 status)
 	if zk_ok; then echo "zookeeper: up (127.0.0.1:$zk_port)"; else echo "zookeeper: down"; fi
 	if port_open "$mysql_host" "$mysql_port"; then echo "mysql: up ($mysql_host:$mysql_port)"; else echo "mysql: down"; fi
+	if redis_ok; then echo "redis: up (127.0.0.1:$redis_port)"; else echo "redis: down"; fi
 	;;
-*) die "usage: $0 up|down|status|tls [DIR]|ensemble DIR|ensemble-node DIR N|ensemble-down DIR|galera DIR|galera-node DIR N|galera-kill DIR N|galera-down DIR" ;;
+*) die "usage: $0 up|down|status|redis|tls [DIR]|ensemble DIR|ensemble-node DIR N|ensemble-down DIR|galera DIR|galera-node DIR N|galera-kill DIR N|galera-down DIR" ;;
 esac

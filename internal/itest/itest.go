@@ -37,23 +37,36 @@ func ZooKeeper(t testing.TB) []string {
 }
 
 func ruok(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	answer, err := ask(addr, "ruok", 4)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(3 * time.Second)); err != nil {
-		return err
-	}
-	if _, err := conn.Write([]byte("ruok")); err != nil {
-		return err
-	}
-	buf := make([]byte, 4)
-	n, _ := conn.Read(buf) // the answer or nothing; judged below
-	if string(buf[:n]) != "imok" {
-		return fmt.Errorf("ruok answered %q, want imok (is 4lw.commands.whitelist set?)", buf[:n])
+	if answer != "imok" {
+		return fmt.Errorf("ruok answered %q, want imok (is 4lw.commands.whitelist set?)", answer)
 	}
 	return nil
+}
+
+// ask sends request to the server at addr and reads one packet of its
+// answer, at most size bytes, within a few seconds.
+func ask(addr, request string, size int) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(3 * time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := conn.Write([]byte(request)); err != nil {
+		return "", err
+	}
+	buf := make([]byte, size)
+	n, err := conn.Read(buf)
+	if n == 0 {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // Path returns a ZooKeeper path unique to this test run; whatever the test

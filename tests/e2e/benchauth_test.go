@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,16 +63,10 @@ func benchAuth(b *testing.B, buyers, conc, rounds int) map[string][]benchRun {
 		names = append(names, m.name)
 	}
 	runs := map[string][]benchRun{}
-	for r := range rounds {
-		progress("(f) who may do what: round %d of %d", r+1, rounds)
-		for _, name := range inRoundOrder(names, r) {
-			for _, m := range modes {
-				if m.name == name {
-					runs[name] = append(runs[name], benchAuthSale(b, m, headers[m.jwt], conc))
-				}
-			}
-		}
-	}
+	inRounds(rounds, names, "(f) who may do what", func(name string) {
+		m := modes[slices.IndexFunc(modes, func(m authMode) bool { return m.name == name })]
+		runs[name] = append(runs[name], benchAuthSale(b, m, headers[m.jwt], conc))
+	})
 	return runs
 }
 

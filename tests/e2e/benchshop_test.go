@@ -41,7 +41,14 @@ import (
 //	    each with an id of its own, with auth.mode none (X-User-ID), jwt (a
 //	    bearer token each) and jwt with both limits on (refusing nobody),
 //	    BENCH_SHOP_AUTH_ROUNDS rounds (9: a round is short, and its spread
-//	    wide); BENCH_SHOP_AUTH=only runs (f) alone.
+//	    wide); BENCH_SHOP_AUTH=only runs (f) alone;
+//	(g) ahead of the Redis design: batch against the Redis + Lua peer
+//	    (tests/redispeer), synchronous and asynchronous, and a bare handler,
+//	    two instances each, goods 1, BENCH_SHOP_REDIS_BUYERS buyers (20000),
+//	    (a)'s concurrency: purchases/s,
+//	    CPU per purchase (the design's processes, and the machine's), each
+//	    design checked for exactness; BENCH_SHOP_REDIS_ROUNDS rounds (5),
+//	    BENCH_SHOP_REDIS=only runs (g) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -78,6 +85,11 @@ func BenchmarkShop(b *testing.B) {
 		writeBenchTable(b, benchAuthTable(manyBuyers, conc, authRounds, benchAuth(b, manyBuyers, conc, authRounds)))
 		return
 	}
+	redisBuyers, redisRounds := env("BENCH_SHOP_REDIS_BUYERS", 20000), env("BENCH_SHOP_REDIS_ROUNDS", 5)
+	if os.Getenv("BENCH_SHOP_REDIS") == "only" {
+		writeBenchTable(b, benchRedisTable(redisBuyers, conc, redisRounds, benchRedis(b, redisBuyers, conc, redisRounds)))
+		return
+	}
 	if os.Getenv("BENCH_SHOP_MANY") == "only" {
 		runs, galera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
 		writeBenchTable(b, benchManyTable(strategies, manyBuyers, conc, manyRounds, runs, galera))
@@ -112,8 +124,10 @@ func BenchmarkShop(b *testing.B) {
 	}
 	manyRuns, manyGalera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
 	authRuns := benchAuth(b, manyBuyers, conc, authRounds)
+	redisRuns := benchRedis(b, redisBuyers, conc, redisRounds)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
-		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns)
+		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns) +
+		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns)
 	writeBenchTable(b, table)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
 		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {
@@ -237,6 +251,17 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 		}
 	}
 	return run
+}
+
+// inRounds runs run(name) for every name, rounds times, in inRoundOrder's
+// order, telling progress which round of what it is in.
+func inRounds(rounds int, names []string, what string, run func(name string)) {
+	for r := range rounds {
+		progress("%s: round %d of %d", what, r+1, rounds)
+		for _, name := range inRoundOrder(names, r) {
+			run(name)
+		}
+	}
 }
 
 // inRoundOrder is the strategies in round r's order: as given, and reversed

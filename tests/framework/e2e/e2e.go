@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -30,11 +31,16 @@ import (
 
 var (
 	buildDir  string
-	builds    sync.Map // race bool -> *build
+	builds    sync.Map // buildKey -> *build
 	rootOnce  sync.Once
 	rootPath  string
 	rootError error
 )
+
+type buildKey struct {
+	pkg  string
+	race bool
+}
 
 type build struct {
 	once sync.Once
@@ -56,7 +62,7 @@ func Main(m *testing.M) int {
 
 // ShopBinary is cmd/shop built with the race detector, once per test
 // binary, for the end-to-end tests.
-func ShopBinary(t testing.TB) string { return shopBinary(t, true) }
+func ShopBinary(t testing.TB) string { return binary(t, "cmd/shop", true) }
 
 // ShopBinaryNoRace is the same program without the race detector, for the
 // tests whose faults make every ZooKeeper client reconnect: go-zookeeper
@@ -65,30 +71,36 @@ func ShopBinary(t testing.TB) string { return shopBinary(t, true) }
 // unmerged), which -race would report as a failure of the shop. zklock's own
 // reconnect tests run under -race through a gate that orders the two (see
 // internal/zklock/racegate_test.go). The benchmarks run it too.
-func ShopBinaryNoRace(t testing.TB) string { return shopBinary(t, false) }
+func ShopBinaryNoRace(t testing.TB) string { return binary(t, "cmd/shop", false) }
 
-func shopBinary(t testing.TB, race bool) string {
+// PeerBinary is tests/redispeer, the benchmark's Redis + Lua peer, built
+// once per test binary without the race detector. It runs on a Stack as
+// the shop does (Stack.Binary), PEER_MODE saying which design.
+func PeerBinary(t testing.TB) string { return binary(t, "tests/redispeer", false) }
+
+// binary builds the module's package pkg (a slash path) once per test binary.
+func binary(t testing.TB, pkg string, race bool) string {
 	t.Helper()
 	itest.Integration(t)
 	if buildDir == "" {
 		t.Fatal("e2e: the suite's TestMain must call e2e.Main")
 	}
-	v, _ := builds.LoadOrStore(race, &build{})
+	v, _ := builds.LoadOrStore(buildKey{pkg, race}, &build{})
 	b := v.(*build)
 	b.once.Do(func() {
-		name, args := "shop-norace", []string{"build"}
+		name, args := path.Base(pkg)+"-norace", []string{"build"}
 		if race {
-			name, args = "shop", []string{"build", "-race"}
+			name, args = path.Base(pkg), []string{"build", "-race"}
 		}
 		b.path = filepath.Join(buildDir, name)
-		cmd := exec.Command("go", append(args, "-o", b.path, "./cmd/shop")...)
+		cmd := exec.Command("go", append(args, "-o", b.path, "./"+pkg)...)
 		cmd.Dir = Root(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go %v: %v\n%s", cmd.Args[1:], err, out)
 		}
 	})
 	if b.err != nil {
-		t.Fatalf("build the shop: %v", b.err)
+		t.Fatalf("build %s: %v", pkg, b.err)
 	}
 	return b.path
 }
