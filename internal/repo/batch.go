@@ -176,19 +176,25 @@ const claimManySQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, s
 // batchCandidates sorts the batch's orders by goods, in the batch's order,
 // after refusing into refused those of goods without a row, those whose
 // request id was used, and those of buyers who hold an order of the goods.
+// Only the request ids buyers chose are looked up: one the shop made
+// (Order.NewRequestID) is a new UUID; a batch of those alone makes no
+// query (one round trip fewer under the lock).
 func (s *Store) batchCandidates(tx *gorm.DB, goodsNos []int32, orders []*service.Order, claimed map[int32]goodsStock,
 	refused map[*service.Order]error) (map[int32][]*service.Order, error) {
-	ids := make([]string, len(orders))
-	var buyers []string
-	for i, o := range orders {
-		ids[i] = o.RequestID
+	var ids, buyers []string
+	for _, o := range orders {
+		if !o.NewRequestID {
+			ids = append(ids, o.RequestID) // a buyer's own: it may have bought before
+		}
 		if o.OnePerBuyer && o.UserID != "" {
 			buyers = append(buyers, o.UserID)
 		}
 	}
 	var used []string
-	if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
-		return nil, err
+	if len(ids) > 0 {
+		if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
+			return nil, err
+		}
 	}
 	type goodsBuyer struct {
 		goodsNo int32

@@ -47,6 +47,10 @@ type Order struct {
 	// among those not expired (ErrAlreadyBought).
 	UserID      string
 	OnePerBuyer bool
+	// NewRequestID: the request id is one the shop made for this purchase
+	// (the buyer sent none), so no order can hold it yet and the store
+	// need not look for one before it writes.
+	NewRequestID bool
 	// Replayed: the purchase was made before, under the same request id;
 	// this is its order (not stored).
 	Replayed  bool
@@ -310,7 +314,8 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 			return nil, ErrBusy
 		}
 	}
-	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer}
+	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer,
+		NewRequestID: !p.ClientRequestID}
 	bought, err := s.purchase(ctx, order)
 	if errors.Is(err, ErrSoldOut) {
 		s.soldOut.mark(p.GoodsNo)
@@ -350,7 +355,8 @@ func (s *Shop) purchase(ctx context.Context, order *Order) (*Order, error) {
 			return nil, err
 		}
 		s.log.Debug("purchase wrote nothing, trying again", "requestId", order.RequestID, "try", try+1, "err", err)
-		*order = Order{GoodsNo: order.GoodsNo, RequestID: order.RequestID, UserID: order.UserID, OnePerBuyer: order.OnePerBuyer}
+		*order = Order{GoodsNo: order.GoodsNo, RequestID: order.RequestID, UserID: order.UserID, OnePerBuyer: order.OnePerBuyer,
+			NewRequestID: order.NewRequestID}
 	}
 }
 
