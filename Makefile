@@ -67,14 +67,14 @@ bench: stack-up
 ## bench-shop: the purchase strategies side by side on two instances each (seed, batch, atomic):
 ## every buyer buys, a sell-out, how time and memory grow with the crowd, and each strategy on one
 ## MariaDB, one Galera node and three Galera nodes, a sale of many goods against one, and what
-## auth.mode jwt and the limits cost. Prints the table
+## auth.mode jwt and the limits cost, and batch beside the Redis + Lua design. Prints the table
 ## (also in out/bench-shop.txt, and (a)'s chart in out/bench-shop.svg). BENCH_SHOP_BUYERS,
 ## _CONCURRENCY, _ROUNDS, _SIZES change it.
 bench-shop: stack-up galera-up
 	mkdir -p out
-	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods and (f) who may do what, 3 rounds: 20-30 minutes; the whole log in out/bench-shop.log"
+	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods, (f) who may do what and (g) the Redis design: 20-30 minutes; the whole log in out/bench-shop.log"
 	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
-		-bench '^BenchmarkShop$$' -benchtime 1x ./cmd/shop/ 2>&1 | tee out/bench-shop.log | grep --line-buffered '^bench-shop:' \
+		-bench '^BenchmarkShop$$' -benchtime 1x ./tests/e2e/ 2>&1 | tee out/bench-shop.log | grep --line-buffered '^bench-shop:' \
 		|| { tail -50 out/bench-shop.log; exit 1; }
 	cat out/bench-shop.txt
 
@@ -86,7 +86,7 @@ chaos: stack-up
 	@echo "chaos: four fault scenarios, about five minutes; each reports as it ends (go test -v)"
 	CHAOS_BUYERS=$${CHAOS_BUYERS:-1500} CHAOS_STOCK=$${CHAOS_STOCK:-100} CHAOS_RATE=$${CHAOS_RATE:-25} \
 		CHAOS_TABLE=$(CURDIR)/out/chaos.txt \
-		$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' -v ./cmd/shop/
+		$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' -v ./tests/e2e/
 	cat out/chaos.txt
 
 ## demo: the seed's scenario (1500 buyers, stock 100) on two instances, lock off then on;
