@@ -72,6 +72,7 @@ bench: stack-up
 ## _CONCURRENCY, _ROUNDS, _SIZES change it.
 bench-shop: stack-up galera-up
 	mkdir -p out
+	rm -f out/bench-shop.txt out/bench-shop.svg # a run that measured nothing then fails at the cat below
 	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods, (f) who may do what and (g) the Redis design: 20-30 minutes; the whole log in out/bench-shop.log"
 	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
 		-bench '^BenchmarkShop$$' -benchtime 1x ./tests/e2e/ 2>&1 | tee out/bench-shop.log | grep --line-buffered '^bench-shop:' \
@@ -83,6 +84,7 @@ bench-shop: stack-up galera-up
 ## one of two instances SIGKILLed. Prints the table (also in out/chaos.txt).
 chaos: stack-up
 	mkdir -p out
+	rm -f out/chaos.txt # a run that ran no scenario then fails at the cat below
 	@echo "chaos: four fault scenarios, about five minutes; each reports as it ends (go test -v)"
 	CHAOS_BUYERS=$${CHAOS_BUYERS:-1500} CHAOS_STOCK=$${CHAOS_STOCK:-100} CHAOS_RATE=$${CHAOS_RATE:-25} \
 		CHAOS_TABLE=$(CURDIR)/out/chaos.txt \
