@@ -19,17 +19,20 @@ const module = "github.com/seckill-zk/seckill-zk/"
 // may import it. internal/itest and tests/framework/e2e are test support
 // (the fault proxies speak ZooKeeper's and MySQL's wire; the harness reads
 // the tables and the lock's nodes); no program imports them.
+// tests/redispeer is the benchmark's Redis + Lua contender, a program of
+// its own that answers HTTP and writes orders like the shop, on purpose
+// without the shop's layers.
 var rules = []struct {
 	imported string
 	only     []string
 }{
 	{"github.com/go-zookeeper/zk", []string{"internal/zk", "internal/itest", "tests/framework/e2e"}},
 	{"gorm.io/", []string{"internal/repo"}},
-	{"github.com/go-sql-driver/mysql", []string{"internal/repo", "internal/itest", "migrations", "tests/framework/e2e"}},
+	{"github.com/go-sql-driver/mysql", []string{"internal/repo", "internal/itest", "migrations", "tests/framework/e2e", "tests/redispeer"}},
 	{module + "internal/itest", []string{"tests/framework/e2e"}},
 	{module + "tests/", []string{}},
 	{"github.com/pressly/goose", []string{"internal/repo", "migrations"}},
-	{"github.com/gin-gonic/gin", []string{"internal/handler", "cmd/shop"}},
+	{"github.com/gin-gonic/gin", []string{"internal/handler", "cmd/shop", "tests/redispeer"}},
 	{"github.com/spf13/viper", []string{"cmd/shop"}},
 	{"github.com/prometheus/", []string{"internal/metrics"}},
 	{"github.com/golang-jwt/jwt", []string{"internal/auth"}},
