@@ -100,78 +100,133 @@ func (b *Batch) Close() {
 	b.wg.Wait()
 }
 
-// work sells batches under the lock of key until nobody waits.
+// work sells batches under the lock of key until nobody waits. It asks for
+// the lock as soon as a buyer waits and forms the batch once it holds it,
+// so the buyers who came while it waited are in it; and it asks for the
+// next hold as soon as the batch has begun to let the lock go, during the
+// batch's commit: the next holder's claim waits for that commit (see
+// handOff), while this instance's next batch is already in the lock's
+// queue instead of joining it only after the commit, the answers and the
+// release. At most two batches of a lock are under way in an instance:
+// one committing, one waiting for the lock or holding it.
+//
+// A batch that may sell a goods' last piece lets the next one ask for the
+// lock only once it has answered: the goods is then marked sold out, and
+// the buyers queued behind it are answered from the mark, without a lock.
 func (b *Batch) work(key string, q *batchQueue) {
 	defer b.wg.Done()
+	ctx := context.Background() // a batch outlives any one buyer's request
+	for {
+		goodsNo, ok := b.head(key, q)
+		if !ok {
+			return
+		}
+		lease, err := b.lock(ctx, goodsNo) // every goods of the queue is under this lock
+		batch := b.take(q)
+		if err != nil {
+			for _, x := range batch {
+				x.done <- err
+			}
+			continue
+		}
+		if len(batch) == 0 { // every buyer gave up or was answered from a mark meanwhile
+			b.unlock(ctx, lease, goodsNo)
+			continue
+		}
+		next := make(chan struct{})
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.sell(ctx, batch, lease, next)
+		}()
+		<-next
+	}
+}
+
+// head answers the buyers at the head of q who gave up or whose goods is
+// marked sold out, and returns the goods of the first buyer left; false
+// when nobody is left, and then the worker of key ends.
+func (b *Batch) head(key string, q *batchQueue) (int32, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(q.waiting) > 0 {
+		x := q.waiting[0]
+		switch {
+		case x.ctx.Err() != nil:
+			x.done <- x.ctx.Err()
+		case b.soldOut.seen(x.order.GoodsNo):
+			x.done <- ErrSoldOut
+		default:
+			return x.order.GoodsNo, true
+		}
+		q.waiting[0] = nil
+		q.waiting = q.waiting[1:]
+	}
+	q.running = false
+	delete(b.queues, key)
+	return 0, false
+}
+
+// take forms a batch of the buyers waiting in q, at most BatchMax, leaving
+// out those who gave up (answered) and those of goods marked sold out
+// (answered). A limited buyer who is twice in the queue for one goods buys
+// once: the second waits for the next batch, which finds the first's order.
+func (b *Batch) take(q *batchQueue) []*batchBuyer {
 	type goodsBuyer struct {
 		goodsNo int32
 		userID  string
 	}
-	for {
-		b.mu.Lock()
-		var batch, later []*batchBuyer
-		buyers := map[goodsBuyer]bool{}
-		for len(q.waiting) > 0 && len(batch) < b.cfg.BatchMax {
-			x := q.waiting[0]
-			q.waiting[0] = nil
-			q.waiting = q.waiting[1:]
-			if err := x.ctx.Err(); err != nil {
-				x.done <- err // gave up while waiting
-				continue
-			}
-			if u := x.order.UserID; u != "" && x.order.OnePerBuyer {
-				k := goodsBuyer{x.order.GoodsNo, u}
-				if buyers[k] {
-					// One buyer twice in a batch buys once: the second waits
-					// for the next batch, which finds the first's order.
-					later = append(later, x)
-					continue
-				}
-				buyers[k] = true
-			}
-			batch = append(batch, x)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var batch, later []*batchBuyer
+	buyers := map[goodsBuyer]bool{}
+	for len(q.waiting) > 0 && len(batch) < b.cfg.BatchMax {
+		x := q.waiting[0]
+		q.waiting[0] = nil
+		q.waiting = q.waiting[1:]
+		if err := x.ctx.Err(); err != nil {
+			x.done <- err // gave up while waiting
+			continue
 		}
-		q.waiting = append(later, q.waiting...)
-		if len(batch) == 0 {
-			q.running = false
-			delete(b.queues, key)
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		b.sell(batch)
-	}
-}
-
-// sell sells one batch and answers every buyer in it.
-func (b *Batch) sell(batch []*batchBuyer) {
-	// The buyers of goods already sold out are answered without the lock.
-	open := batch[:0:0]
-	for _, x := range batch {
 		if b.soldOut.seen(x.order.GoodsNo) {
 			x.done <- ErrSoldOut
 			continue
 		}
-		open = append(open, x)
+		if u := x.order.UserID; u != "" && x.order.OnePerBuyer {
+			k := goodsBuyer{x.order.GoodsNo, u}
+			if buyers[k] {
+				later = append(later, x)
+				continue
+			}
+			buyers[k] = true
+		}
+		batch = append(batch, x)
 	}
-	batch = open
-	if len(batch) == 0 {
-		return
-	}
+	q.waiting = append(later, q.waiting...)
+	return batch
+}
+
+// sell sells one batch under lease and answers every buyer in it. It
+// closes next when the next batch may ask for the lock: when the release of
+// this one has begun, or, if this batch may sell a goods' last piece, when
+// it has answered.
+func (b *Batch) sell(ctx context.Context, batch []*batchBuyer, lease Lease, next chan<- struct{}) {
+	var nextOnce sync.Once
+	letNextGo := func() { nextOnce.Do(func() { close(next) }) }
+	defer letNextGo()
 	answerAll := func(err error) {
 		for _, x := range batch {
 			x.done <- err
 		}
 	}
-	// The batch outlives any one buyer's request: it works on its own.
-	ctx := context.Background()
-	lease, err := b.lock(ctx, batch[0].order.GoodsNo) // every goods of the batch is under this lock
-	if err != nil {
-		answerAll(err)
-		return
-	}
 	h := b.handOff(ctx, lease, batch[0].order.GoodsNo)
 	defer h.done()
+	lastPiece := false // a goods may sell out: the next batch waits for the mark
+	h.onRelease = func() {
+		if !lastPiece {
+			letNextGo()
+		}
+	}
 	lost := h.lost
 	token, err := lease.Token(ctx)
 	if err != nil {
@@ -219,6 +274,9 @@ func (b *Batch) sell(batch []*batchBuyer) {
 			set[o] = true
 		}
 		chosen[g.GoodsNo], left[g.GoodsNo] = set, g.Stock-int32(len(picked))
+		if left[g.GoodsNo] <= 0 {
+			lastPiece = true
+		}
 		return picked, nil
 	}
 	refused, err := b.store.SellBatch(ctx, token, orders, choose, h.guard)

@@ -13,11 +13,14 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
-// gateLocker holds its first Lock until the test opens the gate, so that
-// buyers pile up behind the first batch and form the next one.
+// gateLocker is a mutex whose first Lock waits until the test opens the
+// gate, so that buyers pile up behind the first batch and form the next one
+// (the first batch forms when it holds the lock).
 type gateLocker struct {
 	gate  chan struct{}
 	once  sync.Once
+	sem   chan struct{} // the mutex; made by the first Lock
+	init  sync.Once
 	asked atomic.Int32 // calls of Lock, the one at the gate included
 	locks atomic.Int32
 	held  atomic.Int32 // holds now; more than one would be a bug
@@ -27,6 +30,12 @@ type gateLocker struct {
 func (g *gateLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
 	g.asked.Add(1)
 	g.once.Do(func() { <-g.gate })
+	g.init.Do(func() { g.sem = make(chan struct{}, 1) })
+	select {
+	case g.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	g.locks.Add(1)
 	if n := g.held.Add(1); n > g.max.Load() {
 		g.max.Store(n)
@@ -38,7 +47,7 @@ type gateLease struct{ g *gateLocker }
 
 func (l gateLease) Lost() <-chan struct{}                { return nil }
 func (l gateLease) Token(context.Context) (int64, error) { return int64(l.g.locks.Load()), nil }
-func (l gateLease) Unlock(context.Context) error         { l.g.held.Add(-1); return nil }
+func (l gateLease) Unlock(context.Context) error         { l.g.held.Add(-1); <-l.g.sem; return nil }
 
 type batchResult struct {
 	order *service.Order
@@ -264,18 +273,22 @@ func itestReceive[T any](t *testing.T, ch <-chan T) T {
 
 // A buyer who hangs up after its batch formed, before the batch chose whom
 // to sell to, is not sold a piece. The first buyer's batch holds the lock
-// while three more queue: they form the second batch, during whose claim
-// one of them hangs up.
+// (stopped in its claim) while three more queue: they form the second
+// batch, during whose claim one of them hangs up.
 func TestBatchDoesNotSellToABuyerWhoHangsUpAfterTheBatchFormed(t *testing.T) {
-	locker := &gateLocker{gate: make(chan struct{})}
 	ctx, hangUp := context.WithCancel(context.Background())
+	firstClaim, goOn := make(chan struct{}), make(chan struct{})
 	claims := 0
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 100}}, claimed: func() {
-		if claims++; claims == 2 {
+		switch claims++; claims {
+		case 1:
+			close(firstClaim)
+			<-goOn
+		case 2:
 			hangUp()
 		}
 	}}
-	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(-1), service.Config{BatchMax: 100})
+	shop := newBatchShop(t, store, &gateLocker{gate: closedChan()}, service.NewSoldOutMarks(-1), service.Config{BatchMax: 100})
 	buy := func(ctx context.Context, id string) chan error {
 		done := make(chan error, 1)
 		go func() {
@@ -285,12 +298,10 @@ func TestBatchDoesNotSellToABuyerWhoHangsUpAfterTheBatchFormed(t *testing.T) {
 		return done
 	}
 	first := buy(context.Background(), "first")
-	for deadline := time.Now().Add(time.Minute); locker.asked.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond) // the first batch waits at the gate, in Lock
-	}
+	itestReceive(t, firstClaim) // the first batch holds the lock, in its claim
 	a, gone, c := buy(context.Background(), "a"), buy(ctx, "gone"), buy(context.Background(), "c")
 	time.Sleep(100 * time.Millisecond) // all three queued behind the first batch
-	close(locker.gate)
+	close(goOn)
 	for name, ch := range map[string]chan error{"first": first, "a": a, "c": c} {
 		if err := itestReceive(t, ch); err != nil {
 			t.Errorf("%s: %v, want sold", name, err)
@@ -463,27 +474,36 @@ func TestABatchChecksTheRowsWindow(t *testing.T) {
 }
 
 // Buyers who queued before the sell-out and form the batch after it are
-// answered sold out without taking the lock again.
+// answered sold out without taking the lock again: the batch that sells
+// the last piece lets the next one ask for the lock only once the goods is
+// marked sold out, not when its commit begins.
 func TestBuyersQueuedBeforeTheSellOutTakeNoLockAfterIt(t *testing.T) {
-	locker := &gateLocker{gate: make(chan struct{})}
-	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1}}}
+	locker := &gateLocker{gate: closedChan()}
+	firstClaim, goOn := make(chan struct{}), make(chan struct{})
+	claims := 0
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1}}, claimed: func() {
+		if claims++; claims == 1 {
+			close(firstClaim)
+			<-goOn
+		}
+	}}
+	store.committing = func() {
+		// A slow commit: time for a next batch to ask for the lock, if
+		// it may.
+		for deadline := time.Now().Add(300 * time.Millisecond); locker.asked.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(time.Hour), service.Config{BatchMax: 100})
 	results := make(chan error, 6)
-	buy := func(id string) {
-		go func() {
-			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: id})
-			results <- err
-		}()
-	}
+	buy := buyerOf(shop, results)
 	buy("first")
-	for deadline := time.Now().Add(time.Minute); locker.asked.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond) // the first batch waits at the gate
-	}
+	itestReceive(t, firstClaim) // the first batch holds the lock, in its claim
 	for i := range 5 {
 		buy(fmt.Sprint("queued-", i))
 	}
 	time.Sleep(100 * time.Millisecond) // queued behind the first batch
-	close(locker.gate)
+	close(goOn)
 	sold, soldOut := 0, 0
 	for range 6 {
 		switch err := itestReceive(t, results); {
@@ -495,8 +515,59 @@ func TestBuyersQueuedBeforeTheSellOutTakeNoLockAfterIt(t *testing.T) {
 			t.Errorf("a buyer: %v", err)
 		}
 	}
-	if sold != 1 || soldOut != 5 || locker.locks.Load() != 1 {
-		t.Errorf("%d sold, %d sold out, %d locks; want 1, 5 and 1 (the queued batch answered from the mark)", sold, soldOut, locker.locks.Load())
+	if sold != 1 || soldOut != 5 || locker.locks.Load() != 1 || store.batches != 1 {
+		t.Errorf("%d sold, %d sold out, %d locks, %d transactions; want 1, 5, 1 and 1 (the queued batch answered from the mark)",
+			sold, soldOut, locker.locks.Load(), store.batches)
+	}
+}
+
+// The next batch asks for the lock while the last one commits: a batch
+// whose commit is slow does not keep the instance's next batch out of the
+// lock's queue. Without the overlap the second Lock comes only after the
+// first batch has answered.
+func TestTheNextBatchQueuesForTheLockDuringTheCommit(t *testing.T) {
+	locker := &gateLocker{gate: closedChan()}
+	firstClaim, goOn := make(chan struct{}), make(chan struct{})
+	committing, commit := make(chan struct{}), make(chan struct{})
+	claims, commits := 0, 0
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 100}},
+		claimed: func() {
+			if claims++; claims == 1 {
+				close(firstClaim)
+				<-goOn
+			}
+		},
+		committing: func() {
+			if commits++; commits == 1 {
+				close(committing)
+				<-commit
+			}
+		}}
+	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(-1), service.Config{BatchMax: 100})
+	results := make(chan error, 3)
+	buy := buyerOf(shop, results)
+	buy("first")
+	itestReceive(t, firstClaim)
+	buy("second")
+	buy("third")
+	time.Sleep(100 * time.Millisecond) // queued behind the first batch
+	close(goOn)
+	itestReceive(t, committing) // the first batch's commit has begun, and waits
+	for deadline := time.Now().Add(10 * time.Second); locker.asked.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	asked := locker.asked.Load()
+	close(commit)
+	for range 3 {
+		if err := itestReceive(t, results); err != nil {
+			t.Errorf("a buyer: %v", err)
+		}
+	}
+	if asked < 2 {
+		t.Errorf("the next batch did not ask for the lock while the first committed (%d Lock calls)", asked)
+	}
+	if locker.max.Load() > 1 {
+		t.Errorf("%d batches held the lock at once", locker.max.Load())
 	}
 }
 
@@ -528,6 +599,17 @@ func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 	// reads.
 	if n := store.reads.Load(); n > 20 {
 		t.Errorf("%d reads of goods rows before the lock during a sale of 5 goods, want at most 20", n)
+	}
+}
+
+// buyerOf returns a function that starts a purchase of goods 1 under a
+// request id and sends its error to results.
+func buyerOf(shop *service.Shop, results chan<- error) func(id string) {
+	return func(id string) {
+		go func() {
+			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: id})
+			results <- err
+		}()
 	}
 }
 

@@ -93,6 +93,9 @@ type handOff struct {
 	lease   Lease
 	goodsNo int32
 	lost    <-chan struct{}
+	// onRelease, if set, is called once the release has begun, in the
+	// goroutine that began it.
+	onRelease func()
 
 	mu       sync.Mutex
 	guarded  bool // the guard passed once
@@ -116,6 +119,9 @@ func (h *handOff) start() bool {
 		defer close(h.released)
 		h.l.unlock(h.ctx, h.lease, h.goodsNo)
 	}()
+	if h.onRelease != nil {
+		h.onRelease()
+	}
 	return true
 }
 

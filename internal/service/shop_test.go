@@ -284,6 +284,7 @@ func (f *fakeStore) OrderCounts(_ context.Context, no int32) (map[string]int64, 
 }
 
 type fakeLocker struct {
+	mu        sync.Mutex // a batch's release may overlap the next batch's Lock
 	err       error
 	lost      chan struct{}
 	token     int64 // handed out by Token, then incremented
@@ -303,6 +304,8 @@ func (f *fakeLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.locks++
 	return f, nil
 }
@@ -313,11 +316,15 @@ func (f *fakeLocker) Token(context.Context) (int64, error) {
 	if f.tokenErr != nil {
 		return 0, f.tokenErr
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.token++
 	return f.token, nil
 }
 
 func (f *fakeLocker) Unlock(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.unlocks++
 	f.unlockCtx = ctx.Err()
 	if f.released != nil {

@@ -61,7 +61,7 @@ func benchRedis(b *testing.B, buyers, conc, rounds int) map[string][]redisRun {
 }
 
 // benchRedisSale is one sale of contender c, checked.
-func benchRedisSale(b *testing.B, c redisContender, buyers, conc int) redisRun {
+func benchRedisSale(b testing.TB, c redisContender, buyers, conc int) redisRun {
 	b.Helper()
 	s := e2e.NewStackOn(b, itest.Database(b), itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=info",
 		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
@@ -103,7 +103,7 @@ func benchRedisSale(b *testing.B, c redisContender, buyers, conc int) redisRun {
 
 // processCPU is the CPU time the instance's process has spent so far
 // (/proc/PID/stat's utime and stime).
-func processCPU(b *testing.B, in *e2e.Instance) time.Duration {
+func processCPU(b testing.TB, in *e2e.Instance) time.Duration {
 	b.Helper()
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", in.Cmd.Process.Pid))
 	if err != nil {
@@ -128,7 +128,7 @@ func processCPU(b *testing.B, in *e2e.Instance) time.Duration {
 
 // machineCPU is the CPU time every core has spent out of idle since boot
 // (/proc/stat's cpu line: user, nice, system, irq, softirq, steal).
-func machineCPU(b *testing.B) time.Duration {
+func machineCPU(b testing.TB) time.Duration {
 	b.Helper()
 	stat, err := os.ReadFile("/proc/stat")
 	if err != nil {
