@@ -93,10 +93,7 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 			for i, o := range chosen {
 				rows[i] = newOrderRow(o, now)
 			}
-			if err := db.Create(&rows).Error; err != nil {
-				return err
-			}
-			if err := s.writeClaimedRows(db, writes, fence); err != nil {
+			if err := s.writeBatch(ctx, t, writes, rows, fence); err != nil {
 				return err
 			}
 		}
@@ -240,18 +237,88 @@ type stockWrite struct {
 	stock int32
 }
 
-// writeClaimedRows writes the new stocks of claimed rows and the token as
-// their fence: one row as writeClaimed does, several in one statement. On a
-// cluster each row is written only if it is still as the claim read it
-// (claimedStock, for every row at once); on one server the claim's row
-// locks make that so. The statement names the primary key: on a small
-// table the optimizer would otherwise scan, and lock, every row.
-func (s *Store) writeClaimedRows(tx *gorm.DB, writes []stockWrite, fence int64) error {
-	if len(writes) == 1 {
-		return writeClaimed(tx, writes[0].read, writes[0].stock, fence)
+// writeBatch writes, in one packet, the new stocks of the claimed rows
+// with the token as their fence (one UPDATE) and the orders' rows (one
+// multi-row INSERT), and sets the rows' ids. On a cluster each goods row is
+// written only if it is still as the claim read it (claimedStock, for every
+// row at once); on one server the claim's row locks make that so. The
+// UPDATE names the primary key: on a small table the optimizer would
+// otherwise scan, and lock, every row.
+//
+// The ids come back with RETURNING on MariaDB 10.5 and later; elsewhere
+// (MySQL) they are LAST_INSERT_ID(), the first row's, and the ones after it
+// by @@auto_increment_increment, as a multi-row INSERT of known length
+// takes them.
+func (s *Store) writeBatch(ctx context.Context, t *tx, writes []stockWrite, rows []orderInfo, fence int64) error {
+	q := make([]byte, 0, 256+40*len(writes)+24*len(rows))
+	q = s.appendWriteClaimed(q, writes, fence)
+	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction; "+
+		"INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) VALUES "...)
+	args := make([]any, 0, 6*len(rows))
+	for i, r := range rows {
+		if i > 0 {
+			q = append(q, ", "...)
+		}
+		q = append(q, "(?, ?, ?, ?, ?, ?)"...)
+		args = append(args, r.GoodsNo, r.RequestID, r.UserID, r.Limited, r.Status, r.CreatedAt)
 	}
-	// Integers only, formatted here: no placeholder to interpolate.
-	q := make([]byte, 0, 64+40*len(writes))
+	if s.returning {
+		q = append(q, " RETURNING id"...)
+	} else {
+		q = append(q, "; SELECT LAST_INSERT_ID(), @@auto_increment_increment"...)
+	}
+	res, err := t.query(ctx, string(q), args...)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	var updated int64
+	var inTxn bool
+	if !res.Next() {
+		return errors.Join(errors.New("repo: no answer to the batch's UPDATE"), res.Err())
+	}
+	if err := res.Scan(&updated, &inTxn); err != nil {
+		return err
+	}
+	if !inTxn {
+		// As in tx.sell: a brute-force abort ended the claim's
+		// transaction without telling the client.
+		return fmt.Errorf("%w: the batch's transaction had ended before its statements ran (a brute-force abort)", service.ErrConflict)
+	}
+	if updated != int64(len(writes)) {
+		return fmt.Errorf("%w: %d of %d goods rows changed after the claim read them (a stale read)",
+			service.ErrConflict, int64(len(writes))-updated, len(writes))
+	}
+	if !res.NextResultSet() { // the INSERT's error, if it failed
+		return errors.Join(errors.New("repo: no answer to the batch's INSERT"), res.Err())
+	}
+	if s.returning {
+		for i := range rows {
+			if !res.Next() {
+				return errors.Join(fmt.Errorf("repo: the batch's INSERT returned %d ids of %d", i, len(rows)), res.Err())
+			}
+			if err := res.Scan(&rows[i].ID); err != nil {
+				return err
+			}
+		}
+		return res.Close()
+	}
+	var first, step uint64
+	if !res.Next() {
+		return errors.Join(errors.New("repo: no answer to the batch's LAST_INSERT_ID"), res.Err())
+	}
+	if err := res.Scan(&first, &step); err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].ID = first + uint64(i)*step
+	}
+	return res.Close()
+}
+
+// appendWriteClaimed appends the UPDATE of writeBatch. Integers only,
+// formatted here: no placeholder to interpolate.
+func (s *Store) appendWriteClaimed(q []byte, writes []stockWrite, fence int64) []byte {
 	q = append(q, "UPDATE goods_stock FORCE INDEX (PRIMARY) SET stock = CASE id"...)
 	for _, w := range writes {
 		q = append(q, " WHEN "...)
@@ -287,13 +354,5 @@ func (s *Store) writeClaimedRows(tx *gorm.DB, writes []stockWrite, fence int64) 
 		}
 		q = append(q, ')')
 	}
-	res := tx.Exec(string(q))
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected != int64(len(writes)) {
-		return fmt.Errorf("%w: %d of %d goods rows changed after the claim read them (a stale read)",
-			service.ErrConflict, int64(len(writes))-res.RowsAffected, len(writes))
-	}
-	return nil
+	return q
 }

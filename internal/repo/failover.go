@@ -104,9 +104,6 @@ func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
 	db.SetMaxOpenConns(opts.SaleConns)
 	db.SetMaxIdleConns(opts.SaleConns)
 	db.SetConnMaxLifetime(30 * time.Minute)
-	// GORM asks the server's version: on MariaDB 10.5+ it reads a multi-row
-	// INSERT's ids back with RETURNING, which a Galera node needs (its
-	// auto-increment steps by the cluster's size, not by one).
 	g, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: db}), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
@@ -19,14 +18,7 @@ import (
 func TestOrderLocksAreTakenByPrimaryKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := Open(ctx, itest.Database(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(ctx, t)
 	db := s.db.WithContext(ctx)
 	for i := range 200 {
 		status := service.OrderPaid

@@ -58,6 +58,7 @@ type Store struct {
 	db        *gorm.DB   // reads, orders, stock settings: causal reads on a cluster
 	sales     []salePool // the sale transactions', one per writer node (see salesFor)
 	cluster   bool       // a Galera node (wsrep_on): see Open
+	returning bool       // MariaDB 10.5 or later: INSERT ... RETURNING (see writeBatch)
 	claimStmt string     // the claim's statement (see causal)
 }
 
@@ -105,7 +106,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	mariadb, cluster, err := probe(ctx, cfg)
+	mariadb, returning, cluster, err := probe(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, translate(err))
 	}
@@ -149,7 +150,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, cluster: cluster}
+	s := &Store{db: db, cluster: cluster, returning: returning}
 	// The sale transactions' pools, of the same size, that let a query carry
 	// several statements (a tx sends fixed statement texts so). On a
 	// cluster named by several nodes, one per node: the writer of a goods.
@@ -181,27 +182,41 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // erUnknownSystemVariable: a MySQL server without wsrep_on.
 const erUnknownSystemVariable = 1193
 
-// probe asks the server of cfg whether it is MariaDB, and whether it is a
+// probe asks the server of cfg whether it is MariaDB, whether it takes
+// INSERT ... RETURNING (MariaDB 10.5 and later), and whether it is a
 // Galera node that replicates (wsrep_on; a server that does not know the
 // variable is not).
-func probe(ctx context.Context, cfg *mysql.Config) (mariadb, cluster bool, err error) {
+func probe(ctx context.Context, cfg *mysql.Config) (mariadb, returning, cluster bool, err error) {
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return false, false, err
+		return false, false, false, err
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return false, false, err
+		return false, false, false, err
 	}
 	mariadb = strings.Contains(version, "MariaDB")
+	returning = mariadb && versionAtLeast(version, 10, 5)
 	err = db.QueryRowContext(ctx, "SELECT @@GLOBAL.wsrep_on").Scan(&cluster)
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == erUnknownSystemVariable {
-		return mariadb, false, nil
+		return mariadb, returning, false, nil
 	}
-	return mariadb, cluster, err
+	return mariadb, returning, cluster, err
+}
+
+// versionAtLeast reports whether a server version ("10.11.19-MariaDB-...")
+// is major.minor or later.
+func versionAtLeast(version string, major, minor int) bool {
+	f := strings.SplitN(version, ".", 3)
+	if len(f) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(f[0])
+	mi, err2 := strconv.Atoi(f[1])
+	return err1 == nil && err2 == nil && (ma > major || ma == major && mi >= minor)
 }
 
 // Cluster reports whether the store is a node of a multi-primary Galera

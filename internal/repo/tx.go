@@ -16,15 +16,15 @@ import (
 
 // Every sale runs in a tx, through inTx: one transaction helper, one
 // rollback and one commit check for the seed's sale, the batch and the
-// atomic sale alike. The choice, once: GORM where it earns its place (the
-// multi-row INSERT of a batch's orders and their ids, which MariaDB hands
-// back with RETURNING; reads scanned into the row types) and database/sql
+// atomic sale alike. The choice, once: GORM where it earns its place (reads
+// scanned into the row types, the atomic sale's insert) and database/sql
 // where a purchase under the lock pays for every round trip: a tx sends
 // statements that belong together in one packet (query), on a connection
 // of the sale pool, which takes several statements per query. The seed's
 // sale makes two round trips before the commit that way (START TRANSACTION
 // with the claim, then the order with the stock and the read of the new
-// order's id), where database/sql's Tx would make four.
+// order's id), where database/sql's Tx would make four; a batch writes its
+// stocks and its orders, and reads their ids, in one (writeBatch).
 //
 // Only fixed statement texts are sent in one packet, their values
 // interpolated by the driver (which escapes them for the connection's

@@ -136,10 +136,10 @@ func newManyGoodsFault(t *testing.T, proxyZK bool, env ...string) faultPair {
 // isMultiGoodsClaim matches the claim of a batch of several goods.
 var isMultiGoodsClaim = isStatement("WHERE goods_no IN (")
 
-// isMultiRowOrderInsert matches the INSERT of a batch's orders when it has
-// several rows.
+// isMultiRowOrderInsert matches the packet of a batch's writes (its stocks
+// and its orders' INSERT) when the INSERT has several rows.
 func isMultiRowOrderInsert(payload []byte) bool {
-	return isStatement("INSERT INTO `order_info`")(payload) && bytes.Contains(payload, []byte("),("))
+	return isStatement("INSERT INTO order_info (")(payload) && bytes.Contains(payload, []byte("), ("))
 }
 
 // A batch of several goods whose lock passed on before its claim reached

@@ -1,0 +1,56 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// A batch's orders get the ids their rows have, whether the server hands
+// them back with RETURNING (MariaDB) or they are counted from
+// LAST_INSERT_ID() (MySQL, tried here on MariaDB): one batch after another,
+// so that the second's ids do not start at 1.
+func TestABatchsOrdersGetTheirRowsIDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := openMigrated(ctx, t)
+	if err := s.SetStock(ctx, 1, 100, StockReset{}); err != nil {
+		t.Fatal(err)
+	}
+	all := func(_ service.Goods, candidates []*service.Order) ([]*service.Order, error) { return candidates, nil }
+	for i, returning := range []bool{true, false, true, false} {
+		s.returning = returning
+		var orders []*service.Order
+		for j := range 5 {
+			orders = append(orders, &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("ids-%d-%d", i, j), NewRequestID: true})
+		}
+		if _, err := s.SellBatch(ctx, int64(i+1), orders, all, func() error { return nil }); err != nil {
+			t.Fatalf("returning=%v: %v", returning, err)
+		}
+		for _, o := range orders {
+			row, found, err := s.OrderByRequestID(ctx, o.RequestID)
+			if err != nil || !found || row.ID != o.ID {
+				t.Errorf("returning=%v: order %s got id %d; its row: %+v, found %v, %v", returning, o.RequestID, o.ID, row, found, err)
+			}
+		}
+	}
+}
+
+// openMigrated opens a store on a fresh test database and migrates it; the
+// test closes it.
+func openMigrated(ctx context.Context, t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(ctx, itest.Database(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
