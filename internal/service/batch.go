@@ -117,18 +117,18 @@ func (b *Batch) work(key string, q *batchQueue) {
 	defer b.wg.Done()
 	ctx := context.Background() // a batch outlives any one buyer's request
 	for {
-		goodsNo, ok := b.head(key, q)
+		goodsNo, waiting, ok := b.head(key, q)
 		if !ok {
 			return
 		}
 		lease, err := b.lock(ctx, goodsNo) // every goods of the queue is under this lock
-		batch := b.take(q)
 		if err != nil {
-			for _, x := range batch {
-				x.done <- err
-			}
+			// The buyers who waited for this lock hear why; those who came
+			// while it was asked for wait for the next ask.
+			b.fail(q, waiting, err)
 			continue
 		}
+		batch := b.take(q)
 		if len(batch) == 0 { // every buyer gave up or was answered from a mark meanwhile
 			b.unlock(ctx, lease, goodsNo)
 			continue
@@ -144,9 +144,9 @@ func (b *Batch) work(key string, q *batchQueue) {
 }
 
 // head answers the buyers at the head of q who gave up or whose goods is
-// marked sold out, and returns the goods of the first buyer left; false
-// when nobody is left, and then the worker of key ends.
-func (b *Batch) head(key string, q *batchQueue) (int32, bool) {
+// marked sold out, and returns the goods of the first buyer left and how
+// many wait; false when nobody is left, and then the worker of key ends.
+func (b *Batch) head(key string, q *batchQueue) (goodsNo int32, waiting int, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(q.waiting) > 0 {
@@ -157,14 +157,26 @@ func (b *Batch) head(key string, q *batchQueue) (int32, bool) {
 		case b.soldOut.seen(x.order.GoodsNo):
 			x.done <- ErrSoldOut
 		default:
-			return x.order.GoodsNo, true
+			return x.order.GoodsNo, len(q.waiting), true
 		}
 		q.waiting[0] = nil
 		q.waiting = q.waiting[1:]
 	}
 	q.running = false
 	delete(b.queues, key)
-	return 0, false
+	return 0, 0, false
+}
+
+// fail answers the first n buyers of q with err.
+func (b *Batch) fail(q *batchQueue, n int, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n = min(n, len(q.waiting))
+	for _, x := range q.waiting[:n] {
+		x.done <- err
+	}
+	clear(q.waiting[:n])
+	q.waiting = q.waiting[n:]
 }
 
 // take forms a batch of the buyers waiting in q, at most BatchMax, leaving

@@ -626,3 +626,42 @@ type tokenLease int64
 func (tokenLease) Lost() <-chan struct{}                  { return nil }
 func (t tokenLease) Token(context.Context) (int64, error) { return int64(t), nil }
 func (tokenLease) Unlock(context.Context) error           { return nil }
+
+// failFirstLocker's first Lock waits until the test lets it fail; the
+// others succeed.
+type failFirstLocker struct {
+	asked atomic.Int32
+	fail  chan struct{}
+}
+
+func (l *failFirstLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
+	if l.asked.Add(1) == 1 {
+		<-l.fail
+		return nil, fmt.Errorf("%w: lock: zk: connection closed", service.ErrUnavailable)
+	}
+	return tokenLease(l.asked.Load()), nil
+}
+
+// A lock that cannot be had answers the buyers who waited for it, not
+// those who came while it was asked for: they wait for the next ask.
+// Without the distinction the late buyer hears the first ask's failure.
+func TestAFailedLockAnswersOnlyTheBuyersWhoWaitedForIt(t *testing.T) {
+	locker := &failFirstLocker{fail: make(chan struct{})}
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 10, IsActive: 1}}}
+	shop := newBatchShop(t, store, locker, service.NewSoldOutMarks(-1), service.Config{BatchMax: 100, ConflictRetries: -1})
+	results := make(chan error, 1)
+	late := make(chan error, 1)
+	buyerOf(shop, results)("early")
+	for deadline := time.Now().Add(10 * time.Second); locker.asked.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the first ask is out
+	}
+	buyerOf(shop, late)("late")
+	time.Sleep(100 * time.Millisecond) // queued while the lock is asked for
+	close(locker.fail)
+	if err := itestReceive(t, results); !errors.Is(err, service.ErrUnavailable) {
+		t.Errorf("the buyer who waited for the failed lock: %v, want unavailable", err)
+	}
+	if err := itestReceive(t, late); err != nil {
+		t.Errorf("the buyer who came during the failed ask: %v, want sold by the next", err)
+	}
+}
