@@ -252,15 +252,14 @@ type stockWrite struct {
 func (s *Store) writeBatch(ctx context.Context, t *tx, writes []stockWrite, rows []orderInfo, fence int64) error {
 	q := make([]byte, 0, 256+40*len(writes)+24*len(rows))
 	q = s.appendWriteClaimed(q, writes, fence)
-	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction; "+
-		"INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) VALUES "...)
+	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction; "+insertOrderSQL...)
 	args := make([]any, 0, 6*len(rows))
-	for i, r := range rows {
+	for i := range rows {
 		if i > 0 {
 			q = append(q, ", "...)
 		}
-		q = append(q, "(?, ?, ?, ?, ?, ?)"...)
-		args = append(args, r.GoodsNo, r.RequestID, r.UserID, r.Limited, r.Status, r.CreatedAt)
+		q = append(q, orderValuesSQL...)
+		args = rows[i].appendInsertArgs(args)
 	}
 	if s.returning {
 		q = append(q, " RETURNING id"...)
@@ -281,9 +280,7 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, writes []stockWrite, rows
 		return err
 	}
 	if !inTxn {
-		// As in tx.sell: a brute-force abort ended the claim's
-		// transaction without telling the client.
-		return fmt.Errorf("%w: the batch's transaction had ended before its statements ran (a brute-force abort)", service.ErrConflict)
+		return abortedUnawares()
 	}
 	if updated != int64(len(writes)) {
 		return fmt.Errorf("%w: %d of %d goods rows changed after the claim read them (a stale read)",

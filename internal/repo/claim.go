@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 
-	"gorm.io/gorm"
-
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
@@ -111,23 +109,19 @@ const claimedStock = "id = ? AND stock <=> ? AND fence = ?"
 // (arguments: stock, fence, then the row's id, stock and fence as read).
 const writeClaimedSQL = "UPDATE goods_stock SET stock = ?, fence = ? WHERE " + claimedStock
 
-// writeClaimed writes the stock and the fence of a row read by claim, if
-// the row is still as read.
-func writeClaimed(tx *gorm.DB, read goodsStock, stock int32, fence int64) error {
-	res := tx.Exec(writeClaimedSQL, stock, fence, read.ID, read.Stock, read.Fence)
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return changedSinceClaim(read)
-	}
-	return nil
-}
-
 // changedSinceClaim is the error of a claimed row's write that found the
 // row changed.
 func changedSinceClaim(read goodsStock) error {
 	return fmt.Errorf("%w: goods row %d changed after the claim read it (a stale read)", service.ErrConflict, read.ID)
+}
+
+// abortedUnawares is the error of a sale whose statements found its
+// transaction ended. Seen on Galera: the claim's transaction was rolled
+// back by a brute-force abort (its read was stale, and another node's
+// write-set needed the row) and nobody was told; the statements after it
+// then ran outside any transaction and were lost.
+func abortedUnawares() error {
+	return fmt.Errorf("%w: the sale's transaction had ended before its statements ran (a brute-force abort)", service.ErrConflict)
 }
 
 // fenced is the error of a claim whose token is older than the row's.

@@ -32,6 +32,18 @@ type orderInfo struct {
 	ExpiredAt *time.Time `gorm:"column:expired_at"`
 }
 
+// insertOrderSQL inserts order rows: one orderValuesSQL per row, with the
+// arguments appendInsertArgs gives.
+const (
+	insertOrderSQL = "INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) VALUES "
+	orderValuesSQL = "(?, ?, ?, ?, ?, ?)"
+)
+
+// appendInsertArgs appends the row's values in orderValuesSQL's order.
+func (r *orderInfo) appendInsertArgs(args []any) []any {
+	return append(args, r.GoodsNo, r.RequestID, r.UserID, r.Limited, r.Status, r.CreatedAt)
+}
+
 // newOrderRow is the row of a new order: unpaid.
 func newOrderRow(o *service.Order, now time.Time) orderInfo {
 	r := orderInfo{GoodsNo: o.GoodsNo, RequestID: o.RequestID, Status: service.OrderUnpaid, CreatedAt: now}

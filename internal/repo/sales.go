@@ -186,10 +186,8 @@ func (s *Store) ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID st
 // fence, if the row is as the claim read it (claimedStock), in one round
 // trip, and sets order.ID.
 func (t *tx) sell(ctx context.Context, read goodsStock, stock int32, fence int64, order *orderInfo) error {
-	rows, err := t.query(ctx, "INSERT INTO order_info (goods_no, request_id, user_id, buyer_limited, status, created_at) "+
-		"VALUES (?, ?, ?, ?, ?, ?); "+writeClaimedSQL+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
-		order.GoodsNo, order.RequestID, order.UserID, order.Limited, order.Status, order.CreatedAt, stock, fence,
-		read.ID, read.Stock, read.Fence)
+	rows, err := t.query(ctx, insertOrderSQL+orderValuesSQL+"; "+writeClaimedSQL+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
+		append(order.appendInsertArgs(make([]any, 0, 11)), stock, fence, read.ID, read.Stock, read.Fence)...)
 	if err != nil {
 		return err
 	}
@@ -207,11 +205,7 @@ func (t *tx) sell(ctx context.Context, read goodsStock, stock int32, fence int64
 		return err
 	}
 	if !inTxn {
-		// Seen on Galera: the claim's transaction was rolled back by a
-		// brute-force abort (its read was stale, and the other node's
-		// write-set needed the row) and nobody was told; the sale's
-		// statements then ran outside any transaction and were lost.
-		return fmt.Errorf("%w: the sale's transaction had ended before its statements ran (a brute-force abort)", service.ErrConflict)
+		return abortedUnawares()
 	}
 	if updated == 0 {
 		return changedSinceClaim(read)

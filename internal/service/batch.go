@@ -151,20 +151,30 @@ func (b *Batch) head(key string, q *batchQueue) (goodsNo int32, waiting int, ok 
 	defer b.mu.Unlock()
 	for len(q.waiting) > 0 {
 		x := q.waiting[0]
-		switch {
-		case x.ctx.Err() != nil:
-			x.done <- x.ctx.Err()
-		case b.soldOut.seen(x.order.GoodsNo):
-			x.done <- ErrSoldOut
-		default:
+		err := b.settled(x)
+		if err == nil {
 			return x.order.GoodsNo, len(q.waiting), true
 		}
+		x.done <- err
 		q.waiting[0] = nil
 		q.waiting = q.waiting[1:]
 	}
 	q.running = false
 	delete(b.queues, key)
 	return 0, 0, false
+}
+
+// settled is the answer of a waiting buyer who is not to be in a batch:
+// its request ended while it waited, or its goods is marked sold out. nil:
+// the buyer is to be sold to.
+func (b *Batch) settled(x *batchBuyer) error {
+	if err := x.ctx.Err(); err != nil {
+		return err
+	}
+	if b.soldOut.seen(x.order.GoodsNo) {
+		return ErrSoldOut
+	}
+	return nil
 }
 
 // fail answers the first n buyers of q with err.
@@ -196,12 +206,8 @@ func (b *Batch) take(q *batchQueue) []*batchBuyer {
 		x := q.waiting[0]
 		q.waiting[0] = nil
 		q.waiting = q.waiting[1:]
-		if err := x.ctx.Err(); err != nil {
-			x.done <- err // gave up while waiting
-			continue
-		}
-		if b.soldOut.seen(x.order.GoodsNo) {
-			x.done <- ErrSoldOut
+		if err := b.settled(x); err != nil {
+			x.done <- err
 			continue
 		}
 		if u := x.order.UserID; u != "" && x.order.OnePerBuyer {
