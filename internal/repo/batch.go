@@ -22,9 +22,10 @@ import (
 // service.AlreadyBoughtError naming it) and those of goods without a row
 // (service.ErrNotFound); asks choose, once per goods, which of the others
 // to sell to; then writes the goods' new stocks (and the token) with one
-// UPDATE and the chosen orders' rows with one multi-row INSERT, calls
-// guard and commits. The chosen orders get their ids. An error from choose
-// or guard rolls back everything. An order inserted by a concurrent
+// UPDATE and the chosen orders' rows with one multi-row INSERT, and
+// commits. It calls guard before the writes, or after them when an INSERT
+// could collide with a concurrent one (mayCollide). The chosen orders get
+// their ids. An error from choose or guard rolls back everything. An order inserted by a concurrent
 // transaction meanwhile makes it start once more. The batch must not hold
 // two limited orders of one buyer for one goods.
 //
@@ -87,6 +88,12 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 				writes = append(writes, stockWrite{read, g.Stock - int32(len(picked))})
 			}
 		}
+		early := !mayCollide(orders)
+		if early {
+			if err := guard(); err != nil {
+				return err
+			}
+		}
 		if len(chosen) > 0 {
 			now := time.Now().UTC()
 			rows = make([]orderInfo, len(chosen))
@@ -97,8 +104,10 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 				return err
 			}
 		}
-		if err := guard(); err != nil {
-			return err
+		if !early {
+			if err := guard(); err != nil {
+				return err
+			}
 		}
 		for _, r := range rows {
 			t.wrote(r.ID)
@@ -112,6 +121,26 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
 	}
 	return refused, nil
+}
+
+// mayCollide reports whether the INSERT of some of orders could find its
+// key taken by a transaction that committed after the batch's checks: a
+// request id the buyer chose, or a buyer under the one-per-buyer rule.
+// SellBatch then checks and sells once more, under the same lock, so it
+// calls guard only after its writes. Otherwise it calls guard before them:
+// a shop-made request id is a new UUID, and the INSERT cannot fail on a key
+// (only on the server, which ends the sale). The guard begins the lock's
+// hand-off on one server, so the next holder's ZooKeeper round trips then
+// overlap this batch's writes and commit, not only its commit; its claim
+// waits for this transaction's row locks all the same (see the service's
+// handOff).
+func mayCollide(orders []*service.Order) bool {
+	for _, o := range orders {
+		if !o.NewRequestID || o.OnePerBuyer && o.UserID != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // claimGoods claims the rows of goodsNos (sorted, distinct): for one goods

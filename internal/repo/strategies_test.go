@@ -84,25 +84,7 @@ func TestSellBatch(t *testing.T) {
 func TestSellBatchLocksOnlyItsGoods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn := itest.Database(t)
-	s, err := repo.Open(ctx, dsn, repo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for g := int32(1); g <= 200; g++ {
-		if err := s.SetStock(ctx, g, 10, repo.StockReset{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	s, db := storeAndDB(ctx, t, 200, 10)
 	if _, err := db.ExecContext(ctx, "ANALYZE TABLE goods_stock"); err != nil {
 		t.Fatal(err)
 	}
@@ -130,4 +112,81 @@ func TestSellBatchLocksOnlyItsGoods(t *testing.T) {
 	if !probed {
 		t.Fatal("the batch never asked which orders to sell")
 	}
+}
+
+// A batch whose orders cannot meet a concurrent one's (request ids the
+// shop made, no one-per-buyer rule) calls its guard, which begins the
+// lock's hand-off, before it writes: the next holder's ZooKeeper round
+// trips overlap the writes. A batch with a buyer's own request id calls it
+// after them, so that a key taken meanwhile can make it check and sell once
+// more under the same lock. What the guard sees is read uncommitted from
+// another connection.
+func TestABatchCallsItsGuardBeforeItsWritesWhenNothingCanCollide(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 1, 100)
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"); err != nil {
+		t.Fatal(err)
+	}
+	all := func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }
+	for _, c := range []struct {
+		name       string
+		shopMade   bool
+		wantOrders int // what the guard sees written, of the 3
+	}{
+		{"request ids the shop made", true, 0},
+		{"a buyer's own request ids", false, 3},
+	} {
+		var orders []*service.Order
+		for i := range 3 {
+			orders = append(orders, &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("guard-%v-%d", c.shopMade, i), NewRequestID: c.shopMade})
+		}
+		var before int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM order_info").Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		seen := -1
+		guard := func() error {
+			var n int
+			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM order_info").Scan(&n); err != nil {
+				return err
+			}
+			seen = n - before
+			return nil
+		}
+		if _, err := s.SellBatch(ctx, 1, orders, all, guard); err != nil {
+			t.Fatal(err)
+		}
+		if seen != c.wantOrders {
+			t.Errorf("%s: the guard saw %d of the batch's 3 orders written, want %d", c.name, seen, c.wantOrders)
+		}
+	}
+}
+
+// storeAndDB opens a migrated store on a database of the test's own, with
+// goods 1..goods of stock each, and a plain connection pool to the same
+// database for what the test looks at from outside the store.
+func storeAndDB(ctx context.Context, t *testing.T, goods, stock int32) (*repo.Store, *sql.DB) {
+	t.Helper()
+	dsn := itest.Database(t)
+	s, err := repo.Open(ctx, dsn, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for g := int32(1); g <= goods; g++ {
+		if err := s.SetStock(ctx, g, stock, repo.StockReset{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return s, db
 }

@@ -74,17 +74,18 @@ func (c Config) pause(ctx context.Context, lost <-chan struct{}) error {
 	}
 }
 
-// handOff ends a purchase under a lease. Its guard, the transaction's last
-// step before the commit, checks that the lock is still held and then starts
-// releasing it, so that the hand-off to the next holder (a delete, a watch
-// firing, perhaps a listing) overlaps the commit instead of following it.
+// handOff ends a purchase under a lease. Its guard, the transaction's step
+// before its writes (a batch's) or before its commit, checks that the lock
+// is still held and then starts releasing it, so that the hand-off to the
+// next holder (a delete, a watch firing, perhaps a listing) overlaps the
+// writes and the commit instead of following them.
 //
 // That is safe because of the claim: the next holder's first statement is a
 // locking read of the same row, which waits for this transaction's row lock
 // and then reads its commit (or, had it rolled back, the row as it was). The
 // fence still orders the two: the next holder's token is the larger. The
 // ZooKeeper lock decides who is next; the row lock keeps the two
-// transactions apart for the one round trip they may overlap. Where row
+// transactions apart for the round trips they may overlap. Where row
 // locks do not span the store (a Galera cluster: Config.HandOffAfterCommit)
 // the guard only checks the lock, and the release follows the commit.
 type handOff struct {

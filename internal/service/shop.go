@@ -95,9 +95,11 @@ type Store interface {
 	// was used before or earlier in the batch (ErrDuplicateRequest) and
 	// those of buyers holding an order of the goods under the one-per-buyer
 	// rule (AlreadyBoughtError), returned as refused; ask choose, once per
-	// goods, which of the others to sell to; write each goods' stock minus
-	// their number and their order rows, call guard, commit. An error from
-	// choose or guard sells nothing. The chosen orders get their ids.
+	// goods, which of the others to sell to; call guard; write each goods'
+	// stock minus their number and their order rows; commit. A store may
+	// call guard after the writes instead, when they could meet a concurrent
+	// transaction's order (a request id or a buyer it checked for). An error
+	// from choose or guard sells nothing. The chosen orders get their ids.
 	SellBatch(ctx context.Context, fence int64, orders []*Order,
 		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error) (refused map[*Order]error, err error)
 	// SellAtomic, in one transaction, decrements the stock of order.GoodsNo
