@@ -149,7 +149,7 @@ func isMultiRowOrderInsert(payload []byte) bool {
 // buyers answer 503 lock_lost, nothing of theirs is written, and every
 // goods is exact. Two checks refuse A, each enough: the fence in the claim
 // of several goods (checkFence in claimGoods) and the guard before the
-// commit (A's lease is lost); with both removed A's ten buyers answer 200
+// writes (A's lease is lost); with both removed A's ten buyers answer 200
 // under a lock that had passed on and this test fails, with either one
 // left it passes.
 func TestBatchOfSeveralGoodsIsFencedWhenItsLockPassedOn(t *testing.T) {
