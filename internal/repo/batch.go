@@ -25,9 +25,9 @@ import (
 // UPDATE and the chosen orders' rows with one multi-row INSERT, and
 // commits. It calls guard before the writes, or after them when an INSERT
 // could collide with a concurrent one (mayCollide). The chosen orders get
-// their ids. An error from choose or guard rolls back everything. An order inserted by a concurrent
-// transaction meanwhile makes it start once more. The batch must not hold
-// two limited orders of one buyer for one goods.
+// their ids. An error from choose or guard rolls back everything. An order
+// inserted by a concurrent transaction meanwhile makes it start once more.
+// The batch must not hold two limited orders of one buyer for one goods.
 //
 // The transaction goes to the writer node of the batch's lowest goods
 // number (see salesFor): on a cluster named by its nodes, a batch of
@@ -58,6 +58,7 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 	var chosen []*service.Order
 	var rows []orderInfo
 	var refused map[*service.Order]error
+	early := !mayCollide(orders) // the guard before the writes
 	err := s.inTx(ctx, s.salesFor(goodsNos[0]), func(t *tx) error {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
 		claimed, err := s.claimGoods(ctx, t, goodsNos, fence)
@@ -88,7 +89,6 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 				writes = append(writes, stockWrite{read, g.Stock - int32(len(picked))})
 			}
 		}
-		early := !mayCollide(orders)
 		if early {
 			if err := guard(); err != nil {
 				return err

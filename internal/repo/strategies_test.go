@@ -170,14 +170,7 @@ func TestABatchCallsItsGuardBeforeItsWritesWhenNothingCanCollide(t *testing.T) {
 func storeAndDB(ctx context.Context, t *testing.T, goods, stock int32) (*repo.Store, *sql.DB) {
 	t.Helper()
 	dsn := itest.Database(t)
-	s, err := repo.Open(ctx, dsn, repo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, dsn)
 	for g := int32(1); g <= goods; g++ {
 		if err := s.SetStock(ctx, g, stock, repo.StockReset{}); err != nil {
 			t.Fatal(err)
