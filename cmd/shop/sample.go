@@ -16,35 +16,70 @@ import (
 // sample reads, every second until ctx ends, the stock and orders of the
 // goods the metrics track and, with the lock on, how many nodes queue on
 // each one's lock: the gauges and the dashboard's numbers, so that neither
-// a scrape nor the page ever queries on a buyer's path.
+// a scrape nor the page ever queries on a buyer's path. A round costs two
+// SQL reads for every tracked goods together and one listing per lock
+// path, however many goods share it: at 32 tracked goods of one path, a
+// read and a listing per goods cost the two instances of a 200-goods sale
+// about 60 ms of CPU a second (shops, MariaDB and ZooKeeper together).
 func sample(ctx context.Context, shop *service.Shop, zc *zklock.Client, queues bool, l coord.Paths, m *metrics.Metrics, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		for _, goods := range m.Goods() {
-			qctx, cancel := context.WithTimeout(ctx, time.Second)
-			info, err := shop.Stock(qctx, goods)
-			cancel()
-			if err == nil {
-				m.SampledGoods(goods, metrics.GoodsSample{Stock: info.Stock, Orders: info.Orders, OrdersByStatus: info.OrdersByStatus})
-			} else if ctx.Err() == nil && !errors.Is(err, service.ErrNotFound) {
-				log.Debug("sampling the stock failed", "goodsNo", goods, "err", err)
-			}
-			if queues {
-				p := l.Path(goods)
-				qctx, cancel := context.WithTimeout(ctx, time.Second)
-				kids, err := zc.Children(qctx, p)
-				cancel()
-				if err == nil || errors.Is(err, zk.ErrNoNode) { // no node yet: nobody queued
-					m.SampledQueue(goods, p, len(kids))
-				}
-			}
+		goods := m.Goods()
+		sampleStocks(ctx, shop, goods, m, log)
+		if queues {
+			sampleQueues(ctx, zc.Children, l, goods, m)
 		}
 		sampleSale(ctx, shop, m, log)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// sampleStocks samples the stock and the orders of goods.
+func sampleStocks(ctx context.Context, shop *service.Shop, goods []int32, m *metrics.Metrics, log *slog.Logger) {
+	if len(goods) == 0 {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	infos, err := shop.Stocks(qctx, goods)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Debug("sampling the stock failed", "goods", len(goods), "err", err)
+		}
+		return
+	}
+	for _, no := range goods {
+		if info, ok := infos[no]; ok {
+			m.SampledGoods(no, metrics.GoodsSample{Stock: info.Stock, Orders: info.Orders, OrdersByStatus: info.OrdersByStatus})
+		}
+	}
+}
+
+// sampleQueues samples how many nodes queue on the lock of each of goods:
+// one listing (list: ZooKeeper's children) per lock path.
+func sampleQueues(ctx context.Context, list func(ctx context.Context, path string) ([]string, error), l coord.Paths, goods []int32, m *metrics.Metrics) {
+	byPath := map[string][]int32{}
+	var paths []string
+	for _, no := range goods {
+		p := l.Path(no)
+		if _, ok := byPath[p]; !ok {
+			paths = append(paths, p)
+		}
+		byPath[p] = append(byPath[p], no)
+	}
+	for _, p := range paths {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		kids, err := list(qctx, p)
+		cancel()
+		if err == nil || errors.Is(err, zk.ErrNoNode) { // no node yet: nobody queued
+			for _, no := range byPath[p] {
+				m.SampledQueue(no, p, len(kids))
+			}
 		}
 	}
 }

@@ -170,20 +170,28 @@ func (s *Store) SaleTotals(ctx context.Context) (service.SaleTotals, error) {
 	return t, translate(err)
 }
 
-// OrderCounts counts the order rows of goodsNo by status.
-func (s *Store) OrderCounts(ctx context.Context, goodsNo int32) (map[string]int64, error) {
-	var rows []struct {
-		Status string
-		N      int64
+// OrderCounts counts the order rows of each of goodsNos by status, in
+// one query: every goods asked for has a count of each status, 0 included.
+func (s *Store) OrderCounts(ctx context.Context, goodsNos []int32) (map[int32]map[string]int64, error) {
+	counts := make(map[int32]map[string]int64, len(goodsNos))
+	for _, no := range goodsNos {
+		counts[no] = map[string]int64{service.OrderUnpaid: 0, service.OrderPaid: 0, service.OrderExpired: 0}
 	}
-	err := s.db.WithContext(ctx).Model(&orderInfo{}).Select("status, COUNT(*) AS n").
-		Where("goods_no = ?", goodsNo).Group("status").Scan(&rows).Error
+	if len(goodsNos) == 0 {
+		return counts, nil
+	}
+	var rows []struct {
+		GoodsNo int32
+		Status  string
+		N       int64
+	}
+	err := s.db.WithContext(ctx).Model(&orderInfo{}).Select("goods_no, status, COUNT(*) AS n").
+		Where("goods_no IN ?", goodsNos).Group("goods_no, status").Scan(&rows).Error
 	if err != nil {
 		return nil, translate(err)
 	}
-	counts := map[string]int64{service.OrderUnpaid: 0, service.OrderPaid: 0, service.OrderExpired: 0}
 	for _, r := range rows {
-		counts[r.Status] = r.N
+		counts[r.GoodsNo][r.Status] = r.N
 	}
 	return counts, nil
 }

@@ -64,7 +64,8 @@ func TestOrderLifeCycle(t *testing.T) {
 	if _, err := s.PayOrder(ctx, unpaid.ID, "", now, time.Time{}); !errors.Is(err, service.ErrOrderExpired) {
 		t.Fatalf("paying an expired order: %v, want ErrOrderExpired", err)
 	}
-	counts, err := s.OrderCounts(ctx, 1)
+	all, err := s.OrderCounts(ctx, []int32{1})
+	counts := all[1]
 	if err != nil || counts[service.OrderPaid] != 1 || counts[service.OrderExpired] != 1 || counts[service.OrderUnpaid] != 0 {
 		t.Fatalf("counts %v (%v), want 1 paid, 1 expired", counts, err)
 	}
@@ -196,5 +197,47 @@ func TestOrdersOfAnOwner(t *testing.T) {
 	}
 	if got, err := s.PayOrder(ctx, o.ID, "alice", now, time.Time{}); err != nil || got.Status != service.OrderPaid {
 		t.Fatalf("alice pays: %+v, %v", got, err)
+	}
+}
+
+// GoodsOf and OrderCounts read several goods at once (the sampler's two
+// reads): each goods its own row and counts, a goods without a row
+// missing from the rows and counted zero.
+func TestGoodsAndOrdersOfSeveralGoods(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.SetStock(ctx, 2, 7, repo.StockReset{}); err != nil {
+		t.Fatal(err)
+	}
+	buy(t, s, "g1-a")
+	paid := buy(t, s, "g1-b")
+	if _, err := s.PayOrder(ctx, paid.ID, "", time.Now().UTC(), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SellAtomic(ctx, &service.Order{GoodsNo: 2, RequestID: "g2-a"}); err != nil {
+		t.Fatal(err)
+	}
+	nos := []int32{1, 2, 3}
+	goods, err := s.GoodsOf(ctx, nos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(goods) != 2 || goods[1].Stock != 98 || goods[2].Stock != 6 {
+		t.Fatalf("GoodsOf(1, 2, 3) = %+v, want goods 1 at 98 and 2 at 6, no goods 3", goods)
+	}
+	counts, err := s.OrderCounts(ctx, nos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]map[string]int64{
+		1: {service.OrderUnpaid: 1, service.OrderPaid: 1, service.OrderExpired: 0},
+		2: {service.OrderUnpaid: 1, service.OrderPaid: 0, service.OrderExpired: 0},
+		3: {service.OrderUnpaid: 0, service.OrderPaid: 0, service.OrderExpired: 0},
+	}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Fatalf("OrderCounts(1, 2, 3) = %v, want %v", counts, want)
+	}
+	if g, err := s.GoodsOf(ctx, nil); err != nil || len(g) != 0 {
+		t.Fatalf("GoodsOf() = %v, %v, want nothing, no query", g, err)
 	}
 }

@@ -271,6 +271,26 @@ func (s *Store) Goods(ctx context.Context, goodsNo int32) (service.Goods, error)
 	return goods(s.db.WithContext(ctx), goodsNo)
 }
 
+// GoodsOf reads the rows of goodsNos in one query; a goods without a row
+// is missing from the answer.
+func (s *Store) GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]service.Goods, error) {
+	out := make(map[int32]service.Goods, len(goodsNos))
+	if len(goodsNos) == 0 {
+		return out, nil
+	}
+	var rows []goodsStock
+	err := s.db.WithContext(ctx).Where("goods_no IN ?", goodsNos).Order("goods_no, id").Find(&rows).Error
+	if err != nil {
+		return nil, translate(err)
+	}
+	for _, row := range rows {
+		if _, dup := out[row.GoodsNo]; !dup { // a goods' first row by id is its row
+			out[row.GoodsNo] = row.goods()
+		}
+	}
+	return out, nil
+}
+
 func goods(db *gorm.DB, goodsNo int32) (service.Goods, error) {
 	var row goodsStock
 	err := db.Where("goods_no = ?", goodsNo).Order("id").Take(&row).Error

@@ -84,8 +84,11 @@ type Store interface {
 	// and the order, call guard, commit. ErrNotFound when there is no row; an
 	// error from decide or guard rolls back and is returned.
 	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
-	// OrderCounts counts the order rows of goodsNo by status.
-	OrderCounts(ctx context.Context, goodsNo int32) (map[string]int64, error)
+	// GoodsOf reads the rows of several goods at once; a goods without a
+	// row is missing from the answer.
+	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
+	// OrderCounts counts the order rows of each of goodsNos by status.
+	OrderCounts(ctx context.Context, goodsNos []int32) (map[int32]map[string]int64, error)
 	// SaleTotals sums the stock of every goods.
 	SaleTotals(ctx context.Context) (SaleTotals, error)
 	// SellBatch sells to a batch of buyers, of one goods or several, under a
@@ -258,19 +261,38 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 	if goodsNo <= 0 {
 		return StockInfo{}, ErrInvalidGoodsNo
 	}
-	g, err := s.store.Goods(ctx, goodsNo)
+	infos, err := s.Stocks(ctx, []int32{goodsNo})
 	if err != nil {
 		return StockInfo{}, err
 	}
-	counts, err := s.store.OrderCounts(ctx, goodsNo)
+	info, ok := infos[goodsNo]
+	if !ok {
+		return StockInfo{}, ErrNotFound
+	}
+	return info, nil
+}
+
+// Stocks is Stock of several goods in two reads whatever their number (the
+// dashboard's sampler reads every tracked goods each second); a goods
+// without a row is missing from the answer.
+func (s *Shop) Stocks(ctx context.Context, goodsNos []int32) (map[int32]StockInfo, error) {
+	goods, err := s.store.GoodsOf(ctx, goodsNos)
 	if err != nil {
-		return StockInfo{}, err
+		return nil, err
 	}
-	var n int64
-	for _, c := range counts {
-		n += c
+	counts, err := s.store.OrderCounts(ctx, goodsNos)
+	if err != nil {
+		return nil, err
 	}
-	return StockInfo{Goods: g, Orders: n, OrdersByStatus: counts}, nil
+	infos := make(map[int32]StockInfo, len(goods))
+	for no, g := range goods {
+		var n int64
+		for _, c := range counts[no] {
+			n += c
+		}
+		infos[no] = StockInfo{Goods: g, Orders: n, OrdersByStatus: counts[no]}
+	}
+	return infos, nil
 }
 
 // Goods reads a goods' row.

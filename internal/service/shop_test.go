@@ -268,16 +268,34 @@ func (f *fakeStore) SaleTotals(context.Context) (service.SaleTotals, error) {
 	return t, nil
 }
 
-func (f *fakeStore) OrderCounts(_ context.Context, no int32) (map[string]int64, error) {
+func (f *fakeStore) GoodsOf(ctx context.Context, nos []int32) (map[int32]service.Goods, error) {
+	out := map[int32]service.Goods{}
+	for _, no := range nos {
+		g, err := f.Goods(ctx, no)
+		switch {
+		case errors.Is(err, service.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out[no] = g
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) OrderCounts(_ context.Context, nos []int32) (map[int32]map[string]int64, error) {
 	if f.countsErr != nil {
 		return nil, f.countsErr
 	}
 	f.data.RLock()
 	defer f.data.RUnlock()
-	n := map[string]int64{}
+	n := map[int32]map[string]int64{}
+	for _, no := range nos {
+		n[no] = map[string]int64{}
+	}
 	for _, o := range f.orders {
-		if o.GoodsNo == no {
-			n[service.OrderUnpaid]++
+		if c, ok := n[o.GoodsNo]; ok {
+			c[service.OrderUnpaid]++
 		}
 	}
 	return n, nil
