@@ -33,6 +33,7 @@ var versions = []struct {
 	{3, "goods_stock_v3_order_status.sql"},
 	{4, "goods_stock_v4_request_id_bin.sql"},
 	{5, "goods_stock_v5_buyers_and_window.sql"},
+	{6, "goods_stock_v6_drop_goods_index.sql"},
 }
 
 // Version is one version of the schema.
@@ -67,10 +68,12 @@ func Statements(file string) []string {
 	return out
 }
 
-// MySQL's answers to a column or an index added twice.
+// MySQL's answers to a column or an index added twice, and to an index
+// dropped twice.
 const (
-	erDupFieldName = 1060
-	erDupKeyName   = 1061
+	erDupFieldName       = 1060
+	erDupKeyName         = 1061
+	erCantDropFieldOrKey = 1091
 )
 
 // NewProvider returns goose's migration provider for db (MySQL), with the
@@ -79,8 +82,9 @@ const (
 // A database made before the versions were tracked (by the shop's earlier
 // releases, which ran every file on every start) has no version table: goose
 // then applies every version from the first. That is safe: version 1 creates
-// only what is missing, and a column or index that a version adds but the
-// database has already counts as added. The same makes a version that was cut
+// only what is missing, a column or index that a version adds but the
+// database has already counts as added, and one it drops that is gone
+// counts as dropped. The same makes a version that was cut
 // off halfway (MySQL cannot undo DDL) complete when it runs again.
 func NewProvider(db *sql.DB, log *slog.Logger) (*goose.Provider, error) {
 	var ms []*goose.Migration
@@ -90,8 +94,8 @@ func NewProvider(db *sql.DB, log *slog.Logger) (*goose.Provider, error) {
 			for _, stmt := range stmts {
 				_, err := db.ExecContext(ctx, stmt)
 				var me *mysql.MySQLError
-				if errors.As(err, &me) && (me.Number == erDupFieldName || me.Number == erDupKeyName) {
-					continue // added before: see above
+				if errors.As(err, &me) && (me.Number == erDupFieldName || me.Number == erDupKeyName || me.Number == erCantDropFieldOrKey) {
+					continue // added (or dropped) before: see above
 				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", v.File, err)

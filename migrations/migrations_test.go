@@ -30,6 +30,7 @@ func TestStatements(t *testing.T) {
 		"CREATE UNIQUE INDEX uk_order_info_goods_buyer",
 		"ALTER TABLE goods_stock ADD COLUMN sale_start",
 		"ALTER TABLE goods_stock ADD COLUMN sale_end",
+		"DROP INDEX idx_order_info_goods_no ON order_info",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)
