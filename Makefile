@@ -41,7 +41,7 @@ fmt-check:
 ## test: bring the stack and the Galera cluster up, install k6 and JMeter, vet, and run every test
 ## with the race detector
 test: stack-up galera-up build loadtools fmt-check vet
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 
 ## unit: every package's tests that need no server: go test -short, where a test that needs one
 ## skips and says so (itest.Integration); the examples run against ZooKeeper and cannot skip
