@@ -69,7 +69,8 @@ bench: stack-up
 ## MariaDB, one Galera node and three Galera nodes, a sale of many goods against one, and what
 ## auth.mode jwt and the limits cost, and batch beside the Redis + Lua design. Prints the table
 ## (also in out/bench-shop.txt, and (a)'s chart in out/bench-shop.svg). BENCH_SHOP_BUYERS,
-## _CONCURRENCY, _ROUNDS, _SIZES change it.
+## _CONCURRENCY, _ROUNDS, _SIZES change it; BENCH_SHOP_COST=only prints instead where each
+## strategy's time goes (CPU per process, ZooKeeper and MariaDB counters per purchase).
 bench-shop: stack-up galera-up
 	mkdir -p out
 	rm -f out/bench-shop.txt out/bench-shop.svg # a run that measured nothing then fails at the cat below

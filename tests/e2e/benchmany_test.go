@@ -80,7 +80,7 @@ func benchManyGoods(b *testing.B, strategies, nodes []string, buyers, conc, roun
 					continue
 				}
 				dsn := itest.Database(b)
-				runs[st][sale.name] = append(runs[st][sale.name], benchManySaleOn(b, st, sale, buyers, conc, []string{dsn, dsn}))
+				runs[st][sale.name] = append(runs[st][sale.name], benchManySaleOn(b, st, sale, buyers, conc, []string{dsn, dsn}, nil))
 			}
 		}
 	}
@@ -93,7 +93,7 @@ func benchManyGoods(b *testing.B, strategies, nodes []string, buyers, conc, roun
 		progress("(e) many goods on Galera: round %d of %d", r+1, rounds)
 		for _, st := range galeraStrategies(strategies) {
 			for _, e := range engines {
-				galera[st][e.name] = append(galera[st][e.name], benchManySaleOn(b, st, manySales[1], buyers, conc, e.instances(b, nodes)))
+				galera[st][e.name] = append(galera[st][e.name], benchManySaleOn(b, st, manySales[1], buyers, conc, e.instances(b, nodes), nil))
 			}
 		}
 	}
@@ -103,7 +103,11 @@ func benchManyGoods(b *testing.B, strategies, nodes []string, buyers, conc, roun
 // benchManySaleOn starts an instance of strategy per DSN, gives goods
 // 1..sale.goods sale.stock each, and sends buyers purchases spread over
 // them by sale.skew, conc at a time; then checks the sale goods by goods.
-func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc int, dsns []string) manyRun {
+// around, if not nil, is called with the instances just before the load
+// (run nil) and just after it, with what the load counted ((h) reads its
+// counters there).
+func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc int, dsns []string,
+	around func(ins []*e2e.Instance, run *benchRun)) manyRun {
 	b.Helper()
 	admin := firstServer.ReplaceAllString(dsns[0], "tcp($1)")
 	lockPath := manyLockPath(b, strategy)
@@ -129,12 +133,18 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 	if err != nil {
 		b.Fatal(err)
 	}
+	if around != nil {
+		around(ins, nil)
+	}
 	answers, start := closedLoadOf(urls, buyers, conc, pick.Goods)
 	ok, asked := map[int32]int{}, map[int32]int{}
 	for i := range answers {
 		asked[pick.Goods(i)]++
 	}
 	run := manyRun{benchRun: tally(answers, start, func(i int) { ok[pick.Goods(i)]++ })}
+	if around != nil {
+		around(ins, &run.benchRun)
+	}
 	left, orders := s.GoodsCounts(b)
 	for _, g := range set {
 		over := orders[g] - (sale.stock - left[g])

@@ -101,29 +101,10 @@ func benchRedisSale(b testing.TB, c redisContender, buyers, conc int) redisRun {
 	return run
 }
 
-// processCPU is the CPU time the instance's process has spent so far
-// (/proc/PID/stat's utime and stime).
+// processCPU is the CPU time the instance's process has spent so far.
 func processCPU(b testing.TB, in *e2e.Instance) time.Duration {
 	b.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", in.Cmd.Process.Pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the command's name, which is in parentheses.
-	_, rest, ok := strings.Cut(string(stat), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		b.Fatalf("/proc/%d/stat: %q", in.Cmd.Process.Pid, stat)
-	}
-	var ticks int64
-	for _, i := range []int{11, 12} { // utime, stime: fields 14 and 15 of the line
-		n, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return pidCPU(b, in.Cmd.Process.Pid)
 }
 
 // machineCPU is the CPU time every core has spent out of idle since boot

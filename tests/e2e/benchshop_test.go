@@ -48,7 +48,13 @@ import (
 //	    (a)'s concurrency: purchases/s,
 //	    CPU per purchase (the design's processes, and the machine's), each
 //	    design checked for exactness; BENCH_SHOP_REDIS_ROUNDS rounds (5),
-//	    BENCH_SHOP_REDIS=only runs (g) alone.
+//	    BENCH_SHOP_REDIS=only runs (g) alone;
+//	(h) where the time goes, only with BENCH_SHOP_COST=only (not in the
+//	    full run): each strategy over (e)'s one goods and 200 goods, one
+//	    round, BENCH_SHOP_MANY_BUYERS buyers: CPU per purchase of each
+//	    process, how busy the machine was, ZooKeeper requests and lock
+//	    holds per purchase, MariaDB statements, commits, rows updated and
+//	    row-lock waits (see benchcost_test.go).
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -88,6 +94,10 @@ func BenchmarkShop(b *testing.B) {
 	redisBuyers, redisRounds := env("BENCH_SHOP_REDIS_BUYERS", 20000), env("BENCH_SHOP_REDIS_ROUNDS", 5)
 	if os.Getenv("BENCH_SHOP_REDIS") == "only" {
 		writeBenchTable(b, benchRedisTable(redisBuyers, conc, redisRounds, benchRedis(b, redisBuyers, conc, redisRounds)))
+		return
+	}
+	if os.Getenv("BENCH_SHOP_COST") == "only" {
+		writeBenchTable(b, benchCostTable(strategies, manyBuyers, conc, benchCost(b, strategies, manyBuyers, conc)))
 		return
 	}
 	if os.Getenv("BENCH_SHOP_MANY") == "only" {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math"
@@ -158,6 +157,19 @@ func lockNodesLeft(t *testing.T, p string) int {
 // wchc (watches by session).
 func watchesUnder(t *testing.T, server, prefix string) []string {
 	t.Helper()
+	var out []string
+	for _, line := range strings.Split(fourLetterWord(t, server, "wchc"), "\n") {
+		if p := strings.TrimSpace(line); strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// fourLetterWord sends ZooKeeper's four-letter command word to server and
+// returns the whole answer (the server closes the connection after it).
+func fourLetterWord(t testing.TB, server, word string) string {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", server, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -166,19 +178,12 @@ func watchesUnder(t *testing.T, server, prefix string) []string {
 	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(conn, "wchc"); err != nil {
+	if _, err := io.WriteString(conn, word); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if p := strings.TrimSpace(sc.Text()); strings.HasPrefix(p, prefix) {
-			out = append(out, p)
-		}
+	answer, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("%s: %v", word, err)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("wchc: %v", err)
-	}
-	return out
+	return string(answer)
 }
