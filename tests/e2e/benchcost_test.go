@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"database/sql"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,7 +86,7 @@ func (p *costProbe) read(b testing.TB, instances []*e2e.Instance) saleCost {
 	c := saleCost{machine: machineCPU(b), cpu: map[string]time.Duration{}, status: map[string]float64{}}
 	for _, in := range instances {
 		c.cpu["shops"] += processCPU(b, in)
-		c.holds += holdCount(b, in.URL)
+		c.holds += e2e.MetricSum(b, in.URL, "seckill_lock_hold_seconds_count")
 	}
 	c.cpu["MariaDB"] = pidCPU(b, p.mariadbPID)
 	c.cpu["ZooKeeper"] = pidCPU(b, p.zkPID)
@@ -223,33 +221,6 @@ func zkPacketsReceived(b testing.TB, addr string) float64 {
 	}
 	b.Fatalf("ZooKeeper at %s: no zk_packets_received in its mntr answer (is 4lw.commands.whitelist set?): %q", addr, answer)
 	return 0
-}
-
-// holdCount is the number of purchase lock holds the instance at url has
-// ended (seckill_lock_hold_seconds_count, over every lock path).
-func holdCount(b testing.TB, url string) float64 {
-	b.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var n float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, "seckill_lock_hold_seconds_count") {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += v
-		}
-	}
-	return n
 }
 
 // benchCost runs (h): each strategy over one goods and over 200, once.

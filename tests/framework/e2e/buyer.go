@@ -84,17 +84,9 @@ func Await(t *testing.T, what string, ch <-chan Answer) Answer {
 // MetricValue reads one sample of /metrics, parsed by Prometheus' own
 // parser (metrics.ParseText): the one whose name{labels} (labels sorted by
 // name, as the exposition writes them) is series, or whose name is series.
-func MetricValue(t *testing.T, base, series string) float64 {
+func MetricValue(t testing.TB, base, series string) float64 {
 	t.Helper()
-	a := Ask(http.MethodGet, base+"/metrics")
-	if a.Err != nil {
-		t.Fatal(a.Err)
-	}
-	samples, err := metrics.ParseText(bytes.NewReader(a.Body))
-	if err != nil {
-		t.Fatalf("/metrics of %s: %v", base, err)
-	}
-	for _, x := range samples {
+	for _, x := range metricSamples(t, base) {
 		keys := slices.Sorted(maps.Keys(x.Labels))
 		var pairs []string
 		for _, k := range keys {
@@ -110,6 +102,33 @@ func MetricValue(t *testing.T, base, series string) float64 {
 	}
 	t.Fatalf("/metrics of %s has no %s", base, series)
 	return 0
+}
+
+// MetricSum is the sum of the samples of /metrics named name, whatever
+// their labels; 0 when there is none.
+func MetricSum(t testing.TB, base, name string) float64 {
+	t.Helper()
+	var sum float64
+	for _, x := range metricSamples(t, base) {
+		if x.Name == name {
+			sum += x.Value
+		}
+	}
+	return sum
+}
+
+// metricSamples reads and parses the /metrics of the instance at base.
+func metricSamples(t testing.TB, base string) []metrics.Sample {
+	t.Helper()
+	a := Ask(http.MethodGet, base+"/metrics")
+	if a.Err != nil {
+		t.Fatal(a.Err)
+	}
+	samples, err := metrics.ParseText(bytes.NewReader(a.Body))
+	if err != nil {
+		t.Fatalf("/metrics of %s: %v", base, err)
+	}
+	return samples
 }
 
 // AskJSON is Ask with the answer's JSON body decoded into a T. A failed
