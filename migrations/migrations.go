@@ -34,6 +34,7 @@ var versions = []struct {
 	{4, "goods_stock_v4_request_id_bin.sql"},
 	{5, "goods_stock_v5_buyers_and_window.sql"},
 	{6, "goods_stock_v6_drop_goods_index.sql"},
+	{7, "goods_stock_v7_stock_lease.sql"},
 }
 
 // Version is one version of the schema.

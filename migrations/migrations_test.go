@@ -31,6 +31,7 @@ func TestStatements(t *testing.T) {
 		"ALTER TABLE goods_stock ADD COLUMN sale_start",
 		"ALTER TABLE goods_stock ADD COLUMN sale_end",
 		"DROP INDEX idx_order_info_goods_no ON order_info",
+		"CREATE TABLE IF NOT EXISTS stock_lease (",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

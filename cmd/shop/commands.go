@@ -124,11 +124,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	m.Track(cfg.Dashboard.Goods)
 
 	var locker service.Locker
-	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic"
+	allot := cfg.Purchase.Strategy == "allot"
+	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic" && !allot
 	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
 	paths := coord.NewPaths(cfg.Lock.Path, cfg.Lock.Stripes)
 	var zc *zklock.Client
-	if useLock || elect {
+	if useLock || elect || allot {
 		conn, err := connectZooKeeper(ctx, cfg, zk.Options{
 			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
 			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
@@ -180,6 +181,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	switch {
 	case cfg.Purchase.Strategy == "atomic":
 		purchaser = service.NewAtomic(store)
+	case allot:
+		a := service.NewAllot(store, coord.NewLeaseNodes(zc, cfg.Allot.Path), marks, scfg, log)
+		defer a.Close() // after the server's shutdown: the stock the lease holds goes back
+		purchaser = a
 	case !cfg.Lock.Enabled: // the seed's purchase without its lock (parseConfig allows no other)
 		purchaser = service.NewUnlocked(store, scfg)
 	case cfg.Purchase.Strategy == "batch":

@@ -50,10 +50,13 @@ type Config struct {
 		AcquireTimeout time.Duration
 	}
 	Purchase struct {
-		Strategy    string // seed, batch or atomic
+		Strategy    string // seed, batch, atomic or allot
 		MaxWaiting  int
 		BatchMax    int
 		OnePerBuyer bool
+	}
+	Allot struct {
+		Path string // the leases' nodes
 	}
 	Orders struct {
 		PayTimeout    time.Duration // 0: orders never expire

@@ -35,8 +35,15 @@ import (
 // the shop hands the lock on after the commit there (see OneWriter).
 func (s *Store) SellBatch(ctx context.Context, fence int64, orders []*service.Order,
 	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
+	return s.sellBatches(ctx, claimedRows{s, fence}, orders, choose, guard)
+}
+
+// sellBatches is SellBatch on the stock of rows: it starts once more when
+// a request id or a buyer came in after the check.
+func (s *Store) sellBatches(ctx context.Context, rows batchRows, orders []*service.Order,
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
 	for attempt := 0; ; attempt++ {
-		refused, err = s.sellBatch(ctx, fence, orders, choose, guard)
+		refused, err = s.sellBatch(ctx, rows, orders, choose, guard)
 		if attempt == 0 && (errors.Is(err, service.ErrDuplicateRequest) || errors.Is(err, service.ErrAlreadyBought)) {
 			continue // a request id or a buyer came in after the check: check again
 		}
@@ -44,7 +51,7 @@ func (s *Store) SellBatch(ctx context.Context, fence int64, orders []*service.Or
 	}
 }
 
-func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Order,
+func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*service.Order,
 	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
 	if len(orders) == 0 {
 		return nil, nil
@@ -59,9 +66,9 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 	var rows []orderInfo
 	var refused map[*service.Order]error
 	early := !mayCollide(orders) // the guard before the writes
-	err := s.inTx(ctx, s.salesFor(goodsNos[0]), func(t *tx) error {
+	err := s.inTx(ctx, stock.pool(goodsNos), func(t *tx) error {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
-		claimed, err := s.claimGoods(ctx, t, goodsNos, fence)
+		claimed, err := stock.claim(ctx, t, goodsNos)
 		if err != nil {
 			return err
 		}
@@ -100,7 +107,7 @@ func (s *Store) sellBatch(ctx context.Context, fence int64, orders []*service.Or
 			for i, o := range chosen {
 				rows[i] = newOrderRow(o, now)
 			}
-			if err := s.writeBatch(ctx, t, writes, rows, fence); err != nil {
+			if err := s.writeBatch(ctx, t, stock, writes, rows); err != nil {
 				return err
 			}
 		}
@@ -143,6 +150,47 @@ func mayCollide(orders []*service.Order) bool {
 	return false
 }
 
+// batchRows is where the stock a batch sells comes from and where the
+// batch records what it took: the goods' rows, claimed under the lock
+// (claimedRows), or the stock allotted to an instance's lease (leaseRows).
+type batchRows interface {
+	// pool is where the transaction goes, for a batch of goodsNos.
+	pool(goodsNos []int32) salePool
+	// claim reads the stock of goodsNos (sorted, distinct) at the start of
+	// the transaction; a goods without stock to sell from is missing.
+	claim(ctx context.Context, t *tx, goodsNos []int32) (map[int32]goodsStock, error)
+	// write appends the statement that records writes, and its arguments;
+	// it goes in one packet before the orders' INSERT.
+	write(q []byte, args []any, writes []stockWrite) ([]byte, []any)
+	// wrote checks the ROW_COUNT() of write's statement.
+	wrote(updated int64, writes []stockWrite) error
+}
+
+// claimedRows is SellBatch's stock: the goods' rows, claimed and written
+// under the lock whose token is fence.
+type claimedRows struct {
+	s     *Store
+	fence int64
+}
+
+func (c claimedRows) pool(goodsNos []int32) salePool { return c.s.salesFor(goodsNos[0]) }
+
+func (c claimedRows) claim(ctx context.Context, t *tx, goodsNos []int32) (map[int32]goodsStock, error) {
+	return c.s.claimGoods(ctx, t, goodsNos, c.fence)
+}
+
+func (c claimedRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []any) {
+	return c.s.appendWriteClaimed(q, writes, c.fence), args
+}
+
+func (c claimedRows) wrote(updated int64, writes []stockWrite) error {
+	if updated != int64(len(writes)) {
+		return fmt.Errorf("%w: %d of %d goods rows changed after the claim read them (a stale read)",
+			service.ErrConflict, int64(len(writes))-updated, len(writes))
+	}
+	return nil
+}
+
 // claimGoods claims the rows of goodsNos (sorted, distinct): for one goods
 // the claim every purchase under the lock makes, for several one locking
 // read of them all; each goods' first row by id, its fence checked. A goods
@@ -158,37 +206,16 @@ func (s *Store) claimGoods(ctx context.Context, t *tx, goodsNos []int32, fence i
 		}
 		return map[int32]goodsStock{goodsNos[0]: read}, nil
 	}
-	// Integers only, formatted here: no placeholder to expand.
-	q := make([]byte, 0, 12*len(goodsNos))
-	for i, no := range goodsNos {
-		if i > 0 {
-			q = append(q, ',')
-		}
-		q = strconv.AppendInt(q, int64(no), 10)
-	}
-	rows, err := t.query(ctx, s.causal(fmt.Sprintf(claimManySQL, q)))
+	claimed, err := s.lockGoods(ctx, t, goodsNos)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	claimed := make(map[int32]goodsStock, len(goodsNos))
-	for rows.Next() {
-		row, err := scanClaimed(rows)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := claimed[row.GoodsNo]; dup {
-			continue // the goods' first row by id is its row
-		}
+	for _, row := range claimed {
 		if err := checkFence(row, fence); err != nil {
 			return nil, err
 		}
-		claimed[row.GoodsNo] = row
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return claimed, rows.Close()
+	return claimed, nil
 }
 
 // claimManySQL is claimSQL for several goods at once (%s: their numbers,
@@ -278,11 +305,10 @@ type stockWrite struct {
 // (MySQL) they are LAST_INSERT_ID(), the first row's, and the ones after it
 // by @@auto_increment_increment, as a multi-row INSERT of known length
 // takes them.
-func (s *Store) writeBatch(ctx context.Context, t *tx, writes []stockWrite, rows []orderInfo, fence int64) error {
+func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, rows []orderInfo) error {
 	q := make([]byte, 0, 256+40*len(writes)+24*len(rows))
-	q = s.appendWriteClaimed(q, writes, fence)
+	q, args := stock.write(q, make([]any, 0, 2+6*len(rows)), writes)
 	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction; "+insertOrderSQL...)
-	args := make([]any, 0, 6*len(rows))
 	for i := range rows {
 		if i > 0 {
 			q = append(q, ", "...)
@@ -311,9 +337,8 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, writes []stockWrite, rows
 	if !inTxn {
 		return abortedUnawares()
 	}
-	if updated != int64(len(writes)) {
-		return fmt.Errorf("%w: %d of %d goods rows changed after the claim read them (a stale read)",
-			service.ErrConflict, int64(len(writes))-updated, len(writes))
+	if err := stock.wrote(updated, writes); err != nil {
+		return err
 	}
 	if !res.NextResultSet() { // the INSERT's error, if it failed
 		return errors.Join(errors.New("repo: no answer to the batch's INSERT"), res.Err())

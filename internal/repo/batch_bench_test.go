@@ -16,13 +16,7 @@ import (
 //	go test -run '^$' -bench SellBatch ./internal/repo/
 func BenchmarkSellBatch(b *testing.B) {
 	ctx := context.Background()
-	s := newStore(b)
-	for g := int32(1); g <= 200; g++ {
-		if err := s.SetStock(ctx, g, 1<<30, repo.StockReset{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	all := func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }
+	s := benchStore(b)
 	for _, goods := range []int{1, 80, 200} {
 		b.Run(fmt.Sprintf("goods=%d", goods), func(b *testing.B) {
 			for n := range b.N {
@@ -30,10 +24,74 @@ func BenchmarkSellBatch(b *testing.B) {
 				for i := range orders {
 					orders[i] = &service.Order{GoodsNo: int32(i%goods + 1), RequestID: fmt.Sprintf("bench-%d-%d-%d", goods, n, i)}
 				}
-				if _, err := s.SellBatch(ctx, 1, orders, all, func() error { return nil }); err != nil {
+				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
 }
+
+// BenchmarkSellAllotted is BenchmarkSellBatch for the allot strategy: one
+// batch of 100 orders from a lease that holds stock of as many goods as the
+// batch spans, one transaction after the other; and the same batch of one
+// goods from a lease that holds 200 (what the lease row's length costs).
+//
+//	go test -run '^$' -bench SellAllotted ./internal/repo/
+func BenchmarkSellAllotted(b *testing.B) {
+	ctx := context.Background()
+	s := benchStore(b)
+	for _, c := range []struct{ goods, held int }{{1, 1}, {1, 200}, {80, 200}, {200, 200}} {
+		b.Run(fmt.Sprintf("goods=%d/held=%d", c.goods, c.held), func(b *testing.B) {
+			lease, err := s.OpenLease(ctx, "/bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			want := map[int32]int32{}
+			for g := range int32(c.held) {
+				want[g+1] = 1 << 24
+			}
+			grant, err := s.Grant(ctx, lease, map[int32]service.Allotment{}, want, func(need, _ int32) int32 { return need })
+			if err != nil {
+				b.Fatal(err)
+			}
+			held := map[int32]service.Allotment{}
+			for g, n := range grant.Granted {
+				held[g] = service.Allotment{Granted: n}
+			}
+			b.ResetTimer()
+			for n := range b.N {
+				orders := make([]*service.Order, 100)
+				for i := range orders {
+					orders[i] = &service.Order{GoodsNo: int32(i%c.goods + 1), RequestID: fmt.Sprintf("bench-allot-%d-%d-%d-%d", c.goods, c.held, n, i)}
+				}
+				if _, err := s.SellAllotted(ctx, lease, held, grant.Goods, orders, sellAll); err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range orders {
+					h := held[o.GoodsNo]
+					h.Sold++
+					held[o.GoodsNo] = h
+				}
+			}
+			b.StopTimer()
+			if _, _, err := s.CloseLease(ctx, lease); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// benchStore is a store with goods 1-200 of a stock no benchmark exhausts.
+func benchStore(b *testing.B) *repo.Store {
+	s := newStore(b)
+	for g := int32(1); g <= 200; g++ {
+		if err := s.SetStock(context.Background(), g, 1<<30, repo.StockReset{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+// sellAll is a batch's choice that sells to every candidate.
+func sellAll(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }

@@ -59,7 +59,7 @@ func TestMigrateUpgradesDatabasesOfEarlierReleases(t *testing.T) {
 				}
 				versions = append(versions, st.Version)
 			}
-			if !slices.Equal(versions, []int64{1, 2, 3, 4, 5, 6}) {
+			if !slices.Equal(versions, []int64{1, 2, 3, 4, 5, 6, 7}) {
 				t.Errorf("versions %v, want 1 to 6", versions)
 			}
 			assertState(t, s, 77, 1)

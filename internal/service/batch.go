@@ -194,14 +194,10 @@ func (b *Batch) fail(q *batchQueue, n int, err error) {
 // (answered). A limited buyer who is twice in the queue for one goods buys
 // once: the second waits for the next batch, which finds the first's order.
 func (b *Batch) take(q *batchQueue) []*batchBuyer {
-	type goodsBuyer struct {
-		goodsNo int32
-		userID  string
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var batch, later []*batchBuyer
-	buyers := map[goodsBuyer]bool{}
+	buyers := onePerBuyer{}
 	for len(q.waiting) > 0 && len(batch) < b.cfg.BatchMax {
 		x := q.waiting[0]
 		q.waiting[0] = nil
@@ -210,13 +206,9 @@ func (b *Batch) take(q *batchQueue) []*batchBuyer {
 			x.done <- err
 			continue
 		}
-		if u := x.order.UserID; u != "" && x.order.OnePerBuyer {
-			k := goodsBuyer{x.order.GoodsNo, u}
-			if buyers[k] {
-				later = append(later, x)
-				continue
-			}
-			buyers[k] = true
+		if !buyers.admit(x.order) {
+			later = append(later, x)
+			continue
 		}
 		batch = append(batch, x)
 	}
@@ -239,65 +231,23 @@ func (b *Batch) sell(ctx context.Context, batch []*batchBuyer, lease Lease, next
 	}
 	h := b.handOff(ctx, lease, batch[0].order.GoodsNo)
 	defer h.done()
-	lastPiece := false // a goods may sell out: the next batch waits for the mark
+	sale := newBatchSale(ctx, b.cfg, h.lost, b.windows, len(batch))
 	h.onRelease = func() {
-		if !lastPiece {
+		if !sale.lastPiece { // a goods may sell out: the next batch waits for the mark
 			letNextGo()
 		}
 	}
-	lost := h.lost
 	token, err := lease.Token(ctx)
 	if err != nil {
 		answerAll(fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err))
 		return
 	}
 	orders := make([]*Order, len(batch))
-	buyerOf := make(map[*Order]*batchBuyer, len(batch))
 	for i, x := range batch {
 		orders[i] = x.order
-		buyerOf[x.order] = x
+		sale.buyerOf[x.order] = x
 	}
-	// What choose decided for each goods: the store asks again when it
-	// starts the transaction again, and the last answer counts.
-	chosen := map[int32]map[*Order]bool{}
-	closed := map[int32]error{} // the goods' sale window refused its buyers
-	left := map[int32]int32{}
-	paused := false
-	choose := func(g Goods, candidates []*Order) ([]*Order, error) {
-		delete(chosen, g.GoodsNo)
-		delete(closed, g.GoodsNo)
-		delete(left, g.GoodsNo)
-		if !paused {
-			paused = true
-			if err := b.cfg.pause(ctx, lost); err != nil {
-				return nil, err
-			}
-		}
-		now := time.Now()
-		b.windows.observe(g, now)
-		if err := g.OpenAt(now); err != nil {
-			closed[g.GoodsNo] = err // nobody of this goods is sold to
-			return nil, nil
-		}
-		var picked []*Order
-		set := map[*Order]bool{}
-		for _, o := range candidates {
-			if len(picked) >= int(max(g.Stock, 0)) {
-				break
-			}
-			if buyerOf[o].ctx.Err() != nil {
-				continue // gave up: not sold to
-			}
-			picked = append(picked, o)
-			set[o] = true
-		}
-		chosen[g.GoodsNo], left[g.GoodsNo] = set, g.Stock-int32(len(picked))
-		if left[g.GoodsNo] <= 0 {
-			lastPiece = true
-		}
-		return picked, nil
-	}
-	refused, err := b.store.SellBatch(ctx, token, orders, choose, h.guard)
+	refused, err := b.store.SellBatch(ctx, token, orders, sale.choose, h.guard)
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", batch[0].order.GoodsNo, "err", err)
@@ -305,24 +255,116 @@ func (b *Batch) sell(ctx context.Context, batch []*batchBuyer, lease Lease, next
 		answerAll(err)
 		return
 	}
-	for goodsNo, n := range left {
+	for goodsNo, n := range sale.left {
 		if n <= 0 {
 			b.soldOut.mark(goodsNo) // none left: the next buyers need not queue
 		}
 	}
 	for _, x := range batch {
-		g := x.order.GoodsNo
-		switch {
-		case refused[x.order] != nil:
-			x.done <- refused[x.order]
-		case chosen[g][x.order]:
-			x.done <- nil
-		case closed[g] != nil:
-			x.done <- closed[g]
-		case x.ctx.Err() != nil:
-			x.done <- x.ctx.Err()
-		default:
-			x.done <- ErrSoldOut
+		sale.answer(x, refused)
+	}
+}
+
+// onePerBuyer keeps a batch to one order of a goods per buyer under the
+// one-per-buyer rule: the second waits for the next batch, which finds the
+// first's order.
+type onePerBuyer map[struct {
+	goodsNo int32
+	userID  string
+}]bool
+
+// admit reports whether the order may join the batch, and counts it.
+func (b onePerBuyer) admit(o *Order) bool {
+	if o.UserID == "" || !o.OnePerBuyer {
+		return true
+	}
+	k := struct {
+		goodsNo int32
+		userID  string
+	}{o.GoodsNo, o.UserID}
+	if b[k] {
+		return false
+	}
+	b[k] = true
+	return true
+}
+
+// batchSale is what a batch decides, goods by goods, when the store asks
+// (choose): which of the goods' buyers it sells to, what stock that leaves,
+// and which goods' sale windows were closed; then it answers each buyer
+// (answer). The store asks again when it starts the transaction again: the
+// last answer counts.
+type batchSale struct {
+	ctx     context.Context
+	cfg     Config
+	lost    <-chan struct{} // the lock's; nil: none
+	windows *saleWindows    // told each window read; nil: none
+	buyerOf map[*Order]*batchBuyer
+	chosen  map[int32]map[*Order]bool
+	closed  map[int32]error // the goods' sale window refused its buyers
+	left    map[int32]int32
+	paused  bool
+	// lastPiece: a goods may sell out, once the batch commits.
+	lastPiece bool
+}
+
+func newBatchSale(ctx context.Context, cfg Config, lost <-chan struct{}, windows *saleWindows, n int) *batchSale {
+	return &batchSale{ctx: ctx, cfg: cfg, lost: lost, windows: windows, buyerOf: make(map[*Order]*batchBuyer, n),
+		chosen: map[int32]map[*Order]bool{}, closed: map[int32]error{}, left: map[int32]int32{}}
+}
+
+// choose picks, of a goods' candidates in the batch's order, as many as
+// its stock lets, leaving out those who gave up; nobody while its sale
+// window is closed. The demo's sleep is slept once, at the first goods.
+func (s *batchSale) choose(g Goods, candidates []*Order) ([]*Order, error) {
+	delete(s.chosen, g.GoodsNo)
+	delete(s.closed, g.GoodsNo)
+	delete(s.left, g.GoodsNo)
+	if !s.paused {
+		s.paused = true
+		if err := s.cfg.pause(s.ctx, s.lost); err != nil {
+			return nil, err
 		}
+	}
+	now := time.Now()
+	s.windows.observe(g, now)
+	if err := g.OpenAt(now); err != nil {
+		s.closed[g.GoodsNo] = err // nobody of this goods is sold to
+		return nil, nil
+	}
+	var picked []*Order
+	set := map[*Order]bool{}
+	for _, o := range candidates {
+		if len(picked) >= int(max(g.Stock, 0)) {
+			break
+		}
+		if s.buyerOf[o].ctx.Err() != nil {
+			continue // gave up: not sold to
+		}
+		picked = append(picked, o)
+		set[o] = true
+	}
+	s.chosen[g.GoodsNo], s.left[g.GoodsNo] = set, g.Stock-int32(len(picked))
+	if s.left[g.GoodsNo] <= 0 {
+		s.lastPiece = true
+	}
+	return picked, nil
+}
+
+// answer tells buyer x how the committed batch ended for it (refused: the
+// store's refusals).
+func (s *batchSale) answer(x *batchBuyer, refused map[*Order]error) {
+	g := x.order.GoodsNo
+	switch {
+	case refused[x.order] != nil:
+		x.done <- refused[x.order]
+	case s.chosen[g][x.order]:
+		x.done <- nil
+	case s.closed[g] != nil:
+		x.done <- s.closed[g]
+	case x.ctx.Err() != nil:
+		x.done <- x.ctx.Err()
+	default:
+		x.done <- ErrSoldOut
 	}
 }

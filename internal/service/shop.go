@@ -457,3 +457,18 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 		}
 	}
 }
+
+// Allotment is the stock of a goods an instance's lease holds: granted to
+// it from the goods' row, and sold of that (purchase.strategy=allot).
+type Allotment struct {
+	Granted, Sold int32
+}
+
+// Grant is the answer to AllotStore.Grant.
+type Grant struct {
+	Goods   map[int32]Goods // the goods' rows as the grant read them; a goods without one is missing
+	Granted map[int32]int32 // what each goods gave the lease
+	// Pending is, for a goods whose row ran out, what other leases hold
+	// of it unsold: stock that may still come back.
+	Pending map[int32]int32
+}

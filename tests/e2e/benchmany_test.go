@@ -175,7 +175,7 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 func benchManyTable(strategies []string, buyers, conc, rounds int, runs, galera map[string]map[string][]manyRun) string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	var b strings.Builder
-	fmt.Fprintf(&b, "(e) many goods: two instances per strategy, %d buyers, %d at a time, median of %d rounds; lock path: batch one for every goods, seed one per goods (\"a lock per goods\": batch on the path the README advises against)\n", buyers, conc, rounds)
+	fmt.Fprintf(&b, "(e) many goods: two instances per strategy, %d buyers, %d at a time, median of %d rounds; lock path: batch one for every goods, seed one per goods (\"a lock per goods\": batch on the path the README advises against), allot none\n", buyers, conc, rounds)
 	fmt.Fprintf(&b, "%-8s %-28s %12s %10s %12s %9s %14s %18s %9s %s\n", "strategy", "sale", "purchases/s", "x 1 goods", "rounds", "p99 ms", "goods sold out", "oversold (worst)", "phantoms", "other answers")
 	var targets []string
 	bad := 0
@@ -230,11 +230,11 @@ func benchManyTable(strategies []string, buyers, conc, rounds int, runs, galera 
 	return b.String()
 }
 
-// galeraStrategies are the strategies of (e) on Galera: atomic and batch,
+// galeraStrategies are the strategies of (e) on Galera: atomic, batch and allot,
 // those of them that run.
 func galeraStrategies(strategies []string) []string {
 	var out []string
-	for _, st := range []string{"atomic", "batch"} {
+	for _, st := range []string{"atomic", "batch", "allot"} {
 		if slices.Contains(strategies, st) {
 			out = append(out, st)
 		}

@@ -80,7 +80,7 @@ func BenchmarkShop(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	strategies := []string{"atomic", "seed", "batch"}
+	strategies := []string{"atomic", "seed", "batch", "allot"}
 	if v := os.Getenv("BENCH_SHOP_STRATEGIES"); v != "" {
 		strategies = strings.Split(v, ",")
 	}

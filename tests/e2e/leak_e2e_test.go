@@ -27,9 +27,10 @@ const (
 // A sale of 10 000 goods leaves nothing per goods behind in an instance:
 // no worker or other goroutine, no lock node, no watch, no cache entry that
 // grows with the goods (memory returns to about where it was). Each
-// strategy that locks, with the lock path the README recommends for it.
+// strategy that locks or holds stock, with the lock path the README
+// recommends for it.
 func TestASaleOfManyGoodsLeavesNothingBehind(t *testing.T) {
-	for _, strategy := range []string{"batch", "seed"} {
+	for _, strategy := range []string{"batch", "seed", "allot"} {
 		t.Run(strategy, func(t *testing.T) {
 			lockPath := manyLockPath(t, strategy)
 			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+lockPath,

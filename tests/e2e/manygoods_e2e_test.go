@@ -21,7 +21,7 @@ import (
 // that the hot goods sell out and the cold ones do not; exact goods by goods.
 func TestManyGoodsOnTwoInstancesAreExactPerGoods(t *testing.T) {
 	const goods, stock, buyers = 20, 10, 600
-	for _, strategy := range []string{"seed", "batch", "atomic"} {
+	for _, strategy := range []string{"seed", "batch", "atomic", "allot"} {
 		t.Run(strategy, func(t *testing.T) {
 			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+manyLockPath(t, strategy),
 				"SHOP_DEMO_MAXSLEEP=2ms", "SHOP_LOCK_ACQUIRETIMEOUT=2m")

@@ -1,0 +1,413 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// The stock allotted to instances (purchase.strategy=allot). An instance
+// opens a lease (a stock_lease row naming its ZooKeeper node), takes stock
+// of goods from their goods_stock rows into it (Grant), sells from it with
+// one write of the lease's row per batch (SellAllotted) and gives back what
+// it does not need (ReturnAllotted). The lease's row lists, per goods, the
+// stock granted and how much of it was sold; every transaction that changes
+// it checks that the lease is still open. Closing a lease (CloseLease: its
+// owner at the end, or any instance once the owner's node is gone) puts
+// back what was granted and not sold, under the row's lock: a batch of the
+// owner committed before it is counted, one after it writes nothing.
+
+// leaseClosed is the error of a lease transaction that found the lease
+// closed: its owner was taken for dead and its stock put back.
+func leaseClosed(lease int64) error {
+	return fmt.Errorf("%w: lease %d was closed (its ZooKeeper node had gone) and its stock put back", service.ErrFenced, lease)
+}
+
+// OpenLease opens a lease named by node, the ZooKeeper node whose life is
+// the lease's, and returns its id.
+func (s *Store) OpenLease(ctx context.Context, node string) (int64, error) {
+	res, err := s.sales[0].sql.ExecContext(ctx, "INSERT INTO stock_lease (node, open, allotted, created_at) VALUES (?, 1, '', ?)",
+		node, time.Now().UTC())
+	if err != nil {
+		return 0, fmt.Errorf("repo: open a lease: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// OpenLeases lists the open leases and their nodes.
+func (s *Store) OpenLeases(ctx context.Context) (map[int64]string, error) {
+	rows, err := s.sales[0].sql.QueryContext(ctx, "SELECT id, node FROM stock_lease WHERE open = 1")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var node string
+		if err := rows.Scan(&id, &node); err != nil {
+			return nil, err
+		}
+		out[id] = node
+	}
+	return out, rows.Err()
+}
+
+// LeaseState reads what the lease holds, for an owner that lost track (a
+// commit whose outcome it did not hear); open is false once it was closed.
+func (s *Store) LeaseState(ctx context.Context, lease int64) (held map[int32]service.Allotment, open bool, err error) {
+	var text string
+	err = s.sales[0].sql.QueryRowContext(ctx, "SELECT allotted, open FROM stock_lease WHERE id = ?", lease).Scan(&text, &open)
+	if err != nil {
+		return nil, false, err
+	}
+	held, err = decodeAllotted(text)
+	return held, open, err
+}
+
+// Grant takes stock of the goods in need into the lease, which holds held:
+// of each size(what it needs, what its row has), or as much as the row has.
+// It reads the goods' rows (locked until the commit), lowers their stock,
+// and writes the lease's row with the new grants, in one transaction; a
+// goods without a row is missing from the answer. For a goods whose row has
+// less stock than needed, it also sums what the other open leases hold of
+// it unsold (Pending): the row's lock keeps their returns and closes out
+// meanwhile.
+func (s *Store) Grant(ctx context.Context, lease int64, held map[int32]service.Allotment, need map[int32]int32,
+	size func(need, stock int32) int32) (service.Grant, error) {
+	goodsNos := make([]int32, 0, len(need))
+	for no := range need {
+		goodsNos = append(goodsNos, no)
+	}
+	slices.Sort(goodsNos)
+	var out service.Grant
+	err := s.inTx(ctx, s.sales[0], func(t *tx) error {
+		out = service.Grant{Goods: map[int32]service.Goods{}, Granted: map[int32]int32{}, Pending: map[int32]int32{}}
+		rows, err := s.lockGoods(ctx, t, goodsNos)
+		if err != nil {
+			return err
+		}
+		after := cloneAllotted(held)
+		var q []byte
+		short := false
+		for _, no := range goodsNos {
+			row, ok := rows[no]
+			if !ok {
+				continue
+			}
+			out.Goods[no] = row.goods()
+			stock := out.Goods[no].Stock
+			n := min(max(stock, 0), size(need[no], stock))
+			if n < need[no] {
+				short = true
+			}
+			if n == 0 {
+				continue
+			}
+			out.Granted[no] = n
+			a := after[no]
+			a.Granted += n
+			after[no] = a
+			q = append(q, "UPDATE goods_stock SET stock = stock - "...)
+			q = strconv.AppendInt(q, int64(n), 10)
+			q = append(q, " WHERE id = "...)
+			q = strconv.AppendUint(q, uint64(row.ID), 10)
+			q = append(q, "; "...)
+		}
+		if short {
+			if err := s.pending(ctx, t, lease, out); err != nil {
+				return err
+			}
+		}
+		q = append(q, "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1; SELECT ROW_COUNT()"...)
+		return t.writeLease(ctx, string(q), lease, encodeAllotted(after))
+	})
+	return out, err
+}
+
+// ReturnAllotted gives back to the goods' rows the stock in back, which
+// the lease, holding held, has not sold.
+func (s *Store) ReturnAllotted(ctx context.Context, lease int64, held map[int32]service.Allotment, back map[int32]int32) error {
+	goodsNos := make([]int32, 0, len(back))
+	for no := range back {
+		goodsNos = append(goodsNos, no)
+	}
+	slices.Sort(goodsNos)
+	return s.inTx(ctx, s.sales[0], func(t *tx) error {
+		after := cloneAllotted(held)
+		var q []byte
+		for _, no := range goodsNos {
+			a := after[no]
+			if back[no] <= 0 || back[no] > a.Granted-a.Sold {
+				return fmt.Errorf("repo: lease %d cannot give back %d of goods %d: it holds %d unsold", lease, back[no], no, a.Granted-a.Sold)
+			}
+			a.Granted -= back[no]
+			if a.Granted == a.Sold {
+				delete(after, no)
+			} else {
+				after[no] = a
+			}
+			q = appendPutBack(q, no, back[no])
+		}
+		q = append(q, "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1; SELECT ROW_COUNT()"...)
+		return t.writeLease(ctx, string(q), lease, encodeAllotted(after))
+	})
+}
+
+// CloseLease closes the lease and puts back into the goods' rows what it
+// was granted and did not sell; it reports how much, and false when the
+// lease was closed already. Its lock on the lease's row waits for a batch
+// of the owner in flight: that batch is counted, and later ones of the owner
+// write nothing.
+func (s *Store) CloseLease(ctx context.Context, lease int64) (putBack int64, closed bool, err error) {
+	err = s.inTx(ctx, s.sales[0], func(t *tx) error {
+		putBack, closed = 0, false
+		rows, err := t.query(ctx, "SELECT allotted FROM stock_lease WHERE id = ? AND open = 1 FOR UPDATE", lease)
+		if err != nil {
+			return err
+		}
+		var text string
+		found := rows.Next()
+		if found {
+			err = rows.Scan(&text)
+		}
+		err = errors.Join(err, rows.Close())
+		if err != nil || !found {
+			return err
+		}
+		held, err := decodeAllotted(text)
+		if err != nil {
+			return err
+		}
+		goodsNos := make([]int32, 0, len(held))
+		for no := range held {
+			goodsNos = append(goodsNos, no)
+		}
+		slices.Sort(goodsNos) // row locks in one order, as every sale takes them
+		var q []byte
+		for _, no := range goodsNos {
+			if n := held[no].Granted - held[no].Sold; n > 0 {
+				q = appendPutBack(q, no, n)
+				putBack += int64(n)
+			}
+		}
+		q = append(q, "UPDATE stock_lease SET open = 0, allotted = '' WHERE id = ?"...)
+		if _, err := t.conn.ExecContext(ctx, string(q), lease); err != nil {
+			return err
+		}
+		closed = true
+		return nil
+	})
+	return putBack, closed, err
+}
+
+// appendPutBack appends the statement that puts n pieces of goodsNo back
+// into its first row. Integers only, formatted here.
+func appendPutBack(q []byte, goodsNo int32, n int32) []byte {
+	q = append(q, "UPDATE goods_stock SET stock = stock + "...)
+	q = strconv.AppendInt(q, int64(n), 10)
+	q = append(q, " WHERE goods_no = "...)
+	q = strconv.AppendInt(q, int64(goodsNo), 10)
+	return append(q, " ORDER BY id LIMIT 1; "...)
+}
+
+// lockGoods reads the first row of each of goodsNos (sorted, distinct)
+// with a lock, in one statement (claimManySQL); a goods without a row is
+// missing from the answer.
+func (s *Store) lockGoods(ctx context.Context, t *tx, goodsNos []int32) (map[int32]goodsStock, error) {
+	// Integers only, formatted here: no placeholder to expand.
+	q := make([]byte, 0, 12*len(goodsNos))
+	for i, no := range goodsNos {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = strconv.AppendInt(q, int64(no), 10)
+	}
+	rows, err := t.query(ctx, s.causal(fmt.Sprintf(claimManySQL, q)))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[int32]goodsStock, len(goodsNos))
+	for rows.Next() {
+		row, err := scanClaimed(rows)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[row.GoodsNo]; !dup { // the goods' first row by id is its row
+			out[row.GoodsNo] = row
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, rows.Close()
+}
+
+// pending fills g.Pending: for each goods of g whose row is out of stock,
+// what the other open leases hold of it unsold.
+func (s *Store) pending(ctx context.Context, t *tx, lease int64, g service.Grant) error {
+	rows, err := t.query(ctx, "SELECT allotted FROM stock_lease WHERE open = 1 AND id <> ?", lease)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return err
+		}
+		held, err := decodeAllotted(text)
+		if err != nil {
+			return err
+		}
+		for no, goods := range g.Goods {
+			if n := held[no].Granted - held[no].Sold; n > 0 && goods.Stock-g.Granted[no] <= 0 {
+				g.Pending[no] += n
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// writeLease sends stmts, which end with the lease's write and a SELECT
+// ROW_COUNT() of it (arguments: the allotted text and the lease), and
+// checks that the lease was open.
+func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, allotted string) error {
+	rows, err := t.query(ctx, stmts, allotted, lease)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var updated int64
+	if !rows.Next() {
+		return errors.Join(errors.New("repo: no answer to the lease's write"), rows.Err())
+	}
+	if err := rows.Scan(&updated); err != nil {
+		return err
+	}
+	if updated != 1 {
+		return leaseClosed(lease)
+	}
+	return rows.Close()
+}
+
+// SellAllotted sells to a batch of buyers from the stock the lease holds
+// (held; goods: the goods' rows as their grants read them), as SellBatch
+// sells from the goods' rows: choose is asked, once per goods, which of
+// the buyers to sell to, the stock it may sell being what the lease holds
+// unsold; the lease's row, with the new counts, and the orders are written
+// in one packet and committed. The goods' rows are not touched.
+func (s *Store) SellAllotted(ctx context.Context, lease int64, held map[int32]service.Allotment, goods map[int32]service.Goods,
+	orders []*service.Order, choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error)) (map[*service.Order]error, error) {
+	return s.sellBatches(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, orders, choose, func() error { return nil })
+}
+
+// leaseRows is SellAllotted's stock: what a lease holds.
+type leaseRows struct {
+	s     *Store
+	lease int64
+	held  map[int32]service.Allotment
+	goods map[int32]service.Goods
+}
+
+// pool is the first server's: every write of a lease goes to one node of a
+// cluster, where the next one sees it.
+func (l leaseRows) pool([]int32) salePool { return l.s.sales[0] }
+
+func (l leaseRows) claim(_ context.Context, _ *tx, goodsNos []int32) (map[int32]goodsStock, error) {
+	out := make(map[int32]goodsStock, len(goodsNos))
+	for _, no := range goodsNos {
+		g, ok := l.goods[no]
+		if !ok {
+			continue
+		}
+		left := l.held[no].Granted - l.held[no].Sold
+		out[no] = goodsStock{ID: g.ID, GoodsNo: no, Stock: &left, IsActive: &g.IsActive, SaleStart: g.SaleStart, SaleEnd: g.SaleEnd}
+	}
+	return out, nil
+}
+
+func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []any) {
+	after := cloneAllotted(l.held)
+	for _, w := range writes {
+		a := after[w.read.GoodsNo]
+		a.Sold += *w.read.Stock - w.stock
+		after[w.read.GoodsNo] = a
+	}
+	q = append(q, "UPDATE stock_lease SET allotted = ?, batches = batches + 1 WHERE id = ? AND open = 1"...)
+	return q, append(args, encodeAllotted(after), l.lease)
+}
+
+func (l leaseRows) wrote(updated int64, _ []stockWrite) error {
+	if updated != 1 {
+		return leaseClosed(l.lease)
+	}
+	return nil
+}
+
+func cloneAllotted(held map[int32]service.Allotment) map[int32]service.Allotment {
+	out := make(map[int32]service.Allotment, len(held)+8)
+	for no, a := range held {
+		out[no] = a
+	}
+	return out
+}
+
+// encodeAllotted is the lease row's allotted text: "goodsNo:granted:sold"
+// per goods of which the lease holds some unsold, sorted by goods, comma
+// separated; a lease that holds nothing has "".
+func encodeAllotted(held map[int32]service.Allotment) string {
+	goodsNos := make([]int32, 0, len(held))
+	for no, a := range held {
+		if a.Granted > a.Sold {
+			goodsNos = append(goodsNos, no)
+		}
+	}
+	slices.Sort(goodsNos)
+	b := make([]byte, 0, 20*len(goodsNos))
+	for i, no := range goodsNos {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(no), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(held[no].Granted), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(held[no].Sold), 10)
+	}
+	return string(b)
+}
+
+// decodeAllotted reads encodeAllotted's text.
+func decodeAllotted(text string) (map[int32]service.Allotment, error) {
+	out := map[int32]service.Allotment{}
+	if text == "" {
+		return out, nil
+	}
+	for _, e := range strings.Split(text, ",") {
+		parts := strings.Split(e, ":")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("repo: a lease's allotted entry %q is not goodsNo:granted:sold", e)
+		}
+		var n [3]int64
+		for i, p := range parts {
+			v, err := strconv.ParseInt(p, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("repo: a lease's allotted entry %q: %w", e, err)
+			}
+			n[i] = v
+		}
+		out[int32(n[0])] = service.Allotment{Granted: int32(n[1]), Sold: int32(n[2])}
+	}
+	return out, nil
+}

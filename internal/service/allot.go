@@ -1,0 +1,543 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AllotStore is what the allot strategy needs of the store: leases, the
+// stock granted to them, and sales from it (see repo/allot.go).
+type AllotStore interface {
+	OpenLease(ctx context.Context, node string) (int64, error)
+	OpenLeases(ctx context.Context) (map[int64]string, error)
+	LeaseState(ctx context.Context, lease int64) (held map[int32]Allotment, open bool, err error)
+	Grant(ctx context.Context, lease int64, held map[int32]Allotment, need map[int32]int32, size func(need, stock int32) int32) (Grant, error)
+	ReturnAllotted(ctx context.Context, lease int64, held map[int32]Allotment, back map[int32]int32) error
+	CloseLease(ctx context.Context, lease int64) (putBack int64, closed bool, err error)
+	SellAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods,
+		orders []*Order, choose func(g Goods, candidates []*Order) ([]*Order, error)) (refused map[*Order]error, err error)
+	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
+}
+
+// LeaseNodes are the ZooKeeper nodes whose lives are the leases': one per
+// lease, ephemeral, in the instance's session.
+type LeaseNodes interface {
+	// Create creates a node for a new lease; lost is closed when the
+	// session that holds it ends.
+	Create(ctx context.Context) (node string, lost <-chan struct{}, err error)
+	Exists(ctx context.Context, node string) (bool, error)
+	Delete(ctx context.Context, node string) error
+}
+
+// Allot timings and sizes.
+const (
+	allotIdle       = 100 * time.Millisecond // a goods' stock held unsold this long without buyers goes back
+	allotRetry      = 20 * time.Millisecond  // a buyer of a goods whose stock other leases hold tries again after this
+	allotReapEvery  = time.Second            // how often the open leases are checked for a dead owner
+	allotOpTimeout  = 10 * time.Second       // a lease operation without a buyer's deadline
+	allotGrantShare = 8                      // a grant takes what a batch needs, or an eighth of the goods' row if more,
+	allotGrantMax   = 1024                   // up to this much
+)
+
+// Allot sells from stock allotted to the instance. The instance opens a
+// lease (a row of the store named by an ephemeral ZooKeeper node of its
+// session), takes stock of a goods into it when its buyers need some (a
+// grant: one transaction on the goods' rows, a batch's goods at once, of
+// each what the batch needs or, if more, an eighth of the row: grantSize),
+// and sells to its buyers in batches from what it holds: one transaction per batch that writes the lease's row and
+// the orders, and touches no goods row and no lock. One batch is in flight
+// at a time: the buyers who come meanwhile form the next. Stock held
+// unsold and unasked for allotIdle goes back to the goods' row. A goods is
+// sold out when its row has no stock and no lease holds any unsold; while
+// another lease holds some, its buyers wait for it to come back.
+//
+// The lease lives as long as the instance's ZooKeeper session: once its
+// node is gone, any instance closes the lease and puts back what it held
+// unsold, under the lease row's lock, so that a batch the owner committed
+// before is counted and one after writes nothing (ErrFenced).
+type Allot struct {
+	store   AllotStore
+	nodes   LeaseNodes
+	soldOut *SoldOutMarks
+	cfg     Config
+	log     *slog.Logger
+
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	windows atomic.Pointer[saleWindows] // the Shop's (see New)
+
+	mu      sync.Mutex
+	closed  bool
+	waiting []*allotBuyer
+
+	// The worker's own.
+	lease    int64
+	node     string
+	lost     <-chan struct{}
+	held     map[int32]Allotment
+	goods    map[int32]Goods
+	used     map[int32]time.Time
+	lastReap time.Time
+	lastRead time.Time // of the held goods' windows
+}
+
+type allotBuyer struct {
+	batchBuyer
+	notBefore time.Time // waits for stock other leases hold
+	waitSince time.Time // since when; it waits at most AcquireTimeout
+}
+
+// NewAllot returns the allot strategy and starts its worker. Close it
+// after the last Purchase.
+func NewAllot(store AllotStore, nodes LeaseNodes, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Allot {
+	cfg.setDefaults()
+	a := &Allot{store: store, nodes: nodes, soldOut: marks, cfg: cfg, log: log,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		held: map[int32]Allotment{}, goods: map[int32]Goods{}, used: map[int32]time.Time{}}
+	go a.run()
+	return a
+}
+
+// Purchase queues the buyer for the next batch and waits for the answer.
+func (a *Allot) Purchase(ctx context.Context, order *Order) error {
+	x := &allotBuyer{batchBuyer: batchBuyer{ctx: ctx, order: order, done: make(chan error, 1)}}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return fmt.Errorf("%w: shutting down", ErrUnavailable)
+	}
+	a.waiting = append(a.waiting, x)
+	a.mu.Unlock()
+	a.signal()
+	return <-x.done
+}
+
+func (a *Allot) signal() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close refuses new buyers, sells to those queued, puts back the stock the
+// lease holds and closes it.
+func (a *Allot) Close() {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		<-a.done
+		return
+	}
+	a.closed = true
+	a.mu.Unlock()
+	close(a.stop)
+	<-a.done
+}
+
+func (a *Allot) run() {
+	defer close(a.done)
+	tick := time.NewTicker(allotRetry)
+	defer tick.Stop()
+	for {
+		stopping := false
+		select {
+		case <-a.stop:
+			stopping = true
+		case <-a.wake:
+		case <-tick.C:
+		}
+		for {
+			batch := a.take(time.Now())
+			if len(batch) == 0 {
+				break
+			}
+			a.sell(batch)
+		}
+		if stopping {
+			a.mu.Lock()
+			for _, x := range a.waiting { // waiting for stock other leases hold
+				x.done <- fmt.Errorf("%w: shutting down", ErrUnavailable)
+			}
+			a.waiting = nil
+			a.mu.Unlock()
+			a.closeLease()
+			return
+		}
+		a.returnIdle(time.Now())
+		a.readWindows(time.Now())
+		a.reap(time.Now())
+	}
+}
+
+// take forms a batch of the buyers who may be sold to now, at most
+// BatchMax, answering those who gave up or whose goods is marked sold out.
+// A limited buyer twice in the queue for one goods buys once per batch.
+func (a *Allot) take(now time.Time) []*allotBuyer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var batch, later []*allotBuyer
+	buyers := onePerBuyer{}
+	for _, x := range a.waiting {
+		if len(batch) >= a.cfg.BatchMax || now.Before(x.notBefore) {
+			later = append(later, x)
+			continue
+		}
+		if err := x.ctx.Err(); err != nil {
+			x.done <- err
+			continue
+		}
+		if a.soldOut.seen(x.order.GoodsNo) {
+			x.done <- ErrSoldOut
+			continue
+		}
+		if !buyers.admit(x.order) {
+			later = append(later, x)
+			continue
+		}
+		batch = append(batch, x)
+	}
+	clear(a.waiting)
+	a.waiting = later
+	return batch
+}
+
+// requeue puts buyers who wait for stock other leases hold back at the
+// head of the queue, to be tried again at after; one who waited
+// AcquireTimeout hears so (503: the stock may still come back).
+func (a *Allot) requeue(xs []*allotBuyer, now, after time.Time) {
+	var back []*allotBuyer
+	for _, x := range xs {
+		if x.waitSince.IsZero() {
+			x.waitSince = now
+		}
+		if now.Sub(x.waitSince) >= a.cfg.AcquireTimeout {
+			x.done <- fmt.Errorf("%w: for %v: another instance holds the goods' stock", ErrLockTimeout, a.cfg.AcquireTimeout)
+			continue
+		}
+		x.notBefore = after
+		back = append(back, x)
+	}
+	if len(back) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.waiting = append(back, a.waiting...)
+	a.mu.Unlock()
+}
+
+func (a *Allot) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), allotOpTimeout)
+}
+
+// ensureLease opens a lease if the instance has none, or a new one if its
+// session ended (the old one is closed by whoever reaps it).
+func (a *Allot) ensureLease(ctx context.Context) error {
+	if a.lease != 0 {
+		select {
+		case <-a.lost:
+			a.log.Warn("allot: the ZooKeeper session of the lease ended: a new lease", "lease", a.lease)
+			a.dropLease(ctx)
+		default:
+			return nil
+		}
+	}
+	node, lost, err := a.nodes.Create(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: lease node: %w", ErrUnavailable, err)
+	}
+	lease, err := a.store.OpenLease(ctx, node)
+	if err != nil {
+		_ = a.nodes.Delete(ctx, node)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	a.lease, a.node, a.lost = lease, node, lost
+	return nil
+}
+
+// dropLease forgets the lease: its node is deleted if it is still there,
+// and the lease is closed by whoever reaps it.
+func (a *Allot) dropLease(ctx context.Context) {
+	if a.node != "" {
+		_ = a.nodes.Delete(ctx, a.node)
+	}
+	a.lease, a.node, a.lost = 0, "", nil
+	clear(a.held)
+	clear(a.goods)
+	clear(a.used)
+}
+
+// failed brings the worker's view of the lease in line with the store
+// after a transaction failed: a closed lease is dropped; after any other
+// failure (a commit whose outcome is unknown, say) the lease's counts are
+// read again.
+func (a *Allot) failed(ctx context.Context, err error) {
+	if errors.Is(err, ErrFenced) {
+		a.log.Warn("allot: the lease was closed under us", "lease", a.lease, "err", err)
+		a.dropLease(ctx)
+		return
+	}
+	held, open, rerr := a.store.LeaseState(ctx, a.lease)
+	switch {
+	case rerr != nil:
+		a.log.Warn("allot: the lease's counts could not be read again: a new lease", "lease", a.lease, "err", rerr)
+		a.dropLease(ctx)
+	case !open:
+		a.dropLease(ctx)
+	default:
+		clear(a.held)
+		for no, h := range held {
+			a.held[no] = h
+		}
+	}
+}
+
+func (a *Allot) left(goodsNo int32) int32 {
+	h := a.held[goodsNo]
+	return h.Granted - h.Sold
+}
+
+// sell sells one batch and answers every buyer in it, or puts back in the
+// queue those who wait for stock other leases hold.
+func (a *Allot) sell(batch []*allotBuyer) {
+	ctx, cancel := a.opContext()
+	defer cancel()
+	answer := func(xs []*allotBuyer, err error) {
+		for _, x := range xs {
+			x.done <- err
+		}
+	}
+	if err := a.ensureLease(ctx); err != nil {
+		answer(batch, err)
+		return
+	}
+	need := map[int32]int32{}
+	for _, x := range batch {
+		need[x.order.GoodsNo]++
+	}
+	want := map[int32]int32{}
+	for no, n := range need {
+		if short := n - a.left(no); short > 0 {
+			want[no] = short
+		}
+	}
+	pending := map[int32]bool{}
+	var out []int32
+	if len(want) > 0 {
+		g, err := a.store.Grant(ctx, a.lease, a.held, want, grantSize)
+		if err != nil {
+			a.failed(ctx, err)
+			answer(batch, err)
+			return
+		}
+		for no := range want {
+			goods, ok := g.Goods[no]
+			if !ok {
+				delete(a.goods, no)
+				continue
+			}
+			a.goods[no] = goods
+			a.windows.Load().observe(goods, time.Now())
+			if n := g.Granted[no]; n > 0 {
+				h := a.held[no]
+				h.Granted += n
+				a.held[no] = h
+			}
+			if goods.Stock-g.Granted[no] <= 0 {
+				if g.Pending[no] > 0 {
+					pending[no] = true
+				} else if a.left(no) < need[no] {
+					out = append(out, no) // the row and every lease are out: marked if this batch takes the rest
+				}
+			}
+		}
+	}
+	// Buyers of a goods this lease cannot serve now but other leases may:
+	// they wait for that stock to come back, or be sold.
+	var sell, wait []*allotBuyer
+	room := map[int32]int32{}
+	for _, x := range batch {
+		no := x.order.GoodsNo
+		if pending[no] && room[no] >= a.left(no) {
+			wait = append(wait, x)
+			continue
+		}
+		room[no]++
+		sell = append(sell, x)
+	}
+	now := time.Now()
+	a.requeue(wait, now, now.Add(allotRetry))
+	if len(sell) == 0 {
+		return
+	}
+	// The goods' windows are as the grant or readWindows read them: not
+	// observed into the Shop's cache as fresh.
+	sale := newBatchSale(ctx, a.cfg, nil, nil, len(sell))
+	orders := make([]*Order, len(sell))
+	for i, x := range sell {
+		orders[i] = x.order
+		sale.buyerOf[x.order] = &x.batchBuyer
+	}
+	refused, err := a.store.SellAllotted(ctx, a.lease, a.held, a.goods, orders, sale.choose)
+	if err != nil {
+		a.failed(ctx, err)
+		answer(sell, err)
+		return
+	}
+	now = time.Now()
+	defer func() {
+		for _, no := range out {
+			if a.left(no) <= 0 {
+				a.soldOut.mark(no)
+			}
+		}
+	}()
+	for no, set := range sale.chosen {
+		h := a.held[no]
+		h.Sold += int32(len(set))
+		if h.Granted == h.Sold {
+			delete(a.held, no)
+		} else {
+			a.held[no] = h
+		}
+		a.used[no] = now
+	}
+	for _, x := range sell {
+		sale.answer(&x.batchBuyer, refused)
+	}
+}
+
+// grantSize is how much a grant takes of a goods whose row has stock:
+// what the batch needs, or an eighth of the row if that is more (so that
+// the next batches need no grant), up to allotGrantMax. A share, not all: in
+// a sell-out the other instances keep stock of their own to sell.
+func grantSize(need, stock int32) int32 {
+	return max(need, min(stock/allotGrantShare, allotGrantMax))
+}
+
+// returnIdle puts back the stock of goods nobody asked for lately.
+func (a *Allot) returnIdle(now time.Time) {
+	if a.lease == 0 {
+		return
+	}
+	back := map[int32]int32{}
+	for no := range a.held {
+		if n := a.left(no); n > 0 && now.Sub(a.used[no]) >= allotIdle {
+			back[no] = n
+		}
+	}
+	for no := range a.goods {
+		if a.left(no) <= 0 && now.Sub(a.used[no]) >= allotIdle {
+			delete(a.goods, no) // nothing held: the next grant reads the row again
+			delete(a.used, no)
+		}
+	}
+	if len(back) == 0 {
+		return
+	}
+	ctx, cancel := a.opContext()
+	defer cancel()
+	if err := a.store.ReturnAllotted(ctx, a.lease, a.held, back); err != nil {
+		a.log.Warn("allot: stock not put back", "lease", a.lease, "err", err)
+		a.failed(ctx, err)
+		return
+	}
+	for no, n := range back {
+		h := a.held[no]
+		h.Granted -= n
+		if h.Granted == h.Sold {
+			delete(a.held, no)
+		} else {
+			a.held[no] = h
+		}
+		delete(a.goods, no)
+		delete(a.used, no)
+	}
+}
+
+// setWindows gives the strategy the Shop's sale windows: the goods' rows it
+// reads (at a grant, and readWindows) refresh them.
+func (a *Allot) setWindows(w *saleWindows) { a.windows.Store(w) }
+
+// readWindows reads, every half WindowFor, the rows of the goods the lease
+// holds, in one query: their sale windows (and isActive), which the
+// batches check, stay at most that old without a read per goods, and the
+// Shop's cache of them fresh. (A batch reads no goods row: a window that
+// closes shows within WindowFor, as it does in the Shop's check.)
+func (a *Allot) readWindows(now time.Time) {
+	if len(a.goods) == 0 || now.Sub(a.lastRead) < a.cfg.WindowFor/2 {
+		return
+	}
+	a.lastRead = now
+	goodsNos := make([]int32, 0, len(a.goods))
+	for no := range a.goods {
+		goodsNos = append(goodsNos, no)
+	}
+	ctx, cancel := a.opContext()
+	defer cancel()
+	rows, err := a.store.GoodsOf(ctx, goodsNos)
+	if err != nil {
+		a.log.Warn("allot: the held goods' rows not read", "err", err)
+		return
+	}
+	for _, no := range goodsNos {
+		g, ok := rows[no]
+		if !ok {
+			continue
+		}
+		a.goods[no] = g
+		a.windows.Load().observe(g, now)
+	}
+}
+
+// reap closes, now and then, the open leases whose node is gone: their
+// owners' sessions ended, and what they held unsold goes back.
+func (a *Allot) reap(now time.Time) {
+	if now.Sub(a.lastReap) < allotReapEvery {
+		return
+	}
+	a.lastReap = now
+	ctx, cancel := a.opContext()
+	defer cancel()
+	leases, err := a.store.OpenLeases(ctx)
+	if err != nil {
+		a.log.Warn("allot: open leases not listed", "err", err)
+		return
+	}
+	for id, node := range leases {
+		if id == a.lease {
+			continue
+		}
+		ok, err := a.nodes.Exists(ctx, node)
+		if err != nil || ok {
+			continue
+		}
+		putBack, closed, err := a.store.CloseLease(ctx, id)
+		switch {
+		case err != nil:
+			a.log.Warn("allot: a dead owner's lease not closed", "lease", id, "err", err)
+		case closed:
+			a.log.Info("allot: closed the lease of a dead owner, its unsold stock put back", "lease", id, "putBack", putBack)
+		}
+	}
+}
+
+// closeLease puts back what the lease holds and closes it, at the end.
+func (a *Allot) closeLease() {
+	if a.lease == 0 {
+		return
+	}
+	ctx, cancel := a.opContext()
+	defer cancel()
+	if putBack, _, err := a.store.CloseLease(ctx, a.lease); err != nil {
+		a.log.Warn("allot: the lease not closed at the end (it is closed once its node is gone)", "lease", a.lease, "err", err)
+	} else {
+		a.log.Info("allot: lease closed", "lease", a.lease, "putBack", putBack)
+	}
+	a.dropLease(ctx)
+}

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"net/http"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
+)
+
+// allotStock is goods 1's stock in the allot fault tests: A's first grant
+// takes an eighth of it (grantSize), ten pieces.
+const allotStock = 80
+
+// newAllotPair is a faultPair of allot instances on goods 1 of stock
+// allotStock. A's first buyer makes A take ten pieces into its lease and buy
+// one: nine are then A's, unsold, and the row has seventy.
+func newAllotPair(t *testing.T, env ...string) faultPair {
+	t.Helper()
+	p := newFaultPair(t, false, append([]string{"SHOP_PURCHASE_STRATEGY=allot"}, env...)...)
+	p.Shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(allotStock), "--clear-orders")
+	if a := e2e.Await(t, "A's first buyer", e2e.PurchaseAsync(p.a.URL)); a.Status != http.StatusOK {
+		t.Fatalf("A's first buyer answered %d %s", a.Status, a.Code)
+	}
+	return p
+}
+
+// buyAll sends n buyers to base one after another and returns their answers.
+func buyAll(t *testing.T, base string, n int) []e2e.Answer {
+	t.Helper()
+	var out []e2e.Answer
+	for range n {
+		out = append(out, e2e.Await(t, "a buyer", e2e.PurchaseAsync(base)))
+	}
+	return out
+}
+
+// An instance that dies holding stock does not take it with it. A holds
+// nine unsold pieces of goods 1 and is killed (SIGKILL). B sells the row's
+// seventy; its next buyers wait while A's lease may still sell the nine;
+// once A's session has expired, B closes A's lease, the nine go back to the
+// row, and B sells them: 79 200s, then sold out. Without the closing of
+// dead owners' leases B's buyers would wait for A's stock until they time out.
+func TestAllotKilledOwnersStockComesBack(t *testing.T) {
+	p := newAllotPair(t)
+	p.a.Kill(t)
+	answers := buyAll(t, p.b.URL, allotStock)
+	for i, a := range answers[:allotStock-1] {
+		if a.Status != http.StatusOK {
+			t.Fatalf("B's buyer %d answered %d %s, want 200: A's nine came back", i, a.Status, a.Code)
+		}
+	}
+	if last := answers[allotStock-1]; last.Code != "sold_out" {
+		t.Errorf("B's last buyer answered %d %s, want sold_out", last.Status, last.Code)
+	}
+	p.CheckNoOversell(t, allotStock, append(answers, e2e.Answer{Status: http.StatusOK})...)
+}
+
+// The owner of a lease stops (SIGSTOP) with a batch on its way to MySQL
+// (the proxy holds its packet: the lease's write and the order), for
+// longer than its session. B closes A's lease, puts A's nine back and sells
+// them with the rest. When A goes on, its batch's write of the lease finds
+// it closed: A answers 503 lock_lost and its order is rolled back. Without
+// the lease's check (open = 1) in that write A would sell a piece that B
+// sold: this test then fails with OVERSOLD 1. (mysql.idleTransactionTimeout
+// is set past the stop, so that A's transaction lives until its packet
+// lands.)
+func TestAllotStoppedOwnerIsFencedOff(t *testing.T) {
+	p := newAllotPair(t, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
+	batch := p.db.HoldPacket(isStatement("batches = batches + 1"), nil)
+	fromA := e2e.PurchaseAsync(p.a.URL)
+	p.heldBy(t, batch, "A's batch")
+	if err := p.a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.a.Cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
+	answers := buyAll(t, p.b.URL, allotStock-1)
+	for i, a := range answers {
+		if a.Status != http.StatusOK {
+			t.Fatalf("B's buyer %d answered %d %s, want 200: A's lease was closed and its nine put back", i, a.Status, a.Code)
+		}
+	}
+	if err := p.a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	batch.Release()
+	ansA := e2e.Await(t, "A", fromA)
+	if ansA.Status == http.StatusOK {
+		t.Errorf("A answered 200 after its lease was closed and B sold what it held")
+	}
+	p.CheckNoOversell(t, allotStock, append(answers, ansA, e2e.Answer{Status: http.StatusOK})...)
+}
