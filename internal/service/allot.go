@@ -85,6 +85,8 @@ type Allot struct {
 	used     map[int32]time.Time
 	lastReap time.Time
 	lastRead time.Time // of the held goods' windows
+	// lastHousekeep is the last housekeep.
+	lastHousekeep time.Time
 }
 
 type allotBuyer struct {
@@ -158,6 +160,7 @@ func (a *Allot) run() {
 				break
 			}
 			a.sell(batch)
+			a.housekeep(time.Now()) // also while buyers keep coming
 		}
 		if stopping {
 			a.mu.Lock()
@@ -169,10 +172,21 @@ func (a *Allot) run() {
 			a.closeLease()
 			return
 		}
-		a.returnIdle(time.Now())
-		a.readWindows(time.Now())
-		a.reap(time.Now())
+		a.housekeep(time.Now())
 	}
+}
+
+// housekeep, at most every allotRetry: gives back the stock nobody asked
+// for lately, reads the held goods' windows again, and closes the leases of
+// dead owners, each when it is due.
+func (a *Allot) housekeep(now time.Time) {
+	if now.Sub(a.lastHousekeep) < allotRetry {
+		return
+	}
+	a.lastHousekeep = now
+	a.returnIdle(now)
+	a.readWindows(now)
+	a.reap(now)
 }
 
 // take forms a batch of the buyers who may be sold to now, at most

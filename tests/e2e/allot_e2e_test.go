@@ -3,9 +3,11 @@ package e2e
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -37,15 +39,39 @@ func buyAll(t *testing.T, base string, n int) []e2e.Answer {
 }
 
 // An instance that dies holding stock does not take it with it. A holds
-// nine unsold pieces of goods 1 and is killed (SIGKILL). B sells the row's
-// seventy; its next buyers wait while A's lease may still sell the nine;
-// once A's session has expired, B closes A's lease, the nine go back to the
-// row, and B sells them: 79 200s, then sold out. Without the closing of
-// dead owners' leases B's buyers would wait for A's stock until they time out.
+// nine unsold pieces of goods 1 and is killed (SIGKILL). B, kept busy all
+// along by a crowd buying goods 2, sells goods 1's seventy from the row; its
+// next buyers wait while A's lease may still sell the nine; once A's
+// session has expired, B closes A's lease, the nine go back to the row, and
+// B sells them: 79 200s, then sold out. Without the closing of dead owners'
+// leases B's buyers would wait for A's stock until they time out; with the
+// closing only when B's queue runs empty, the crowd would keep it from
+// ever coming.
 func TestAllotKilledOwnersStockComesBack(t *testing.T) {
 	p := newAllotPair(t)
+	p.Shop(t, "stock", "set", "--goods", "2", "--stock", "1000000")
 	p.a.Kill(t)
+	stop := make(chan struct{})
+	var crowd sync.WaitGroup
+	for range 3 * service.DefaultBatchMax { // more than a batch takes: B's queue is never empty
+		crowd.Add(1)
+		go func() {
+			defer crowd.Done()
+			c := e2e.NewConn(p.b.URL)
+			defer c.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.Purchase(2)
+			}
+		}()
+	}
 	answers := buyAll(t, p.b.URL, allotStock)
+	close(stop)
+	crowd.Wait()
 	for i, a := range answers[:allotStock-1] {
 		if a.Status != http.StatusOK {
 			t.Fatalf("B's buyer %d answered %d %s, want 200: A's nine came back", i, a.Status, a.Code)
