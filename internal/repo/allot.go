@@ -338,14 +338,12 @@ func (l leaseRows) claim(_ context.Context, _ *tx, goodsNos []int32) (map[int32]
 }
 
 func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []any) {
-	after := cloneAllotted(l.held)
+	sold := make(map[int32]int32, len(writes))
 	for _, w := range writes {
-		a := after[w.read.GoodsNo]
-		a.Sold += *w.read.Stock - w.stock
-		after[w.read.GoodsNo] = a
+		sold[w.read.GoodsNo] = *w.read.Stock - w.stock
 	}
 	q = append(q, "UPDATE stock_lease SET allotted = ?, batches = batches + 1 WHERE id = ? AND open = 1"...)
-	return q, append(args, encodeAllotted(after), l.lease)
+	return q, append(args, encodeSold(l.held, sold), l.lease)
 }
 
 func (l leaseRows) wrote(updated int64, _ []stockWrite) error {
@@ -366,10 +364,14 @@ func cloneAllotted(held map[int32]service.Allotment) map[int32]service.Allotment
 // encodeAllotted is the lease row's allotted text: "goodsNo:granted:sold"
 // per goods of which the lease holds some unsold, sorted by goods, comma
 // separated; a lease that holds nothing has "".
-func encodeAllotted(held map[int32]service.Allotment) string {
+func encodeAllotted(held map[int32]service.Allotment) string { return encodeSold(held, nil) }
+
+// encodeSold is encodeAllotted of held once sold more of each goods are sold
+// (a batch's sales), without a copy of held.
+func encodeSold(held map[int32]service.Allotment, sold map[int32]int32) string {
 	goodsNos := make([]int32, 0, len(held))
 	for no, a := range held {
-		if a.Granted > a.Sold {
+		if a.Granted > a.Sold+sold[no] {
 			goodsNos = append(goodsNos, no)
 		}
 	}
@@ -383,7 +385,7 @@ func encodeAllotted(held map[int32]service.Allotment) string {
 		b = append(b, ':')
 		b = strconv.AppendInt(b, int64(held[no].Granted), 10)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(held[no].Sold), 10)
+		b = strconv.AppendInt(b, int64(held[no].Sold+sold[no]), 10)
 	}
 	return string(b)
 }

@@ -18,6 +18,9 @@ func TestAllottedText(t *testing.T) {
 	if err != nil || len(back) != 2 || back[3] != held[3] || back[2] != held[2] {
 		t.Fatalf("decoded %v, %v", back, err)
 	}
+	if text := encodeSold(held, map[int32]int32{2: 1, 3: 2}); text != "3:10:6" {
+		t.Fatalf("after a batch's sales: %q", text) // goods 2 sold out of the lease
+	}
 	if _, err := decodeAllotted("1:2"); err == nil {
 		t.Error("a malformed entry decoded")
 	}

@@ -293,13 +293,10 @@ type stockWrite struct {
 	stock int32
 }
 
-// writeBatch writes, in one packet, the new stocks of the claimed rows
-// with the token as their fence (one UPDATE) and the orders' rows (one
-// multi-row INSERT), and sets the rows' ids. On a cluster each goods row is
-// written only if it is still as the claim read it (claimedStock, for every
-// row at once); on one server the claim's row locks make that so. The
-// UPDATE names the primary key: on a small table the optimizer would
-// otherwise scan, and lock, every row.
+// writeBatch writes, in one packet, what the batch took from its stock
+// (stock.write: the claimed goods rows' new stocks with the token as their
+// fence, or the lease's row) and the orders' rows (one multi-row INSERT),
+// and sets the rows' ids.
 //
 // The ids come back with RETURNING on MariaDB 10.5 and later; elsewhere
 // (MySQL) they are LAST_INSERT_ID(), the first row's, and the ones after it
@@ -367,7 +364,11 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes [
 	return res.Close()
 }
 
-// appendWriteClaimed appends the UPDATE of writeBatch. Integers only,
+// appendWriteClaimed appends the UPDATE of writeBatch for claimed rows. On
+// a cluster each goods row is written only if it is still as the claim read
+// it (claimedStock, for every row at once); on one server the claim's row
+// locks make that so. The UPDATE names the primary key: on a small table
+// the optimizer would otherwise scan, and lock, every row. Integers only,
 // formatted here: no placeholder to interpolate.
 func (s *Store) appendWriteClaimed(q []byte, writes []stockWrite, fence int64) []byte {
 	q = append(q, "UPDATE goods_stock FORCE INDEX (PRIMARY) SET stock = CASE id"...)

@@ -404,13 +404,6 @@ func (a *Allot) sell(batch []*allotBuyer) {
 		return
 	}
 	now = time.Now()
-	defer func() {
-		for _, no := range out {
-			if a.left(no) <= 0 {
-				a.soldOut.mark(no)
-			}
-		}
-	}()
 	for no, set := range sale.chosen {
 		h := a.held[no]
 		h.Sold += int32(len(set))
@@ -420,6 +413,11 @@ func (a *Allot) sell(batch []*allotBuyer) {
 			a.held[no] = h
 		}
 		a.used[no] = now
+	}
+	for _, no := range out {
+		if a.left(no) <= 0 {
+			a.soldOut.mark(no) // none left anywhere: the next buyers need not queue
+		}
 	}
 	for _, x := range sell {
 		sale.answer(&x.batchBuyer, refused)

@@ -80,12 +80,12 @@ func (s Stack) ShopExit(t testing.TB, args ...string) (string, int) {
 // Counts is the stock of goods 1 and its order rows.
 func (s Stack) Counts(t testing.TB) (stock, orders int) {
 	t.Helper()
-	s.WaitAllotmentsBack(t)
 	db, err := sql.Open("mysql", s.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	waitAllotmentsBack(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&stock); err != nil {
@@ -182,16 +182,11 @@ func (s Stack) CheckPerGoods(t *testing.T, set []int32, stock int, ok map[int32]
 	}
 }
 
-// WaitAllotmentsBack waits until no open lease of the allot strategy holds
+// waitAllotmentsBack waits until no open lease of the allot strategy holds
 // stock (an instance puts back what its buyers leave for a moment), so that
 // the goods' rows tell the whole stock; it fails the test after a while.
-func (s Stack) WaitAllotmentsBack(t testing.TB) {
+func waitAllotmentsBack(t testing.TB, db *sql.DB) {
 	t.Helper()
-	db, err := sql.Open("mysql", s.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	var held string
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		err := db.QueryRow("SELECT COALESCE(GROUP_CONCAT(allotted SEPARATOR ' '), '') FROM stock_lease WHERE open = 1 AND allotted <> ''").Scan(&held)
@@ -210,15 +205,15 @@ func (s Stack) WaitAllotmentsBack(t testing.TB) {
 }
 
 // GoodsCounts reads every goods' stock and order rows, once no lease of
-// the allot strategy holds stock (WaitAllotmentsBack).
+// the allot strategy holds stock (waitAllotmentsBack).
 func (s Stack) GoodsCounts(b testing.TB) (stock, orders map[int32]int) {
 	b.Helper()
-	s.WaitAllotmentsBack(b)
 	db, err := sql.Open("mysql", s.DSN)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	waitAllotmentsBack(b, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stock, orders = map[int32]int{}, map[int32]int{}
