@@ -35,6 +35,7 @@ var versions = []struct {
 	{5, "goods_stock_v5_buyers_and_window.sql"},
 	{6, "goods_stock_v6_drop_goods_index.sql"},
 	{7, "goods_stock_v7_stock_lease.sql"},
+	{8, "goods_stock_v8_lease_wanted.sql"},
 }
 
 // Version is one version of the schema.

@@ -32,6 +32,7 @@ func TestStatements(t *testing.T) {
 		"ALTER TABLE goods_stock ADD COLUMN sale_end",
 		"DROP INDEX idx_order_info_goods_no ON order_info",
 		"CREATE TABLE IF NOT EXISTS stock_lease (",
+		"ALTER TABLE stock_lease ADD COLUMN wanted",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

@@ -164,6 +164,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		MaxWaiting:     cfg.Purchase.MaxWaiting,
 		BatchMax:       cfg.Purchase.BatchMax,
 		OnePerBuyer:    cfg.Purchase.OnePerBuyer,
+		AllotKeep:      cfg.Allot.Keep,
 		// Row locks are each server's own: where a goods' sales may reach
 		// different Galera nodes, the next holder starts only after the
 		// commit has answered. A batch of several goods (a lock that goods

@@ -56,7 +56,8 @@ type Config struct {
 		OnePerBuyer bool
 	}
 	Allot struct {
-		Path string // the leases' nodes
+		Path string        // the leases' nodes
+		Keep time.Duration // unsold stock nobody asks for stays this long
 	}
 	Orders struct {
 		PayTimeout    time.Duration // 0: orders never expire

@@ -99,6 +99,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Purchase.OnePerBuyer = p.boolean(k) }},
 	{"allot.path", kString, "/seckill/leases", "allot strategy: ZooKeeper path of the leases' ephemeral nodes (a lease whose node is gone is closed and its stock put back)",
 		func(p *parser, k string, c *Config) { c.Allot.Path = p.lockPath(k) }},
+	{"allot.keep", kDuration, service.DefaultAllotKeep.String(), "allot strategy: how long an instance keeps the stock of a goods its buyers stopped asking for before it goes back to the goods' row; stock another instance asks for goes back after 100 ms",
+		func(p *parser, k string, c *Config) { c.Allot.Keep = p.duration(k, false) }},
 	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)",
 		func(p *parser, k string, c *Config) { c.Orders.PayTimeout = p.duration(k, true) }},
 	{"orders.sweepInterval", kDuration, "1s", "how often the elected instance expires unpaid orders",

@@ -69,6 +69,23 @@ func TestLeaseGrantsSellsAndPutsBack(t *testing.T) {
 	}
 	assertState(t, s, 0, 10)
 
+	// b asks a for it; a reads the ask once.
+	if len(gb.Holders) != 1 || len(gb.Holders[a]) != 1 || gb.Holders[a][0] != 1 {
+		t.Fatalf("b's grant names holders %v, want lease %d for goods 1", gb.Holders, a)
+	}
+	if err := s.WantBack(ctx, gb.Holders); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WantBack(ctx, gb.Holders); err != nil { // its buyers still wait
+		t.Fatal(err)
+	}
+	if got, err := s.Wanted(ctx, a); err != nil || len(got) != 2 || got[0] != 1 || got[1] != 1 {
+		t.Fatalf("a's wanted list = %v, %v; want goods 1 asked twice", got, err)
+	}
+	if got, err := s.Wanted(ctx, a); err != nil || len(got) != 0 {
+		t.Fatalf("a's wanted list read again = %v, %v; want it cleared", got, err)
+	}
+
 	putBack, closed, err := s.CloseLease(ctx, a)
 	if err != nil || !closed || putBack != 15 {
 		t.Fatalf("close = %d, %v, %v; want 15 put back", putBack, closed, err)

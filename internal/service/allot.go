@@ -22,6 +22,10 @@ type AllotStore interface {
 	SellAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods,
 		orders []*Order, choose func(g Goods, candidates []*Order) ([]*Order, error)) (refused map[*Order]error, err error)
 	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
+	// WantBack asks other leases for goods they hold (Grant.Holders);
+	// Wanted reads, and clears, what others asked the lease for.
+	WantBack(ctx context.Context, want map[int64][]int32) error
+	Wanted(ctx context.Context, lease int64) ([]int32, error)
 }
 
 // LeaseNodes are the ZooKeeper nodes whose lives are the leases': one per
@@ -36,7 +40,7 @@ type LeaseNodes interface {
 
 // Allot timings and sizes.
 const (
-	allotIdle       = 100 * time.Millisecond // a goods' stock held unsold this long without buyers goes back
+	allotIdle       = 100 * time.Millisecond // a goods' stock another lease asked for goes back once this long without buyers (any other after Config.AllotKeep)
 	allotRetry      = 20 * time.Millisecond  // a buyer of a goods whose stock other leases hold tries again after this
 	allotReapEvery  = time.Second            // how often the open leases are checked for a dead owner
 	allotOpTimeout  = 10 * time.Second       // a lease operation without a buyer's deadline
@@ -51,10 +55,12 @@ const (
 // each what the batch needs or, if more, an eighth of the row: grantSize),
 // and sells to its buyers in batches from what it holds: one transaction per batch that writes the lease's row and
 // the orders, and touches no goods row and no lock. One batch is in flight
-// at a time: the buyers who come meanwhile form the next. Stock held
-// unsold and unasked for allotIdle goes back to the goods' row. A goods is
-// sold out when its row has no stock and no lease holds any unsold; while
-// another lease holds some, its buyers wait for it to come back.
+// at a time: the buyers who come meanwhile form the next. A goods is sold
+// out when its row has no stock and no lease holds any unsold; while
+// another lease holds some, its buyers wait for it to come back, and their
+// instance asks that lease for it (WantBack). Stock held unsold goes back
+// to the goods' row once no buyer of the instance asked for it in allotIdle
+// if another lease asked for it, in AllotKeep if not.
 //
 // The lease lives as long as the instance's ZooKeeper session: once its
 // node is gone, any instance closes the lease and puts back what it held
@@ -83,8 +89,10 @@ type Allot struct {
 	held     map[int32]Allotment
 	goods    map[int32]Goods
 	used     map[int32]time.Time
+	wanted   map[int32]time.Time // when another lease last asked for the goods
 	lastReap time.Time
 	lastRead time.Time // of the held goods' windows
+	lastAsks time.Time // of the lease's wanted list
 	// lastHousekeep is the last housekeep.
 	lastHousekeep time.Time
 }
@@ -101,7 +109,7 @@ func NewAllot(store AllotStore, nodes LeaseNodes, marks *SoldOutMarks, cfg Confi
 	cfg.setDefaults()
 	a := &Allot{store: store, nodes: nodes, soldOut: marks, cfg: cfg, log: log,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		held: map[int32]Allotment{}, goods: map[int32]Goods{}, used: map[int32]time.Time{}}
+		held: map[int32]Allotment{}, goods: map[int32]Goods{}, used: map[int32]time.Time{}, wanted: map[int32]time.Time{}}
 	go a.run()
 	return a
 }
@@ -184,6 +192,7 @@ func (a *Allot) housekeep(now time.Time) {
 		return
 	}
 	a.lastHousekeep = now
+	a.readWanted(now)
 	a.returnIdle(now)
 	a.readWindows(now)
 	a.reap(now)
@@ -284,6 +293,7 @@ func (a *Allot) dropLease(ctx context.Context) {
 	clear(a.held)
 	clear(a.goods)
 	clear(a.used)
+	clear(a.wanted)
 }
 
 // failed brings the worker's view of the lease in line with the store
@@ -348,6 +358,12 @@ func (a *Allot) sell(batch []*allotBuyer) {
 			a.failed(ctx, err)
 			answer(batch, err)
 			return
+		}
+		if len(g.Holders) > 0 {
+			// Ask for it: they give it back once their own buyers leave it.
+			if err := a.store.WantBack(ctx, g.Holders); err != nil {
+				a.log.Warn("allot: other leases not asked for their stock", "err", err)
+			}
 		}
 		for no := range want {
 			goods, ok := g.Goods[no]
@@ -432,14 +448,41 @@ func grantSize(need, stock int32) int32 {
 	return max(need, min(stock/allotGrantShare, allotGrantMax))
 }
 
-// returnIdle puts back the stock of goods nobody asked for lately.
+// readWanted notes, every half allotIdle, the goods other leases asked
+// the lease for.
+func (a *Allot) readWanted(now time.Time) {
+	if a.lease == 0 || len(a.held) == 0 || now.Sub(a.lastAsks) < allotIdle/2 {
+		return
+	}
+	a.lastAsks = now
+	ctx, cancel := a.opContext()
+	defer cancel()
+	goodsNos, err := a.store.Wanted(ctx, a.lease)
+	if err != nil {
+		a.log.Warn("allot: the lease's wanted list not read", "lease", a.lease, "err", err)
+		return
+	}
+	for _, no := range goodsNos {
+		if a.left(no) > 0 {
+			a.wanted[no] = now
+		}
+	}
+}
+
+// returnIdle puts back the stock of goods nobody here asked for lately:
+// after allotIdle of a goods another lease asked for (its buyers wait for
+// it), after AllotKeep of any other (holding it costs nothing, taking it
+// again a grant).
 func (a *Allot) returnIdle(now time.Time) {
 	if a.lease == 0 {
 		return
 	}
 	back := map[int32]int32{}
 	for no := range a.held {
-		if n := a.left(no); n > 0 && now.Sub(a.used[no]) >= allotIdle {
+		idle := now.Sub(a.used[no])
+		asked, ok := a.wanted[no]
+		wanted := ok && now.Sub(asked) < a.cfg.AllotKeep
+		if n := a.left(no); n > 0 && (idle >= a.cfg.AllotKeep || wanted && idle >= allotIdle) {
 			back[no] = n
 		}
 	}
@@ -447,6 +490,7 @@ func (a *Allot) returnIdle(now time.Time) {
 		if a.left(no) <= 0 && now.Sub(a.used[no]) >= allotIdle {
 			delete(a.goods, no) // nothing held: the next grant reads the row again
 			delete(a.used, no)
+			delete(a.wanted, no)
 		}
 	}
 	if len(back) == 0 {
@@ -469,6 +513,7 @@ func (a *Allot) returnIdle(now time.Time) {
 		}
 		delete(a.goods, no)
 		delete(a.used, no)
+		delete(a.wanted, no)
 	}
 }
 

@@ -176,6 +176,10 @@ type Config struct {
 	// is trusted before it is read again: a changed window shows within
 	// it. Default DefaultWindowFor.
 	WindowFor time.Duration
+	// AllotKeep (allot) is how long an instance keeps unsold stock of a
+	// goods none of its buyers asked for lately, unless another instance
+	// asks for it. Default DefaultAllotKeep.
+	AllotKeep time.Duration
 	// ConflictRetries bounds how often a purchase that wrote nothing for a
 	// conflict (ErrConflict) or a broken connection (ErrConnectionLost) is
 	// tried again, after a short random wait, within the request's deadline.
@@ -203,6 +207,7 @@ const (
 	DefaultSoldOutFor      = time.Second
 	DefaultBatchMax        = 100
 	DefaultWindowFor       = time.Second
+	DefaultAllotKeep       = time.Second
 	DefaultConflictRetries = 5
 )
 
@@ -221,6 +226,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.WindowFor <= 0 {
 		c.WindowFor = DefaultWindowFor
+	}
+	if c.AllotKeep <= 0 {
+		c.AllotKeep = DefaultAllotKeep
 	}
 	if c.ConflictRetries == 0 {
 		c.ConflictRetries = DefaultConflictRetries
@@ -471,4 +479,7 @@ type Grant struct {
 	// Pending is, for a goods whose row ran out, what other leases hold
 	// of it unsold: stock that may still come back.
 	Pending map[int32]int32
+	// Holders are the other leases that hold the pending goods: of each,
+	// which goods (see AllotStore.WantBack).
+	Holders map[int64][]int32
 }

@@ -72,15 +72,35 @@ func TestAllotKilledOwnersStockComesBack(t *testing.T) {
 	answers := buyAll(t, p.b.URL, allotStock)
 	close(stop)
 	crowd.Wait()
+	p.checkBSoldTheRest(t, answers, "A's nine came back")
+}
+
+// checkBSoldTheRest checks the answers of allotStock buyers of B after A's
+// first: the row's seventy and A's nine sold (why: how the nine came back),
+// then sold out, and no oversell.
+func (p faultPair) checkBSoldTheRest(t *testing.T, answers []e2e.Answer, why string) {
+	t.Helper()
 	for i, a := range answers[:allotStock-1] {
 		if a.Status != http.StatusOK {
-			t.Fatalf("B's buyer %d answered %d %s, want 200: A's nine came back", i, a.Status, a.Code)
+			t.Fatalf("B's buyer %d answered %d %s, want 200: %s", i, a.Status, a.Code, why)
 		}
 	}
 	if last := answers[allotStock-1]; last.Code != "sold_out" {
 		t.Errorf("B's last buyer answered %d %s, want sold_out", last.Status, last.Code)
 	}
 	p.CheckNoOversell(t, allotStock, append(answers, e2e.Answer{Status: http.StatusOK})...)
+}
+
+// Stock an instance keeps comes back when another instance asks for it. A
+// holds nine unsold pieces of goods 1, and allot.keep is ten minutes: A
+// would keep them that long. B sells the row's seventy; its next buyer
+// finds the row out while A's lease holds nine, and B asks A's lease for
+// them; A, none of whose buyers wants goods 1, gives them back, and B sells
+// them: 79 200s, then sold out. Without the ask B's buyer would wait for
+// A's stock until lock.acquireTimeout (5 s here): 503 lock_timeout.
+func TestAllotAskedStockComesBack(t *testing.T) {
+	p := newAllotPair(t, "SHOP_ALLOT_KEEP=10m", "SHOP_LOCK_ACQUIRETIMEOUT=5s")
+	p.checkBSoldTheRest(t, buyAll(t, p.b.URL, allotStock), "A gave back its nine when asked")
 }
 
 // The owner of a lease stops (SIGSTOP) with a batch on its way to MySQL
