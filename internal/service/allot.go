@@ -77,6 +77,8 @@ type Allot struct {
 	stop    chan struct{}
 	done    chan struct{}
 	windows atomic.Pointer[saleWindows] // the Shop's (see New)
+	asking  atomic.Bool                 // an ask (see ask) is on its way
+	asks    sync.WaitGroup
 
 	mu      sync.Mutex
 	closed  bool
@@ -148,6 +150,7 @@ func (a *Allot) Close() {
 	a.mu.Unlock()
 	close(a.stop)
 	<-a.done
+	a.asks.Wait()
 }
 
 func (a *Allot) run() {
@@ -360,10 +363,7 @@ func (a *Allot) sell(batch []*allotBuyer) {
 			return
 		}
 		if len(g.Holders) > 0 {
-			// Ask for it: they give it back once their own buyers leave it.
-			if err := a.store.WantBack(ctx, g.Holders); err != nil {
-				a.log.Warn("allot: other leases not asked for their stock", "err", err)
-			}
+			a.ask(g.Holders)
 		}
 		for no := range want {
 			goods, ok := g.Goods[no]
@@ -438,6 +438,27 @@ func (a *Allot) sell(batch []*allotBuyer) {
 	for _, x := range sell {
 		sale.answer(&x.batchBuyer, refused)
 	}
+}
+
+// ask asks other leases for the goods of want, which they hold: they give
+// them back once their own buyers leave them (readWanted). The ask is sent
+// aside, at most one at a time: a holder's row may be locked by its batch
+// in flight, or by a transaction of a stalled owner, and the worker does
+// not wait for it. An ask not sent is sent with the next retry.
+func (a *Allot) ask(want map[int64][]int32) {
+	if !a.asking.CompareAndSwap(false, true) {
+		return
+	}
+	a.asks.Add(1)
+	go func() {
+		defer a.asks.Done()
+		defer a.asking.Store(false)
+		ctx, cancel := a.opContext()
+		defer cancel()
+		if err := a.store.WantBack(ctx, want); err != nil {
+			a.log.Warn("allot: other leases not asked for their stock", "err", err)
+		}
+	}()
 }
 
 // grantSize is how much a grant takes of a goods whose row has stock:
