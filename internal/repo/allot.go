@@ -72,7 +72,7 @@ func (s *Store) LeaseState(ctx context.Context, lease int64) (held map[int32]ser
 }
 
 // Grant takes stock of the goods in need into the lease, which holds held:
-// of each size(what it needs, what its row has), or as much as the row has.
+// of each size(its row, what it needs), or as much as the row has.
 // It reads the goods' rows (locked until the commit), lowers their stock,
 // and writes the lease's row with the new grants, in one transaction; a
 // goods without a row is missing from the answer. For a goods whose row has
@@ -80,7 +80,7 @@ func (s *Store) LeaseState(ctx context.Context, lease int64) (held map[int32]ser
 // it unsold (Pending): the row's lock keeps their returns and closes out
 // meanwhile.
 func (s *Store) Grant(ctx context.Context, lease int64, held map[int32]service.Allotment, need map[int32]int32,
-	size func(need, stock int32) int32) (service.Grant, error) {
+	size func(g service.Goods, need int32) int32) (service.Grant, error) {
 	goodsNos := make([]int32, 0, len(need))
 	for no := range need {
 		goodsNos = append(goodsNos, no)
@@ -103,9 +103,9 @@ func (s *Store) Grant(ctx context.Context, lease int64, held map[int32]service.A
 			}
 			out.Goods[no] = row.goods()
 			stock := out.Goods[no].Stock
-			n := min(max(stock, 0), size(need[no], stock))
-			if n < need[no] {
-				short = true
+			n := min(max(stock, 0), size(out.Goods[no], need[no]))
+			if n < need[no] && stock-n <= 0 {
+				short = true // the row is out: other leases' stock may come back
 			}
 			if n == 0 {
 				continue

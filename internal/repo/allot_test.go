@@ -16,7 +16,7 @@ func TestLeaseGrantsSellsAndPutsBack(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t) // goods 1, stock 100
 	all := func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }
-	asked := func(need, _ int32) int32 { return need } // a grant of what is asked, if the row has it
+	asked := func(_ service.Goods, need int32) int32 { return need } // a grant of what is asked, if the row has it
 	sell := func(lease int64, held map[int32]service.Allotment, goods map[int32]service.Goods, n int, tag string) error {
 		orders := make([]*service.Order, n)
 		for i := range orders {

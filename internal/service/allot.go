@@ -16,7 +16,7 @@ type AllotStore interface {
 	OpenLease(ctx context.Context, node string) (int64, error)
 	OpenLeases(ctx context.Context) (map[int64]string, error)
 	LeaseState(ctx context.Context, lease int64) (held map[int32]Allotment, open bool, err error)
-	Grant(ctx context.Context, lease int64, held map[int32]Allotment, need map[int32]int32, size func(need, stock int32) int32) (Grant, error)
+	Grant(ctx context.Context, lease int64, held map[int32]Allotment, need map[int32]int32, size func(g Goods, need int32) int32) (Grant, error)
 	ReturnAllotted(ctx context.Context, lease int64, held map[int32]Allotment, back map[int32]int32) error
 	CloseLease(ctx context.Context, lease int64) (putBack int64, closed bool, err error)
 	SellAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods,
@@ -379,7 +379,7 @@ func (a *Allot) sell(batch []*allotBuyer) {
 				a.held[no] = h
 			}
 			if goods.Stock-g.Granted[no] <= 0 {
-				if g.Pending[no] > 0 {
+				if g.Pending[no] > 0 && goods.OpenAt(time.Now()) == nil { // a closed window refuses at once
 					pending[no] = true
 				} else if a.left(no) < need[no] {
 					out = append(out, no) // the row and every lease are out: marked if this batch takes the rest
@@ -461,12 +461,16 @@ func (a *Allot) ask(want map[int64][]int32) {
 	}()
 }
 
-// grantSize is how much a grant takes of a goods whose row has stock:
+// grantSize is how much a grant takes of goods g, whose row has stock:
 // what the batch needs, or an eighth of the row if that is more (so that
 // the next batches need no grant), up to allotGrantMax. A share, not all: in
-// a sell-out the other instances keep stock of their own to sell.
-func grantSize(need, stock int32) int32 {
-	return max(need, min(stock/allotGrantShare, allotGrantMax))
+// a sell-out the other instances keep stock of their own to sell. Nothing
+// while g's sale window is closed: its buyers are refused.
+func grantSize(g Goods, need int32) int32 {
+	if g.OpenAt(time.Now()) != nil {
+		return 0
+	}
+	return max(need, min(g.Stock/allotGrantShare, allotGrantMax))
 }
 
 // readWanted notes, every half allotIdle, the goods other leases asked
@@ -537,6 +541,10 @@ func (a *Allot) returnIdle(now time.Time) {
 		delete(a.wanted, no)
 	}
 }
+
+// grantsReadRows: a buyer of a goods whose window the Shop lacks is let in
+// without a read; the grant reads the goods' row before anything is sold.
+func (a *Allot) grantsReadRows() {}
 
 // setWindows gives the strategy the Shop's sale windows: the goods' rows it
 // reads (at a grant, and readWindows) refresh them.

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"database/sql"
 	"net/http"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
@@ -136,4 +138,45 @@ func TestAllotStoppedOwnerIsFencedOff(t *testing.T) {
 		t.Errorf("A answered 200 after its lease was closed and B sold what it held")
 	}
 	p.CheckNoOversell(t, allotStock, append(answers, ansA, e2e.Answer{Status: http.StatusOK})...)
+}
+
+// allot and the sale window. Before the start a buyer hears not_started
+// and the lease takes no stock for it (the goods' row still has all ten:
+// without grantSize's window check the grant took one and kept it for
+// allot.keep); at the start the sale is open, though the shop let the
+// first buyer in without reading the window (the grant reads it); once the
+// window has ended, buyers hear ended within WindowFor (a second: allot
+// reads the held goods' rows every half of it).
+func TestAllotSaleWindow(t *testing.T) {
+	s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY=allot")
+	s.Shop(t, "migrate")
+	in := s.Serve(t)
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+2s", "--end", "+5s")
+	buy := func() buyerAnswer { return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1") }
+	before := buy()
+	if before.status != 409 || before.Code != "not_started" || before.SaleStart == nil {
+		t.Fatalf("before the start: %+v, want 409 not_started with the start", before)
+	}
+	db, err := sql.Open("mysql", s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var row int
+	if err := db.QueryRow("SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&row); err != nil || row != 10 {
+		t.Fatalf("the row's stock after a buyer before the start: %d (%v), want 10: nothing granted", row, err)
+	}
+	start := *before.SaleStart
+	sleepUntil(start)
+	if a := buy(); a.status != 200 {
+		t.Fatalf("at the start: %+v, want 200", a)
+	}
+	end := start.Add(3 * time.Second)
+	sleepUntil(end.Add(service.DefaultWindowFor))
+	if a := buy(); a.status != 409 || a.Code != "ended" {
+		t.Fatalf("a window's length after the end: %+v, want 409 ended", a)
+	}
+	if stock, orders := s.Counts(t); stock != 9 || orders != 1 {
+		t.Errorf("stock %d with %d orders, want 9 and 1", stock, orders)
+	}
 }
