@@ -16,8 +16,10 @@ import (
 // SellBatch sells to a batch of buyers, of one goods or of several, under a
 // lock whose fencing token is fence, in one transaction: it claims the
 // goods' rows (each as SellFenced claims one, in the order of their goods
-// numbers), refuses the orders whose request id was used before or earlier
-// in the batch (service.ErrDuplicateRequest), those of buyers who hold an
+// numbers), refuses the orders whose request id was used before (the
+// orders' unique key refuses the INSERT of one: the batch starts once more
+// and looks the ids buyers chose up first) or earlier in the batch
+// (service.ErrDuplicateRequest), those of buyers who hold an
 // order of the goods under the one-per-buyer rule (a
 // service.AlreadyBoughtError naming it) and those of goods without a row
 // (service.ErrNotFound); asks choose, once per goods, which of the others
@@ -43,16 +45,16 @@ func (s *Store) SellBatch(ctx context.Context, fence int64, orders []*service.Or
 func (s *Store) sellBatches(ctx context.Context, rows batchRows, orders []*service.Order,
 	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
 	for attempt := 0; ; attempt++ {
-		refused, err = s.sellBatch(ctx, rows, orders, choose, guard)
+		refused, err = s.sellBatch(ctx, rows, orders, choose, guard, attempt > 0)
 		if attempt == 0 && (errors.Is(err, service.ErrDuplicateRequest) || errors.Is(err, service.ErrAlreadyBought)) {
-			continue // a request id or a buyer came in after the check: check again
+			continue // a request id used before, or a buyer who came in after the check: again, ids looked up
 		}
 		return refused, err
 	}
 }
 
 func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error, lookUpIDs bool) (map[*service.Order]error, error) {
 	if len(orders) == 0 {
 		return nil, nil
 	}
@@ -72,11 +74,7 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 		if err != nil {
 			return err
 		}
-		db, err := t.db(ctx)
-		if err != nil {
-			return err
-		}
-		candidates, err := s.batchCandidates(db, goodsNos, orders, claimed, refused)
+		candidates, err := s.batchCandidates(ctx, t, goodsNos, orders, claimed, refused, lookUpIDs)
 		if err != nil {
 			return err
 		}
@@ -229,18 +227,29 @@ const claimManySQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, s
 // batchCandidates sorts the batch's orders by goods, in the batch's order,
 // after refusing into refused those of goods without a row, those whose
 // request id was used, and those of buyers who hold an order of the goods.
-// Only the request ids buyers chose are looked up: one the shop made
-// (Order.NewRequestID) is a new UUID; a batch of those alone makes no
-// query (one round trip fewer under the lock).
-func (s *Store) batchCandidates(tx *gorm.DB, goodsNos []int32, orders []*service.Order, claimed map[int32]goodsStock,
-	refused map[*service.Order]error) (map[int32][]*service.Order, error) {
+// Only the request ids buyers chose are looked up, and only if lookUpIDs:
+// one the shop made (Order.NewRequestID) is a new UUID, and one a buyer
+// chose is almost always new too: the orders' unique key refuses the
+// batch's INSERT if it is not, and the batch starts once more with the
+// lookup (sellBatches). A batch without a lookup and without buyers under
+// the one-per-buyer rule makes no query here (the transaction begins with
+// the writes' packet: one round trip fewer).
+func (s *Store) batchCandidates(ctx context.Context, t *tx, goodsNos []int32, orders []*service.Order, claimed map[int32]goodsStock,
+	refused map[*service.Order]error, lookUpIDs bool) (map[int32][]*service.Order, error) {
 	var ids, buyers []string
 	for _, o := range orders {
-		if !o.NewRequestID {
+		if !o.NewRequestID && lookUpIDs {
 			ids = append(ids, o.RequestID) // a buyer's own: it may have bought before
 		}
 		if o.OnePerBuyer && o.UserID != "" {
 			buyers = append(buyers, o.UserID)
+		}
+	}
+	var tx *gorm.DB
+	if len(ids) > 0 || len(buyers) > 0 {
+		var err error
+		if tx, err = t.db(ctx); err != nil {
+			return nil, err
 		}
 	}
 	var used []string

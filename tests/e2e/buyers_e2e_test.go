@@ -85,29 +85,49 @@ func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
 
 // A retried purchase whose answer was lost gets the same order back
 // (replayed), never a second one; the request id reused for another goods
-// is a conflict. A sold-out goods does not hide the replay.
+// is a conflict. A sold-out goods does not hide the replay. A retry and a
+// new buyer at once: under batch and allot the INSERT of the retry's batch
+// finds its id taken, and the batch, once more with the ids looked up,
+// replays the retry and sells to the new buyer if it is in the same batch.
 func TestRepeatedRequestIsReplayed(t *testing.T) {
-	s := e2e.NewStack(t)
-	s.Shop(t, "migrate")
-	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
-	s.Shop(t, "stock", "set", "--goods", "2", "--stock", "5", "--clear-orders")
-	in := s.Serve(t)
-	first := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/1", "X-Request-ID", "retry-me")
-	if first.status != 200 || first.Replayed {
-		t.Fatalf("first purchase: %+v", first)
-	}
-	if other := purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1"); other.status != 409 || other.Code != "sold_out" {
-		t.Fatalf("the next buyer: %+v, want sold_out", other)
-	}
-	again := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/1", "X-Request-ID", "retry-me")
-	if again.status != 200 || !again.Replayed || again.OrderID != first.OrderID {
-		t.Fatalf("the retry: %+v, want 200 replayed with order %d", again, first.OrderID)
-	}
-	if c := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/2", "X-Request-ID", "retry-me"); c.status != 409 || c.Code != "request_id_conflict" {
-		t.Fatalf("the id for another goods: %+v, want 409 request_id_conflict", c)
-	}
-	if stock, orders := s.Counts(t); stock != 0 || orders != 1 {
-		t.Errorf("goods 1: stock %d with %d orders, want 0 and 1", stock, orders)
+	for _, strategy := range []string{"seed", "batch", "allot"} {
+		t.Run(strategy, func(t *testing.T) {
+			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy)
+			s.Shop(t, "migrate")
+			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
+			s.Shop(t, "stock", "set", "--goods", "2", "--stock", "5", "--clear-orders")
+			in := s.Serve(t)
+			first := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/1", "X-Request-ID", "retry-me")
+			if first.status != 200 || first.Replayed {
+				t.Fatalf("first purchase: %+v", first)
+			}
+			if other := purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1"); other.status != 409 || other.Code != "sold_out" {
+				t.Fatalf("the next buyer: %+v, want sold_out", other)
+			}
+			again := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/1", "X-Request-ID", "retry-me")
+			if again.status != 200 || !again.Replayed || again.OrderID != first.OrderID {
+				t.Fatalf("the retry: %+v, want 200 replayed with order %d", again, first.OrderID)
+			}
+			if c := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/2", "X-Request-ID", "retry-me"); c.status != 409 || c.Code != "request_id_conflict" {
+				t.Fatalf("the id for another goods: %+v, want 409 request_id_conflict", c)
+			}
+			// A retry and a new buyer at once, of goods 2 (in stock).
+			if a := purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/2", "X-Request-ID", "two-first"); a.status != 200 || a.Replayed {
+				t.Fatalf("goods 2's first buyer: %+v", a)
+			}
+			var retry, fresh buyerAnswer
+			var wg sync.WaitGroup
+			wg.Go(func() { retry = purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/2", "X-Request-ID", "two-first") })
+			wg.Go(func() { fresh = purchaseAs(t, http.MethodPost, in.URL+"/goods-stock/2", "X-Request-ID", "two-second") })
+			wg.Wait()
+			if retry.status != 200 || !retry.Replayed || fresh.status != 200 || fresh.Replayed {
+				t.Fatalf("a retry beside a new buyer: %+v and %+v, want the one replayed, the other sold", retry, fresh)
+			}
+			stock, orders := s.GoodsCounts(t)
+			if stock[1] != 0 || orders[1] != 1 || stock[2] != 3 || orders[2] != 2 {
+				t.Errorf("stock %v with orders %v, want goods 1 0 and 1, goods 2 3 and 2", stock, orders)
+			}
+		})
 	}
 }
 
