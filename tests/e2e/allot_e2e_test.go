@@ -77,6 +77,70 @@ func TestAllotKilledOwnersStockComesBack(t *testing.T) {
 	p.checkBSoldTheRest(t, answers, "A's nine came back")
 }
 
+// An ask never stalls the asker's sale. A holds nine unsold pieces, and
+// the test locks A's lease row (SELECT ... FOR UPDATE in a transaction it
+// keeps open, as a stalled owner's transaction would). B sells the row's
+// seventy; its next buyer of goods 1 waits for A's nine, and B's ask to
+// A's lease waits at the row lock. Meanwhile B's buyers of goods 2 are each
+// answered 200 within 5 s; once the lock goes, the nine come back and B
+// sells them. When the worker sent the ask itself, it waited at the lock
+// for its operation's 10 s and goods 2's first buyer was not answered in 5 s.
+func TestAllotAskDoesNotStallTheSale(t *testing.T) {
+	p := newAllotPair(t, "SHOP_ALLOT_KEEP=10m", "SHOP_LOCK_ACQUIRETIMEOUT=1m")
+	p.Shop(t, "stock", "set", "--goods", "2", "--stock", "1000")
+	db, err := sql.Open("mysql", p.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var leaseA int64
+	if err := db.QueryRow("SELECT id FROM stock_lease WHERE open = 1 AND allotted <> ''").Scan(&leaseA); err != nil {
+		t.Fatalf("A's lease: %v", err)
+	}
+	stalled, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Rollback()
+	if _, err := stalled.Exec("SELECT id FROM stock_lease WHERE id = ? FOR UPDATE", leaseA); err != nil {
+		t.Fatal(err)
+	}
+
+	answers := buyAll(t, p.b.URL, allotStock-10) // the row's seventy
+	waiting := e2e.PurchaseAsync(p.b.URL)        // waits for A's nine
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var asks int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'UPDATE stock_lease SET wanted%'").Scan(&asks); err != nil {
+			t.Fatal(err)
+		}
+		if asks > 0 {
+			break // B's ask waits at A's lease row
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B never asked A's lease for its stock\n%s", p.b.Logs())
+		}
+	}
+	for i := range 10 {
+		select {
+		case a := <-e2e.PurchaseOfAsync(p.b.URL, 2):
+			if a.Status != http.StatusOK {
+				t.Fatalf("B's buyer %d of goods 2 answered %d %s, want 200", i, a.Status, a.Code)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("B's buyer %d of goods 2 not answered in 5 s while its ask waits at another lease's row", i)
+		}
+	}
+	if err := stalled.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	answers = append(answers, e2e.Await(t, "B's buyer waiting for A's nine", waiting))
+	answers = append(answers, buyAll(t, p.b.URL, 9)...)
+	if err := p.b.Stop(t); err != nil { // its lease gives goods 2's share back (allot.keep is long)
+		t.Fatalf("B did not stop cleanly: %v", err)
+	}
+	p.checkBSoldTheRest(t, answers, "A gave back its nine once its lease row was free")
+}
+
 // checkBSoldTheRest checks the answers of allotStock buyers of B after A's
 // first: the row's seventy and A's nine sold (why: how the nine came back),
 // then sold out, and no oversell.
