@@ -212,15 +212,7 @@ func TestAllotStoppedOwnerIsFencedOff(t *testing.T) {
 // window has ended, buyers hear ended within WindowFor (a second: allot
 // reads the held goods' rows every half of it).
 func TestAllotSaleWindow(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY=allot")
-	s.Shop(t, "migrate")
-	in := s.Serve(t)
-	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+2s", "--end", "+5s")
-	buy := func() buyerAnswer { return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1") }
-	before := buy()
-	if before.status != 409 || before.Code != "not_started" || before.SaleStart == nil {
-		t.Fatalf("before the start: %+v, want 409 not_started with the start", before)
-	}
+	s, buy, start := windowedSale(t, "+2s", "+5s", "SHOP_PURCHASE_STRATEGY=allot")
 	db, err := sql.Open("mysql", s.DSN)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +222,6 @@ func TestAllotSaleWindow(t *testing.T) {
 	if err := db.QueryRow("SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&row); err != nil || row != 10 {
 		t.Fatalf("the row's stock after a buyer before the start: %d (%v), want 10: nothing granted", row, err)
 	}
-	start := *before.SaleStart
 	sleepUntil(start)
 	if a := buy(); a.status != 200 {
 		t.Fatalf("at the start: %+v, want 200", a)

@@ -135,16 +135,7 @@ func TestRepeatedRequestIsReplayed(t *testing.T) {
 // the buyer hears not_started and when; at and after the start the sale is
 // open; at the end it is over.
 func TestSaleWindowEdges(t *testing.T) {
-	s := e2e.NewStack(t)
-	s.Shop(t, "migrate")
-	in := s.Serve(t)
-	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+3s", "--end", "+6s")
-	buy := func() buyerAnswer { return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1") }
-	before := buy()
-	if before.status != 409 || before.Code != "not_started" || before.SaleStart == nil {
-		t.Fatalf("before the start: %+v, want 409 not_started with the start", before)
-	}
-	start := *before.SaleStart
+	s, buy, start := windowedSale(t, "+3s", "+6s")
 	sleepUntil(start.Add(-time.Second))
 	if a := buy(); a.Code != "not_started" {
 		t.Fatalf("one second before the start: %+v", a)
@@ -167,6 +158,24 @@ func TestSaleWindowEdges(t *testing.T) {
 }
 
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
+
+// windowedSale serves goods 1, stock 10, on an instance of a stack with env,
+// its sale window from start to end (stock set's --start and --end), and
+// checks that a buyer before the start hears 409 not_started and when it
+// starts. It returns the stack, a buyer of goods 1 and the start.
+func windowedSale(t *testing.T, start, end string, env ...string) (e2e.Stack, func() buyerAnswer, time.Time) {
+	t.Helper()
+	s := e2e.NewStack(t, env...)
+	s.Shop(t, "migrate")
+	in := s.Serve(t)
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", start, "--end", end)
+	buy := func() buyerAnswer { return purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/1") }
+	before := buy()
+	if before.status != 409 || before.Code != "not_started" || before.SaleStart == nil {
+		t.Fatalf("before the start: %+v, want 409 not_started with the start", before)
+	}
+	return s, buy, *before.SaleStart
+}
 
 // The window as the row has it decides, under every strategy: the shop's
 // cached window (trusted for a second) may refuse early but never admits a
