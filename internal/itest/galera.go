@@ -77,8 +77,47 @@ func GaleraDatabase(t testing.TB, nodes []string) []string {
 		c := cfg.Clone()
 		c.Addr = addr
 		out[i] = c.FormatDSN()
+		if i > 0 {
+			seeDatabase(t, addr, cfg.DBName)
+		}
 	}
 	return out
+}
+
+// seeDatabase waits until the node at addr has the database name. The
+// first node answers CREATE DATABASE once the cluster has ordered it; the
+// others apply it a moment later, and on a busy machine a test that
+// connects to one of them at once can find no such database (Error 1049).
+// A read with wsrep_sync_wait=1 first applies everything ordered before it.
+func seeDatabase(t testing.TB, addr, name string) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(GaleraDSN(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["wsrep_sync_wait"] = "1"
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&n)
+		cancel()
+		if err == nil && n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Galera node %s does not see database %s 30 s after the first node created it (count %d, %v): %s", addr, name, n, err, howToStartGalera)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // GaleraCluster is a 3-node Galera cluster of the test's own, started by
