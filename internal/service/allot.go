@@ -542,9 +542,9 @@ func (a *Allot) returnIdle(now time.Time) {
 	}
 }
 
-// grantsReadRows: a buyer of a goods whose window the Shop lacks is let in
-// without a read; the grant reads the goods' row before anything is sold.
-func (a *Allot) grantsReadRows() {}
+// readsRowsPerBatch: a buyer of a goods whose window the Shop lacks is let
+// in without a read; the grant reads the goods' row before anything is sold.
+func (a *Allot) readsRowsPerBatch() {}
 
 // setWindows gives the strategy the Shop's sale windows: the goods' rows it
 // reads (at a grant, and readWindows) refresh them.

@@ -92,6 +92,12 @@ func (b *Batch) Purchase(ctx context.Context, order *Order) error {
 	return <-buyer.done
 }
 
+// readsRowsPerBatch: a buyer of a goods whose window the Shop lacks is let
+// in without a read; the batch's claim reads the goods' row, and its choice
+// refuses the batch's buyers of a closed goods and caches the window, so
+// that later buyers are refused before the lock.
+func (b *Batch) readsRowsPerBatch() {}
+
 // Close refuses new buyers and waits for the batches under way.
 func (b *Batch) Close() {
 	b.mu.Lock()

@@ -571,22 +571,28 @@ func TestTheNextBatchQueuesForTheLockDuringTheCommit(t *testing.T) {
 	}
 }
 
-// During a sale the batch's claims keep the Shop's sale windows fresh: the
-// check before the lock reads no goods row of its own after the first, however
-// long the sale lasts past the windows' ttl. Without the claims' refresh
-// every goods is read again every ttl.
+// The batch's claims keep the Shop's sale windows fresh: the Shop lets a
+// buyer of a goods whose window it has not read in without a read (the
+// claim reads the row), so the claims are what tells it a window, and once
+// a sale has ended its later buyers are refused before the lock. Without
+// the claims' refresh every later batch holds the lock to hear it.
 func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
-	store := &fakeStore{goods: map[int32]service.Goods{}}
-	for g := int32(1); g <= 5; g++ {
-		store.goods[g] = service.Goods{ID: uint32(g), GoodsNo: g, Stock: 100000, IsActive: 1}
+	end := time.Now().Add(200 * time.Millisecond)
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 1, GoodsNo: 1, Stock: 100000, IsActive: 1, SaleEnd: &end}}}
+	var late atomic.Int64 // claims after the end
+	store.claimed = func() {
+		if !time.Now().Before(end) {
+			late.Add(1)
+		}
 	}
-	shop := newBatchShop(t, store, &tokenLocker{}, nil, service.Config{WindowFor: 100 * time.Millisecond})
-	deadline := time.Now().Add(time.Second)
+	shop := newBatchShop(t, store, &tokenLocker{}, nil, service.Config{WindowFor: time.Hour})
+	deadline := end.Add(500 * time.Millisecond)
 	var wg sync.WaitGroup
 	for w := range 10 {
 		wg.Go(func() {
 			for i := 0; time.Now().Before(deadline); i++ {
-				if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: int32(w%5 + 1), RequestID: fmt.Sprintf("w%d-%d", w, i)}); err != nil {
+				_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprintf("w%d-%d", w, i)})
+				if err != nil && !errors.Is(err, service.ErrEnded) {
 					t.Errorf("purchase: %v", err)
 					return
 				}
@@ -594,11 +600,40 @@ func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Each goods' first buyer reads its window; later ones may race a first
-	// claim. Ten of the windows' ttls passed: without the refresh, about 50
-	// reads.
-	if n := store.reads.Load(); n > 20 {
-		t.Errorf("%d reads of goods rows before the lock during a sale of 5 goods, want at most 20", n)
+	if n := store.reads.Load(); n != 0 {
+		t.Errorf("%d reads of the goods' row before the lock, want none: the claims read it", n)
+	}
+	// A batch formed before the end may claim after it; the one after
+	// that would be refused before the lock.
+	if n := late.Load(); n > 2 {
+		t.Errorf("%d batches claimed the row after the sale's end, want at most 2: the first claim's window refuses the later buyers", n)
+	}
+}
+
+// A buyer of a goods whose window the Shop never read, before the sale's
+// start, is refused not_started with the start by the batch's claim, and
+// the next buyer before the lock.
+func TestABatchRefusesABuyerBeforeTheStartWithoutTheShopsRead(t *testing.T) {
+	start := time.Now().Add(time.Hour).Truncate(time.Second)
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 1, GoodsNo: 1, Stock: 5, IsActive: 1, SaleStart: &start}}}
+	var claims atomic.Int64
+	store.claimed = func() { claims.Add(1) }
+	shop := newBatchShop(t, store, &tokenLocker{}, nil, service.Config{WindowFor: time.Hour})
+	for i := range 2 {
+		_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprintf("early-%d", i)})
+		var we *service.WindowError
+		if !errors.As(err, &we) || !errors.Is(err, service.ErrNotStarted) || !we.At.Equal(start) {
+			t.Fatalf("buyer %d before the start: %v, want not started at %v", i, err, start)
+		}
+	}
+	if n := claims.Load(); n != 1 {
+		t.Errorf("%d claims for two buyers before the start, want 1: the first claim's window refuses the second", n)
+	}
+	if n := store.reads.Load(); n != 0 {
+		t.Errorf("%d reads before the lock, want none", n)
+	}
+	if len(store.orders) != 0 {
+		t.Errorf("%d orders before the start", len(store.orders))
 	}
 }
 

@@ -160,29 +160,37 @@ func TestAStaleRefusingSaleWindowIsReadAgainFirst(t *testing.T) {
 	}
 }
 
-// For a strategy whose grants read the rows (allot), a goods without a
-// window, or with a stale one that admits, is let in unread; a stale window
-// that refuses is still read again first.
+// For a strategy that reads the rows before it sells (allot's grants,
+// batch's claims), a goods without a window, or with a stale one that
+// admits, is let in unread; a stale window that refuses is still read
+// again first.
 func TestAStrategyThatReadsTheRowsSkipsTheWindowRead(t *testing.T) {
-	store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 5}}
-	windows := New(store, &Allot{}, nil, Config{WindowFor: time.Minute}, slog.Default()).windows
-	if err := windows.check(context.Background(), store, 1, time.Now()); err != nil {
-		t.Fatalf("no window yet: %v, want let in", err)
-	}
-	windows.m[2] = saleWindow{read: time.Now().Add(-time.Hour)} // open, and stale
-	if err := windows.check(context.Background(), store, 2, time.Now()); err != nil {
-		t.Fatalf("stale open window: %v, want let in", err)
-	}
-	if n := store.reads.Load(); n != 0 {
-		t.Errorf("%d reads, want none", n)
-	}
-	ended := time.Now().Add(-time.Hour)
-	windows.m[3] = saleWindow{end: &ended, read: time.Now().Add(-time.Hour)} // ended, and stale
-	if err := windows.check(context.Background(), store, 3, time.Now()); err != nil {
-		t.Fatalf("reopened window, cache stale and ended: %v, want open", err)
-	}
-	if n := store.reads.Load(); n != 1 {
-		t.Errorf("%d reads, want the stale refusing window's one", n)
+	for _, c := range []struct {
+		name string
+		p    Purchaser
+	}{{"allot", &Allot{}}, {"batch", &Batch{}}} {
+		t.Run(c.name, func(t *testing.T) {
+			store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 5}}
+			windows := New(store, c.p, nil, Config{WindowFor: time.Minute}, slog.Default()).windows
+			if err := windows.check(context.Background(), store, 1, time.Now()); err != nil {
+				t.Fatalf("no window yet: %v, want let in", err)
+			}
+			windows.m[2] = saleWindow{read: time.Now().Add(-time.Hour)} // open, and stale
+			if err := windows.check(context.Background(), store, 2, time.Now()); err != nil {
+				t.Fatalf("stale open window: %v, want let in", err)
+			}
+			if n := store.reads.Load(); n != 0 {
+				t.Errorf("%d reads, want none", n)
+			}
+			ended := time.Now().Add(-time.Hour)
+			windows.m[3] = saleWindow{end: &ended, read: time.Now().Add(-time.Hour)} // ended, and stale
+			if err := windows.check(context.Background(), store, 3, time.Now()); err != nil {
+				t.Fatalf("reopened window, cache stale and ended: %v, want open", err)
+			}
+			if n := store.reads.Load(); n != 1 {
+				t.Errorf("%d reads, want the stale refusing window's one", n)
+			}
+		})
 	}
 }
 

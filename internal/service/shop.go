@@ -258,7 +258,7 @@ func New(store Store, p Purchaser, marks *SoldOutMarks, cfg Config, log *slog.Lo
 	if w, ok := p.(interface{ setWindows(*saleWindows) }); ok {
 		w.setWindows(s.windows)
 	}
-	_, s.windows.admitUnread = p.(grantsReadRows)
+	_, s.windows.admitUnread = p.(readsRowsPerBatch)
 	if cfg.MaxWaiting > 0 {
 		s.waiting = make(chan struct{}, cfg.MaxWaiting)
 	}
