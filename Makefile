@@ -74,7 +74,7 @@ bench: stack-up
 bench-shop: stack-up galera-up
 	mkdir -p out
 	rm -f out/bench-shop.txt out/bench-shop.svg # a run that measured nothing then fails at the cat below
-	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods, (f) who may do what and (g) the Redis design: 20-30 minutes; the whole log in out/bench-shop.log"
+	@echo "bench-shop: (d), (a)-(c), 5 rounds each, then (e) many goods, (f) who may do what and (g) the Redis design: 20-40 minutes; the whole log in out/bench-shop.log"
 	BENCH_SHOP_TABLE=$(CURDIR)/out/bench-shop.txt BENCH_SHOP_CHART=$(CURDIR)/out/bench-shop.svg $(GO) test -count=1 -timeout 60m -run '^$$' \
 		-bench '^BenchmarkShop$$' -benchtime 1x ./tests/e2e/ 2>&1 | tee out/bench-shop.log | grep --line-buffered '^bench-shop:' \
 		|| { tail -50 out/bench-shop.log; exit 1; }
