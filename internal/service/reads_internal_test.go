@@ -149,14 +149,21 @@ func TestAStaleSaleWindowServesWhileItIsReadAgain(t *testing.T) {
 func TestAStaleRefusingSaleWindowIsReadAgainFirst(t *testing.T) {
 	store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 5}, gate: make(chan struct{})}
 	close(store.gate)
-	windows := newSaleWindows(time.Minute)
+	checkStaleEndedIsReadAgain(t, newSaleWindows(time.Minute), store, 1)
+}
+
+// checkStaleEndedIsReadAgain caches goodsNo's window as ended and stale,
+// checks that store's row (open) lets the buyer in, and that it took one
+// read, store's first.
+func checkStaleEndedIsReadAgain(t *testing.T, windows *saleWindows, store *readStore, goodsNo int32) {
+	t.Helper()
 	ended := time.Now().Add(-time.Hour)
-	windows.m[1] = saleWindow{end: &ended, read: time.Now().Add(-time.Hour)} // ended, and stale
-	if err := windows.check(context.Background(), store, 1, time.Now()); err != nil {
+	windows.m[goodsNo] = saleWindow{end: &ended, read: time.Now().Add(-time.Hour)} // ended, and stale
+	if err := windows.check(context.Background(), store, goodsNo, time.Now()); err != nil {
 		t.Fatalf("reopened window, cache stale and ended: %v, want open", err)
 	}
 	if n := store.reads.Load(); n != 1 {
-		t.Errorf("%d reads, want 1", n)
+		t.Errorf("%d reads, want the stale refusing window's one", n)
 	}
 }
 
@@ -182,14 +189,7 @@ func TestAStrategyThatReadsTheRowsSkipsTheWindowRead(t *testing.T) {
 			if n := store.reads.Load(); n != 0 {
 				t.Errorf("%d reads, want none", n)
 			}
-			ended := time.Now().Add(-time.Hour)
-			windows.m[3] = saleWindow{end: &ended, read: time.Now().Add(-time.Hour)} // ended, and stale
-			if err := windows.check(context.Background(), store, 3, time.Now()); err != nil {
-				t.Fatalf("reopened window, cache stale and ended: %v, want open", err)
-			}
-			if n := store.reads.Load(); n != 1 {
-				t.Errorf("%d reads, want the stale refusing window's one", n)
-			}
+			checkStaleEndedIsReadAgain(t, windows, store, 3)
 		})
 	}
 }
