@@ -7,12 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
@@ -158,31 +158,23 @@ func lockNodesLeft(t *testing.T, p string) int {
 	}
 	// One exists per goods' lock, 32 in flight on the one session: one
 	// after another, 20 000 of them took half a minute.
-	var (
-		n, next atomic.Int64
-		failed  atomic.Pointer[error]
-		wg      sync.WaitGroup
-	)
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(kids)); i = next.Add(1) - 1 {
-				_, st, err := conn.Exists(dir + "/" + kids[i])
-				if err != nil {
-					err = fmt.Errorf("exists %s/%s: %w", dir, kids[i], err)
-					failed.CompareAndSwap(nil, &err)
-					return
-				}
-				if st != nil {
-					n.Add(int64(st.NumChildren))
-				}
+	var n atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(32)
+	for _, k := range kids {
+		g.Go(func() error {
+			_, st, err := conn.Exists(dir + "/" + k)
+			if err != nil {
+				return fmt.Errorf("exists %s/%s: %w", dir, k, err)
 			}
-		}()
+			if st != nil {
+				n.Add(int64(st.NumChildren))
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	if err := failed.Load(); err != nil {
-		t.Fatal(*err)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	return int(n.Load())
 }
