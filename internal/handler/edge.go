@@ -50,7 +50,7 @@ func (h *handler) requestID(c *gin.Context) {
 		rid = vals[0]
 	}
 	if rid == "" {
-		rid = uuid.NewString()
+		rid = NewRequestID()
 	}
 	c.Header(headerRequestID, rid)
 	if len(vals) > 0 && rid != vals[0] || len(vals) > 1 {
@@ -59,6 +59,22 @@ func (h *handler) requestID(c *gin.Context) {
 		return
 	}
 	c.Next()
+}
+
+// NewRequestID is the id of a request that came without one: a UUIDv7 (RFC
+// 9562), whose leading bits are the time in milliseconds. It becomes the
+// order row's request_id, and order_info's unique index on it takes ids made
+// one after another at its right edge, where random (v4) ids went to a
+// random page each: with 195 000 orders in the table, 65-row INSERTs cost
+// MariaDB 10.6 us of CPU a row with v7 ids against 13.0 with v4
+// (docs/strategies.md, "Ids the shop makes"). The 62 random bits keep two
+// instances' ids of one millisecond apart.
+func NewRequestID() string {
+	id, err := uuid.NewV7()
+	if err != nil { // the random source failed: NewString panics then too
+		return uuid.NewString()
+	}
+	return id.String()
 }
 
 func (h *handler) accessLog(c *gin.Context) {

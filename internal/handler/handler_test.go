@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/seckill-zk/seckill-zk/internal/handler"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
@@ -150,6 +152,27 @@ func TestPurchaseAnswers(t *testing.T) {
 		_, body, hdr := do(t, newHandler(&fakeShop{}), "/goods-stock/1")
 		if len(body.RequestID) != 36 || hdr.Get("X-Request-ID") != body.RequestID {
 			t.Fatalf("request id %q (header %q), want a generated UUID", body.RequestID, hdr.Get("X-Request-ID"))
+		}
+	})
+	// The ids the shop makes are order_info's unique key: made one after
+	// another, they sort one after another (UUIDv7), so that the index
+	// takes them at its right edge.
+	t.Run("the ids made are time-ordered UUIDv7", func(t *testing.T) {
+		h := newHandler(&fakeShop{})
+		prev := ""
+		for i := range 50 {
+			_, body, _ := do(t, h, "/goods-stock/1")
+			id, err := uuid.Parse(body.RequestID)
+			if err != nil || id.Version() != 7 {
+				t.Fatalf("request id %q: version %v (%v), want a UUIDv7", body.RequestID, id.Version(), err)
+			}
+			if body.RequestID <= prev {
+				t.Fatalf("request %d's id %q does not sort after the one before, %q", i, body.RequestID, prev)
+			}
+			prev = body.RequestID
+			if i%10 == 9 {
+				time.Sleep(2 * time.Millisecond) // across milliseconds too
+			}
 		}
 	})
 	for name, ids := range map[string][]string{

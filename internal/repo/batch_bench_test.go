@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
@@ -77,6 +79,39 @@ func BenchmarkSellAllotted(b *testing.B) {
 			b.StopTimer()
 			if _, _, err := s.CloseLease(ctx, lease); err != nil {
 				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkOrderIDs is one batch of 65 orders of goods 1 at a time into an
+// order_info that grows by them from empty (3000 batches: 195 000 orders),
+// the request ids random (UUIDv4) or time-ordered (UUIDv7, what the shop
+// makes for a request without one): where the unique index on request_id
+// takes each.
+//
+//	go test -run '^$' -bench OrderIDs -benchtime 3000x ./internal/repo/
+func BenchmarkOrderIDs(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		id   func() (uuid.UUID, error)
+	}{{"v4", uuid.NewRandom}, {"v7", uuid.NewV7}} {
+		b.Run("ids="+c.name, func(b *testing.B) {
+			s := benchStore(b)
+			b.ResetTimer()
+			for range b.N {
+				orders := make([]*service.Order, 65)
+				for i := range orders {
+					id, err := c.id()
+					if err != nil {
+						b.Fatal(err)
+					}
+					orders[i] = &service.Order{GoodsNo: 1, RequestID: id.String()}
+				}
+				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -34,6 +34,7 @@ var manySales = []manySale{
 	{name: "1 goods", goods: 1, stock: 200_000, skew: "uniform"},
 	{name: "200 goods", goods: 200, stock: 1000, skew: "uniform"},
 	{name: "200 goods zipf:1.1 sell-out", goods: 200, stock: 50, skew: "zipf:1.1"},
+	{name: "200 goods, 16 stripes", goods: 200, stock: 1000, skew: "uniform", lockPath: "/locks/stripe/{stripe}", strategies: []string{"batch"}},
 	{name: "200 goods, a lock per goods", goods: 200, stock: 1000, skew: "uniform", lockPath: "/locks/goods/{goodsNo}", strategies: []string{"batch"}},
 }
 
@@ -175,7 +176,7 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 func benchManyTable(strategies []string, buyers, conc, rounds int, runs, galera map[string]map[string][]manyRun) string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	var b strings.Builder
-	fmt.Fprintf(&b, "(e) many goods: two instances per strategy, %d buyers, %d at a time, median of %d rounds; lock path: batch one for every goods, seed one per goods (\"a lock per goods\": batch on the path the README advises against), allot none\n", buyers, conc, rounds)
+	fmt.Fprintf(&b, "(e) many goods: two instances per strategy, %d buyers, %d at a time, median of %d rounds; lock path: batch one for every goods, seed one per goods (batch \"16 stripes\": on lock.stripes' default 16 locks, \"a lock per goods\": on a lock per goods, the paths the README advises against), allot none\n", buyers, conc, rounds)
 	fmt.Fprintf(&b, "%-8s %-28s %12s %10s %12s %9s %14s %18s %9s %s\n", "strategy", "sale", "purchases/s", "x 1 goods", "rounds", "p99 ms", "goods sold out", "oversold (worst)", "phantoms", "other answers")
 	var targets []string
 	bad := 0

@@ -35,7 +35,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-sql-driver/mysql"
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
@@ -178,7 +177,7 @@ func (p *peer) purchase(c *gin.Context) {
 	}
 	rid := c.GetHeader("X-Request-ID")
 	if rid == "" {
-		rid = uuid.NewString()
+		rid = handler.NewRequestID() // the shop's ids: the same index work as its orders
 	}
 	ok := handler.Response{Code: api.OK, Message: fmt.Sprintf("抢购书籍:%d成功", goodsNo), GoodsNo: goodsNo, RequestID: rid}
 	if p.mode == "bare" {
