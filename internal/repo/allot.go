@@ -401,6 +401,10 @@ func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []a
 	return q, append(args, encodeSold(l.held, sold), l.lease)
 }
 
+// ordersFirst: a lease's row is its instance's alone; its write and the
+// orders' INSERT stay in one packet.
+func (l leaseRows) ordersFirst() bool { return false }
+
 func (l leaseRows) wrote(updated int64, _ []stockWrite) error {
 	if updated != 1 {
 		return leaseClosed(l.lease)

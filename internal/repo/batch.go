@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -68,8 +69,20 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 	var rows []orderInfo
 	var refused map[*service.Order]error
 	early := !mayCollide(orders) // the guard before the writes
+	first := early && !lookUpIDs && stock.ordersFirst()
 	err := s.inTx(ctx, stock.pool(goodsNos), func(t *tx) error {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
+		var inserted []orderInfo // with first: every order's row, before the claim
+		if first {
+			now := time.Now().UTC()
+			inserted = make([]orderInfo, len(orders))
+			for i, o := range orders {
+				inserted[i] = newOrderRow(o, now)
+			}
+			if err := s.insertOrders(ctx, t, inserted); err != nil {
+				return err
+			}
+		}
 		claimed, err := stock.claim(ctx, t, goodsNos)
 		if err != nil {
 			return err
@@ -99,7 +112,13 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 				return err
 			}
 		}
-		if len(chosen) > 0 {
+		if first {
+			var drop []uint64
+			rows, drop = keptRows(orders, inserted, chosen)
+			if err := s.writeStock(ctx, t, stock, writes, drop); err != nil {
+				return err
+			}
+		} else if len(chosen) > 0 {
 			now := time.Now().UTC()
 			rows = make([]orderInfo, len(chosen))
 			for i, o := range chosen {
@@ -139,6 +158,19 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 // overlap this batch's writes and commit, not only its commit; its claim
 // waits for this transaction's row locks all the same (see the service's
 // handOff).
+//
+// Where the stock is the goods' rows (batchRows.ordersFirst), such a batch
+// also inserts its orders first, before its claim: the rows of every order
+// of the batch, in the transaction's first statement; then the claim, the
+// choice and the guard; then the stock's UPDATE, with a DELETE of the rows
+// of the orders the choice refused (a goods sold out or without a row, a
+// closed window), in one packet. The claim's row locks, which the next
+// holder's claim waits for, are then held for the UPDATE and the commit
+// only, not for the INSERT of the orders as well (the larger part of the
+// writes: an index entry of each order in three indexes); and the next
+// holder inserts its orders while this batch commits. An order the choice
+// refused is never committed, and every order's row is in the same
+// transaction as the stock it took, as before.
 func mayCollide(orders []*service.Order) bool {
 	for _, o := range orders {
 		if !o.NewRequestID || o.OnePerBuyer && o.UserID != "" {
@@ -162,6 +194,10 @@ type batchRows interface {
 	write(q []byte, args []any, writes []stockWrite) ([]byte, []any)
 	// wrote checks the ROW_COUNT() of write's statement.
 	wrote(updated int64, writes []stockWrite) error
+	// ordersFirst reports whether a batch that cannot collide inserts its
+	// orders before its claim (see mayCollide): where the claim's locks are
+	// what the next batch waits for.
+	ordersFirst() bool
 }
 
 // claimedRows is SellBatch's stock: the goods' rows, claimed and written
@@ -180,6 +216,9 @@ func (c claimedRows) claim(ctx context.Context, t *tx, goodsNos []int32) (map[in
 func (c claimedRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []any) {
 	return c.s.appendWriteClaimed(q, writes, c.fence), args
 }
+
+// ordersFirst: the goods' rows are what the next holder's claim waits for.
+func (c claimedRows) ordersFirst() bool { return true }
 
 func (c claimedRows) wrote(updated int64, writes []stockWrite) error {
 	if updated != int64(len(writes)) {
@@ -314,19 +353,8 @@ type stockWrite struct {
 func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, rows []orderInfo) error {
 	q := make([]byte, 0, 256+40*len(writes)+24*len(rows))
 	q, args := stock.write(q, make([]any, 0, 2+6*len(rows)), writes)
-	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction; "+insertOrderSQL...)
-	for i := range rows {
-		if i > 0 {
-			q = append(q, ", "...)
-		}
-		q = append(q, orderValuesSQL...)
-		args = rows[i].appendInsertArgs(args)
-	}
-	if s.returning {
-		q = append(q, " RETURNING id"...)
-	} else {
-		q = append(q, "; SELECT LAST_INSERT_ID(), @@auto_increment_increment"...)
-	}
+	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction; "...)
+	q, args = s.appendInsert(q, args, rows)
 	res, err := t.query(ctx, string(q), args...)
 	if err != nil {
 		return err
@@ -349,6 +377,31 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes [
 	if !res.NextResultSet() { // the INSERT's error, if it failed
 		return errors.Join(errors.New("repo: no answer to the batch's INSERT"), res.Err())
 	}
+	return s.readIDs(res, rows)
+}
+
+// appendInsert appends the multi-row INSERT of rows, and what tells their
+// ids (see writeBatch), with its arguments.
+func (s *Store) appendInsert(q []byte, args []any, rows []orderInfo) ([]byte, []any) {
+	q = append(q, insertOrderSQL...)
+	for i := range rows {
+		if i > 0 {
+			q = append(q, ", "...)
+		}
+		q = append(q, orderValuesSQL...)
+		args = rows[i].appendInsertArgs(args)
+	}
+	if s.returning {
+		q = append(q, " RETURNING id"...)
+	} else {
+		q = append(q, "; SELECT LAST_INSERT_ID(), @@auto_increment_increment"...)
+	}
+	return q, args
+}
+
+// readIDs sets the ids of rows from the result set of appendInsert's
+// statement, res's current one, and closes res.
+func (s *Store) readIDs(res *sql.Rows, rows []orderInfo) error {
 	if s.returning {
 		for i := range rows {
 			if !res.Next() {
@@ -371,6 +424,107 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes [
 		rows[i].ID = first + uint64(i)*step
 	}
 	return res.Close()
+}
+
+// insertOrders inserts rows, a batch's orders before its claim (see
+// mayCollide), and sets their ids.
+func (s *Store) insertOrders(ctx context.Context, t *tx, rows []orderInfo) error {
+	q, args := s.appendInsert(make([]byte, 0, 128+24*len(rows)), make([]any, 0, 6*len(rows)), rows)
+	res, err := t.query(ctx, string(q), args...)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	return s.readIDs(res, rows)
+}
+
+// writeStock is writeBatch for a batch whose orders went in first: in one
+// packet, the DELETE of the rows of the orders not sold to (drop, their
+// ids) and what the batch took from its stock (writes); then checks that
+// both were made in the transaction.
+func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64) error {
+	if len(writes) == 0 && len(drop) == 0 {
+		return nil
+	}
+	q := make([]byte, 0, 256+40*len(writes)+12*len(drop))
+	var args []any
+	if len(drop) > 0 {
+		q = append(q, "DELETE FROM order_info WHERE id IN ("...)
+		for i, id := range drop {
+			if i > 0 {
+				q = append(q, ", "...)
+			}
+			q = strconv.AppendUint(q, id, 10)
+		}
+		q = append(q, "); SELECT ROW_COUNT(), @@in_transaction"...)
+	}
+	if len(writes) > 0 {
+		if len(drop) > 0 {
+			q = append(q, "; "...)
+		}
+		q, args = stock.write(q, args, writes)
+		q = append(q, "; SELECT ROW_COUNT(), @@in_transaction"...)
+	}
+	res, err := t.query(ctx, string(q), args...)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	check := func(what string, want func(n int64) error) error {
+		var n int64
+		var inTxn bool
+		if !res.Next() {
+			return errors.Join(fmt.Errorf("repo: no answer to the batch's %s", what), res.Err())
+		}
+		if err := res.Scan(&n, &inTxn); err != nil {
+			return err
+		}
+		if !inTxn {
+			return abortedUnawares()
+		}
+		return want(n)
+	}
+	if len(drop) > 0 {
+		err := check("DELETE", func(n int64) error {
+			if n != int64(len(drop)) {
+				return fmt.Errorf("repo: the batch's DELETE of %d order rows not sold removed %d", len(drop), n)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(writes) > 0 && !res.NextResultSet() { // the UPDATE's error, if it failed
+			return errors.Join(errors.New("repo: no answer to the batch's UPDATE"), res.Err())
+		}
+	}
+	if len(writes) > 0 {
+		if err := check("UPDATE", func(n int64) error { return stock.wrote(n, writes) }); err != nil {
+			return err
+		}
+	}
+	return res.Close()
+}
+
+// keptRows are the rows of the orders chosen, in chosen's order, of those
+// inserted for orders (in theirs); drop the ids of the others.
+func keptRows(orders []*service.Order, inserted []orderInfo, chosen []*service.Order) (rows []orderInfo, drop []uint64) {
+	at := make(map[*service.Order]int, len(orders))
+	for i, o := range orders {
+		at[o] = i
+	}
+	kept := make([]bool, len(orders))
+	rows = make([]orderInfo, len(chosen))
+	for i, o := range chosen {
+		rows[i] = inserted[at[o]]
+		kept[at[o]] = true
+	}
+	for i := range orders {
+		if !kept[i] {
+			drop = append(drop, inserted[i].ID)
+		}
+	}
+	return rows, drop
 }
 
 // appendWriteClaimed appends the UPDATE of writeBatch for claimed rows. On

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,13 +116,14 @@ func TestSellBatchLocksOnlyItsGoods(t *testing.T) {
 }
 
 // A batch whose orders cannot meet a concurrent one's (request ids the
-// shop made, no one-per-buyer rule) calls its guard, which begins the
-// lock's hand-off, before it writes: the next holder's ZooKeeper round
-// trips overlap the writes. A batch with a buyer's own request id calls it
-// after them, so that a key taken meanwhile can make it check and sell once
-// more under the same lock. What the guard sees is read uncommitted from
-// another connection.
-func TestABatchCallsItsGuardBeforeItsWritesWhenNothingCanCollide(t *testing.T) {
+// shop made, no one-per-buyer rule) inserts its orders first, before its
+// claim, and calls its guard, which begins the lock's hand-off, before it
+// writes the stock: the next holder's ZooKeeper round trips overlap the
+// stock's write and the commit. A batch with a buyer's own request id
+// calls it after all its writes, so that a key taken meanwhile can make it
+// check and sell once more under the same lock. What the guard sees is read
+// uncommitted from another connection.
+func TestABatchCallsItsGuardBeforeItsStockWriteWhenNothingCanCollide(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, db := storeAndDB(ctx, t, 1, 100)
@@ -130,13 +132,15 @@ func TestABatchCallsItsGuardBeforeItsWritesWhenNothingCanCollide(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }
+	stock := 100
 	for _, c := range []struct {
-		name       string
-		shopMade   bool
-		wantOrders int // what the guard sees written, of the 3
+		name     string
+		shopMade bool
+		// what the guard sees written, of the 3 orders and of their stock
+		wantOrders, wantTaken int
 	}{
-		{"request ids the shop made", true, 0},
-		{"a buyer's own request ids", false, 3},
+		{"request ids the shop made", true, 3, 0},
+		{"a buyer's own request ids", false, 3, 3},
 	} {
 		var orders []*service.Order
 		for i := range 3 {
@@ -146,22 +150,153 @@ func TestABatchCallsItsGuardBeforeItsWritesWhenNothingCanCollide(t *testing.T) {
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM order_info").Scan(&before); err != nil {
 			t.Fatal(err)
 		}
-		seen := -1
+		seenOrders, seenStock := -1, -1
 		guard := func() error {
 			var n int
 			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM order_info").Scan(&n); err != nil {
 				return err
 			}
-			seen = n - before
-			return nil
+			seenOrders = n - before
+			return db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&seenStock)
 		}
 		if _, err := s.SellBatch(ctx, 1, orders, all, guard); err != nil {
 			t.Fatal(err)
 		}
-		if seen != c.wantOrders {
-			t.Errorf("%s: the guard saw %d of the batch's 3 orders written, want %d", c.name, seen, c.wantOrders)
+		if seenOrders != c.wantOrders || stock-seenStock != c.wantTaken {
+			t.Errorf("%s: the guard saw %d of the batch's 3 orders written and %d of its stock taken, want %d and %d",
+				c.name, seenOrders, stock-seenStock, c.wantOrders, c.wantTaken)
+		}
+		stock -= 3
+	}
+}
+
+// A batch that inserts its orders first inserts them before its claim: the
+// rows are in while the claim still waits for the goods' row (here locked
+// by another transaction), so that the row lock the next batch waits for is
+// held for the stock's write and the commit only.
+func TestABatchInsertsItsOrdersBeforeItsClaim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 1, 100)
+	holder, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	var stock int
+	if err := holder.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1 FOR UPDATE").Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	var orders []*service.Order
+	for i := range 3 {
+		orders = append(orders, &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("first-%d", i), NewRequestID: true})
+	}
+	sold := make(chan error, 1)
+	go func() {
+		_, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard)
+		sold <- err
+	}()
+	look, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer look.Close()
+	if _, err := look.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for range 200 { // 10 s at most
+		if err := look.QueryRowContext(ctx, "SELECT COUNT(*) FROM order_info WHERE request_id LIKE 'first-%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 3 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case err := <-sold:
+		t.Fatalf("the batch ended (%v) while its goods' row was locked by another transaction", err)
+	default:
+	}
+	if n != 3 {
+		t.Errorf("while its claim waited, %d of the batch's 3 orders were inserted, want 3", n)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sold; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A batch whose orders went in first, of which some are not sold to (a
+// goods without a row, a goods with less stock than buyers), commits the
+// rows of those sold to and no other: the DELETE of the rest goes with the
+// stock's UPDATE.
+func TestABatchWhoseOrdersWentInFirstKeepsOnlyTheSold(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 2, 2)
+	var orders []*service.Order
+	for i, g := range []int32{1, 2, 1, 99, 1, 2} {
+		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("kept-%d", i), NewRequestID: true})
+	}
+	refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sold []string
+	for _, o := range orders {
+		if o.ID != 0 {
+			sold = append(sold, o.RequestID)
 		}
 	}
+	rows, err := db.QueryContext(ctx, "SELECT id, request_id FROM order_info ORDER BY request_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id uint64
+		var rid string
+		if err := rows.Scan(&id, &rid); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rid)
+		for _, o := range orders {
+			if o.RequestID == rid && o.ID != id {
+				t.Errorf("order %s: row id %d, the batch told %d", rid, id, o.ID)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(sold)
+	want := []string{"kept-0", "kept-1", "kept-2", "kept-5"} // goods 1: the first two; goods 2: both; goods 99: none
+	if !slices.Equal(got, want) || !slices.Equal(sold, want) {
+		t.Errorf("order rows %v, orders told sold %v: want %v", got, sold, want)
+	}
+	if _, ok := refused[orders[3]]; !ok {
+		t.Errorf("the order of goods 99, which has no row, was not refused: %v", refused)
+	}
+	for g, want := range map[int32]int{1: 0, 2: 0} {
+		var stock int
+		if err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = ?", g).Scan(&stock); err != nil {
+			t.Fatal(err)
+		}
+		if stock != want {
+			t.Errorf("goods %d: stock %d, want %d", g, stock, want)
+		}
+	}
+}
+
+// sellAvailable is a batch's choice that sells as many of the candidates
+// as the goods has stock for, the first ones.
+func sellAvailable(g service.Goods, c []*service.Order) ([]*service.Order, error) {
+	return c[:min(len(c), int(max(g.Stock, 0)))], nil
 }
 
 // storeAndDB opens a migrated store on a database of the test's own, with
