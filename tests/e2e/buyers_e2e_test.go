@@ -191,6 +191,7 @@ func windowedSale(t *testing.T, start, end string, env ...string) (e2e.Stack, fu
 func TestTheRowsSaleWindowDecidesUnderEveryStrategy(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
+			t.Parallel() // each on a database and lock paths of its own; most of it is sleeps
 			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy)
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "none", "--end", "none")
