@@ -530,18 +530,53 @@ func keptRows(orders []*service.Order, inserted []orderInfo, chosen []*service.O
 // appendWriteClaimed appends the UPDATE of writeBatch for claimed rows. On
 // a cluster each goods row is written only if it is still as the claim read
 // it (claimedStock, for every row at once); on one server the claim's row
-// locks make that so. The UPDATE names the primary key: on a small table
-// the optimizer would otherwise scan, and lock, every row. Integers only,
-// formatted here: no placeholder to interpolate.
+// locks make that so. Either way a row's stock is what the claim read, so
+// the UPDATE takes from it what the batch sold (stock - n) rather than
+// naming each row's new stock: a batch mostly sells one piece of each of
+// its goods, or the same few of each, so that is one IN list per amount
+// taken, not a CASE that MariaDB compares every row's id with one WHEN after
+// another (65 rows: 60-90 us of the server's CPU less on this machine). The
+// UPDATE names the primary key: on a small table the optimizer would
+// otherwise scan, and lock, every row. Integers only, formatted here: no
+// placeholder to interpolate.
 func (s *Store) appendWriteClaimed(q []byte, writes []stockWrite, fence int64) []byte {
-	q = append(q, "UPDATE goods_stock FORCE INDEX (PRIMARY) SET stock = CASE id"...)
+	// The amounts taken, the most common last: it is the CASE's ELSE.
+	var amounts []int64
+	count := map[int64]int{}
 	for _, w := range writes {
-		q = append(q, " WHEN "...)
-		q = strconv.AppendUint(q, uint64(w.read.ID), 10)
-		q = append(q, " THEN "...)
-		q = strconv.AppendInt(q, int64(w.stock), 10)
+		n := int64(*w.read.Stock) - int64(w.stock)
+		if count[n] == 0 {
+			amounts = append(amounts, n)
+		}
+		count[n]++
 	}
-	q = append(q, " END, fence = "...)
+	slices.SortStableFunc(amounts, func(a, b int64) int { return count[a] - count[b] })
+	q = append(q, "UPDATE goods_stock FORCE INDEX (PRIMARY) SET stock = stock - "...)
+	if len(amounts) > 1 {
+		q = append(q, "CASE"...)
+		for _, n := range amounts[:len(amounts)-1] {
+			q = append(q, " WHEN id IN ("...)
+			first := true
+			for _, w := range writes {
+				if int64(*w.read.Stock)-int64(w.stock) != n {
+					continue
+				}
+				if !first {
+					q = append(q, ',')
+				}
+				first = false
+				q = strconv.AppendUint(q, uint64(w.read.ID), 10)
+			}
+			q = append(q, ") THEN "...)
+			q = strconv.AppendInt(q, n, 10)
+		}
+		q = append(q, " ELSE "...)
+	}
+	q = strconv.AppendInt(q, amounts[len(amounts)-1], 10)
+	if len(amounts) > 1 {
+		q = append(q, " END"...)
+	}
+	q = append(q, ", fence = "...)
 	q = strconv.AppendInt(q, fence, 10)
 	q = append(q, " WHERE id IN ("...)
 	for i, w := range writes {

@@ -293,6 +293,36 @@ func TestABatchWhoseOrdersWentInFirstKeepsOnlyTheSold(t *testing.T) {
 	}
 }
 
+// A batch that sells different amounts of its goods takes from each row
+// what it sold of it: the UPDATE groups the rows by the amount taken (one,
+// two, three, and two again), with the most common amount as its ELSE.
+func TestABatchTakesFromEachGoodsWhatItSold(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, shopIDs := range []bool{true, false} { // orders first, and the writes after the claim
+		t.Run(fmt.Sprintf("shop-made ids %v", shopIDs), func(t *testing.T) {
+			s, db := storeAndDB(ctx, t, 5, 10)
+			var orders []*service.Order
+			for i, g := range []int32{1, 2, 2, 3, 3, 3, 4, 4} {
+				orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("taken-%d", i), NewRequestID: shopIDs})
+			}
+			refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard)
+			if err != nil || len(refused) != 0 {
+				t.Fatalf("refused %v, err %v: want every order sold", refused, err)
+			}
+			for g, want := range map[int32]int{1: 9, 2: 8, 3: 7, 4: 8, 5: 10} {
+				var stock, fence int
+				if err := db.QueryRowContext(ctx, "SELECT stock, fence FROM goods_stock WHERE goods_no = ?", g).Scan(&stock, &fence); err != nil {
+					t.Fatal(err)
+				}
+				if wantFence := map[bool]int{true: 1}[g != 5]; stock != want || fence != wantFence {
+					t.Errorf("goods %d: stock %d fence %d, want %d and %d", g, stock, fence, want, wantFence)
+				}
+			}
+		})
+	}
+}
+
 // sellAvailable is a batch's choice that sells as many of the candidates
 // as the goods has stock for, the first ones.
 func sellAvailable(g service.Goods, c []*service.Order) ([]*service.Order, error) {
