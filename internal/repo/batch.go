@@ -381,15 +381,24 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes [
 }
 
 // appendInsert appends the multi-row INSERT of rows, and what tells their
-// ids (see writeBatch), with its arguments.
+// ids (see writeBatch), with its arguments: without the columns left to
+// their defaults when every row is a new order without a buyer.
 func (s *Store) appendInsert(q []byte, args []any, rows []orderInfo) ([]byte, []any) {
-	q = append(q, insertOrderSQL...)
+	plain := true
+	for i := range rows {
+		plain = plain && rows[i].isPlainNew()
+	}
+	stmt, values, appendArgs := insertOrderSQL, orderValuesSQL, (*orderInfo).appendInsertArgs
+	if plain {
+		stmt, values, appendArgs = insertNewSQL, newValuesSQL, (*orderInfo).appendNewArgs
+	}
+	q = append(q, stmt...)
 	for i := range rows {
 		if i > 0 {
 			q = append(q, ", "...)
 		}
-		q = append(q, orderValuesSQL...)
-		args = rows[i].appendInsertArgs(args)
+		q = append(q, values...)
+		args = appendArgs(&rows[i], args)
 	}
 	if s.returning {
 		q = append(q, " RETURNING id"...)

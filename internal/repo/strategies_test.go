@@ -323,6 +323,45 @@ func TestABatchTakesFromEachGoodsWhatItSold(t *testing.T) {
 	}
 }
 
+// A batch's orders are unpaid rows with their buyer, whether the INSERT
+// names every column (a buyer in the batch) or leaves user_id,
+// buyer_limited and status to their defaults (nobody named).
+func TestABatchsOrderRowsAreNewUnpaidOrders(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 1, 10)
+	alice := "alice"
+	batches := [][]*service.Order{
+		{{GoodsNo: 1, RequestID: "plain-1", NewRequestID: true}, {GoodsNo: 1, RequestID: "plain-2", NewRequestID: true}},
+		{{GoodsNo: 1, RequestID: "mixed-1", NewRequestID: true}, {GoodsNo: 1, RequestID: "mixed-2", NewRequestID: true, UserID: alice, OnePerBuyer: true}},
+	}
+	start := time.Now().Add(-time.Second)
+	for _, orders := range batches {
+		if refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard); err != nil || len(refused) != 0 {
+			t.Fatalf("refused %v, err %v", refused, err)
+		}
+		for _, o := range orders {
+			var user sql.NullString
+			var limited int
+			var status string
+			var created time.Time
+			if err := db.QueryRowContext(ctx, "SELECT user_id, buyer_limited, status, created_at FROM order_info WHERE id = ?", o.ID).
+				Scan(&user, &limited, &status, &created); err != nil {
+				t.Fatalf("order %s (id %d): %v", o.RequestID, o.ID, err)
+			}
+			wantUser, wantLimited := sql.NullString{}, 0
+			if o.UserID != "" {
+				wantUser, wantLimited = sql.NullString{String: o.UserID, Valid: true}, 1
+			}
+			if user != wantUser || limited != wantLimited || status != service.OrderUnpaid || o.Status != service.OrderUnpaid ||
+				!created.Equal(o.CreatedAt.Truncate(time.Microsecond)) || created.Before(start) {
+				t.Errorf("order %s: user %v limited %d status %q created %v (told %q, %v): want %v, %d, unpaid, told so, now",
+					o.RequestID, user, limited, status, created, o.Status, o.CreatedAt, wantUser, wantLimited)
+			}
+		}
+	}
+}
+
 // sellAvailable is a batch's choice that sells as many of the candidates
 // as the goods has stock for, the first ones.
 func sellAvailable(g service.Goods, c []*service.Order) ([]*service.Order, error) {
