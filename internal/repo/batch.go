@@ -360,16 +360,9 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes [
 		return err
 	}
 	defer res.Close()
-	var updated int64
-	var inTxn bool
-	if !res.Next() {
-		return errors.Join(errors.New("repo: no answer to the batch's UPDATE"), res.Err())
-	}
-	if err := res.Scan(&updated, &inTxn); err != nil {
+	updated, err := rowCountInTx(res, "UPDATE")
+	if err != nil {
 		return err
-	}
-	if !inTxn {
-		return abortedUnawares()
 	}
 	if err := stock.wrote(updated, writes); err != nil {
 		return err
@@ -479,40 +472,46 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 		return err
 	}
 	defer res.Close()
-	check := func(what string, want func(n int64) error) error {
-		var n int64
-		var inTxn bool
-		if !res.Next() {
-			return errors.Join(fmt.Errorf("repo: no answer to the batch's %s", what), res.Err())
-		}
-		if err := res.Scan(&n, &inTxn); err != nil {
-			return err
-		}
-		if !inTxn {
-			return abortedUnawares()
-		}
-		return want(n)
-	}
 	if len(drop) > 0 {
-		err := check("DELETE", func(n int64) error {
-			if n != int64(len(drop)) {
-				return fmt.Errorf("repo: the batch's DELETE of %d order rows not sold removed %d", len(drop), n)
-			}
-			return nil
-		})
+		n, err := rowCountInTx(res, "DELETE")
 		if err != nil {
 			return err
+		}
+		if n != int64(len(drop)) {
+			return fmt.Errorf("repo: the batch's DELETE of %d order rows not sold removed %d", len(drop), n)
 		}
 		if len(writes) > 0 && !res.NextResultSet() { // the UPDATE's error, if it failed
 			return errors.Join(errors.New("repo: no answer to the batch's UPDATE"), res.Err())
 		}
 	}
 	if len(writes) > 0 {
-		if err := check("UPDATE", func(n int64) error { return stock.wrote(n, writes) }); err != nil {
+		n, err := rowCountInTx(res, "UPDATE")
+		if err != nil {
+			return err
+		}
+		if err := stock.wrote(n, writes); err != nil {
 			return err
 		}
 	}
 	return res.Close()
+}
+
+// rowCountInTx reads the answer of "SELECT ROW_COUNT(), @@in_transaction"
+// sent after the batch's what (a DELETE, an UPDATE): the rows it changed,
+// or abortedUnawares when the server had ended the transaction meanwhile.
+func rowCountInTx(res *sql.Rows, what string) (int64, error) {
+	var n int64
+	var inTxn bool
+	if !res.Next() {
+		return 0, errors.Join(fmt.Errorf("repo: no answer to the batch's %s", what), res.Err())
+	}
+	if err := res.Scan(&n, &inTxn); err != nil {
+		return 0, err
+	}
+	if !inTxn {
+		return 0, abortedUnawares()
+	}
+	return n, nil
 }
 
 // keptRows are the rows of the orders chosen, in chosen's order, of those
