@@ -3,9 +3,12 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
@@ -165,4 +168,78 @@ func TestWriteLockTokensIncrease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A holder that read its token early (FetchTokenEarly, as the shop does)
+// watches its node with the watch that read set: its node is read once in
+// all, whether the lock was free or it waited (the waiter's watch on its
+// own node is the same), and Lost still closes when someone else deletes
+// the node. Fails (two reads) when the hold reads its node again to watch
+// it.
+func TestAnEarlyTokenReadIsTheHoldsWatch(t *testing.T) {
+	for _, waited := range []bool{false, true} {
+		t.Run(fmt.Sprintf("waited=%v", waited), func(t *testing.T) {
+			ctx := testCtx(t)
+			proxy := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			var mu sync.Mutex
+			var reads []string // the paths of the getData requests through the proxy
+			proxy.NoticeReply(func(op int32, p string) bool {
+				if op == itest.ZKOpGetData {
+					mu.Lock()
+					reads = append(reads, p)
+					mu.Unlock()
+				}
+				return false
+			})
+			lockPath := itest.Path(t)
+			x, y := connect(t), connectThrough(t, proxy)
+			ahead := zklock.NewMutex(x, lockPath)
+			if waited {
+				if err := ahead.Acquire(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m := zklock.NewMutex(y, lockPath)
+			m.FetchTokenEarly()
+			done := acquireAsync(ctx, m)
+			if waited {
+				waitFor(t, func() bool { return len(children(t, x, lockPath)) == 2 })
+				release(t, ahead)
+			}
+			if err := itest.Receive(t, done, 10*time.Second, "the acquisition"); err != nil {
+				t.Fatal(err)
+			}
+			lost := m.Lost()
+			if _, err := m.Token(ctx); err != nil {
+				t.Fatal(err)
+			}
+			node := m.Node()
+			if err := x.Conn().Delete(node, -1); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-lost:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Lost did not close when the held node was deleted")
+			}
+			if err := m.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if countOf(reads, node) != 1 {
+				t.Errorf("the held node was read %d times, want once: %v", countOf(reads, node), reads)
+			}
+		})
+	}
+}
+
+// countOf is how many of xs are x.
+func countOf(xs []string, x string) (n int) {
+	for _, s := range xs {
+		if s == x {
+			n++
+		}
+	}
+	return n
 }

@@ -25,10 +25,15 @@ type hold struct {
 	onRevoke    func()          // called when the node's data asks for revocation
 	arm         func()          // starts the watcher, once
 	since       time.Time       // when the hold began
+	// early, if set, gives the watcher the data watch that an early read of
+	// the node set (FetchTokenEarly), and the token with it: its first
+	// round then reads nothing. ok false: there is none, and it reads.
+	early func() (ch <-chan zk.Event, ok bool)
 }
 
 // newHold starts the hold of node, created in session s. The hold is
-// watched (a goroutine, and a data watch on the node: one read) only once
+// watched (a goroutine, and a data watch on the node: one read, or the
+// watch of an early read, see hold.early) only once
 // somebody asks (Lost, Token) or must be told (onRevoke): a goroutine and a
 // read per hold are not free. Losses that happened before are reported all
 // the same.
@@ -111,26 +116,20 @@ func (h *hold) watch(bg context.Context) {
 			close(h.lost)
 		}
 	}()
+	early := h.early
 	for {
-		// No context of its own: a cancellable one would cost a goroutine
-		// per read, on every purchase's hold; the client's Close ends the
-		// read as it ends bg.
-		data, stat, ch, err := h.c.GetW(context.Background(), h.node)
-		if errors.Is(err, zk.ErrNoNode) {
-			return // deleted, by Release (stop is closed) or by someone else
-		}
-		if err == nil {
-			h.token.set(stat.Czxid)
-		}
-		if err == nil && h.onRevoke != nil && string(data) == revokeMessage {
-			select {
-			case <-h.stop:
-			default:
-				h.onRevoke()
+		var ch <-chan zk.Event
+		if early != nil {
+			if c, ok := early(); ok {
+				ch = c // set before the hold began: it missed nothing
 			}
+			early = nil
 		}
-		if err != nil {
-			ch = nil // connection trouble: the interruption will say so
+		if ch == nil {
+			var err error
+			if ch, err = h.read(); errors.Is(err, zk.ErrNoNode) {
+				return // deleted, by Release (stop is closed) or by someone else
+			}
 		}
 		select {
 		case ev := <-ch:
@@ -148,4 +147,26 @@ func (h *hold) watch(bg context.Context) {
 			return
 		}
 	}
+}
+
+// read reads the node with a data watch: its token, and a revocation asked
+// for in its data. The watch is nil on connection trouble (the
+// interruption will say so).
+func (h *hold) read() (<-chan zk.Event, error) {
+	// No context of its own: a cancellable one would cost a goroutine per
+	// read, on every purchase's hold; the client's Close ends the read as it
+	// ends bg.
+	data, stat, ch, err := h.c.GetW(context.Background(), h.node)
+	if err != nil {
+		return nil, err
+	}
+	h.token.set(stat.Czxid)
+	if h.onRevoke != nil && string(data) == revokeMessage {
+		select {
+		case <-h.stop:
+		default:
+			h.onRevoke()
+		}
+	}
+	return ch, nil
 }

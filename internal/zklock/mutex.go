@@ -131,6 +131,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 	}
 	h := newHold(m.c, node, s, onRevoke)
 	pre.attach(node, h.token)
+	if onRevoke == nil && pre != nil {
+		// The early read's data watch is the hold's: watching it costs no
+		// read more (a revocable hold reads its node's data at once).
+		h.early = func() (<-chan zk.Event, bool) { return pre.held(node) }
+	}
 	m.mu.Lock()
 	m.count, m.hold = 1, h
 	m.mu.Unlock()
@@ -174,9 +179,10 @@ func (m *Mutex) Release(ctx context.Context) error {
 // guarded by the lock must check it before it commits, and the holder must
 // still call Release.
 //
-// The hold is watched (a goroutine, and a data watch on the node: one read)
-// from the first call of Lost or Token during it, or from the start for a
-// revocable lock; holders that never ask do not pay for it. Losses that
+// The hold is watched (a goroutine, and a data watch on the node: one read,
+// or none after FetchTokenEarly, whose read set that watch) from the first
+// call of Lost or Token during it, or from the start for a revocable lock;
+// holders that never ask do not pay for it. Losses that
 // happened before that first call are reported all the same.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
@@ -216,8 +222,9 @@ func (m *Mutex) Token(ctx context.Context) (int64, error) {
 // acquisitions as soon as its node exists: alongside the first listing of the
 // queue, and while it waits. Token then answers at once when the lock is
 // held, which takes a round trip off every hand-off for holders that fence
-// their work. It costs that read for every acquisition; call it before
-// Acquire.
+// their work. It costs that read for every acquisition, and the hold watches
+// its node with the watch that read set (Lost): a holder that fences and
+// watches pays one read in all. Call it before Acquire.
 func (m *Mutex) FetchTokenEarly() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -289,7 +296,8 @@ type tokenPrefetch struct {
 	v          int64
 	target     *fenceToken // the hold's token, once acquired
 	targetNode string
-	reads      map[string]*earlyRead // by node
+	reads      map[string]*earlyRead // by node, until a waiter takes the watch
+	kept       map[string]*earlyRead // by node, until the hold takes the watch
 }
 
 // earlyRead is the early read of one node.
@@ -297,6 +305,27 @@ type earlyRead struct {
 	done chan struct{} // closed when answered
 	ch   <-chan zk.Event
 	err  error
+}
+
+// held is the data watch the early read of node set, for the hold of node
+// to watch its node with (hold.watch); a waiter only looked at it (watch),
+// so it is still armed when the waiter holds unless the node changed
+// meanwhile. ok false when there was no early read of node or it failed;
+// the channel is closed once the watch has fired, and the hold then reads
+// its node again. It waits for the read's answer.
+func (p *tokenPrefetch) held(node string) (ch <-chan zk.Event, ok bool) {
+	if p == nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	r := p.kept[node]
+	p.kept = nil // the hold's node is the last this acquisition made
+	p.mu.Unlock()
+	if r == nil {
+		return nil, false
+	}
+	<-r.done
+	return r.ch, r.err == nil
 }
 
 // start records that node is about to be read.
@@ -307,7 +336,10 @@ func (p *tokenPrefetch) start(node string) *earlyRead {
 	if p.reads == nil {
 		p.reads = make(map[string]*earlyRead)
 	}
-	p.reads[node] = r
+	if p.kept == nil {
+		p.kept = make(map[string]*earlyRead)
+	}
+	p.reads[node], p.kept[node] = r, r
 	return r
 }
 
