@@ -23,7 +23,8 @@
 # Environment: DEMO_PORTS ("8081 8082"), DEMO_STATE (.stack/demo: the instances' pid files and
 # logs), DEMO_OUT (out: the reports), DEMO_REQUESTS (1500), DEMO_CONCURRENCY (1500), DEMO_BUYERS
 # (0: anonymous buyers; N: N buyer ids, one purchase each allowed, the table shows already_bought),
-# DEMO_MAXSLEEP (50ms), and any SHOP_* setting for "up" (config.yaml's defaults otherwise: an
+# DEMO_MAXSLEEP (50ms; compare also opens 100 MySQL connections per pool at each start,
+# SHOP_MYSQL_INITIALCONNS), and any SHOP_* setting for "up" (config.yaml's defaults otherwise: an
 # unpaid order expires after orders.payTimeout, 15m).
 set -euo pipefail
 
@@ -112,6 +113,11 @@ compare() {
 	# it near a minute and still makes every unlocked buyer read before the others write.
 	export SHOP_DEMO_MAXSLEEP=${DEMO_MAXSLEEP:-50ms}
 	export SHOP_LOCK_ACQUIRETIMEOUT=5m
+	# 1500 buyers at once at instances just started: the lock-off run opens a MySQL connection per
+	# buyer up to mysql.maxOpenConns, past MariaDB's back_log, and a dropped connection is tried
+	# again a second later. The instances open their pools before they listen instead
+	# (docs/operations.md, "The database's accept backlog").
+	export SHOP_MYSQL_INITIALCONNS=${SHOP_MYSQL_INITIALCONNS:-100}
 	for mode in off on batched; do
 		case $mode in
 		off) export SHOP_LOCK_ENABLED=false SHOP_PURCHASE_STRATEGY=seed label="lock off" ;;

@@ -114,6 +114,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	if err := store.Warm(ctx, cfg.MySQL.InitialConns); err != nil {
+		log.Warn("could not open mysql.initialConns connections: the pools open them as buyers come", "err", err)
+	}
 	checks := []handler.Check{{Name: "mysql", Check: store.Ping}}
 	pool, err := store.SQLDB()
 	if err != nil {

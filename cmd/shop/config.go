@@ -32,6 +32,7 @@ type Config struct {
 		MaxOpenConns int
 		SaleConns    int
 		MaxIdleConns int
+		InitialConns int
 		// IdleTransactionTimeout: 0 derives it (IdleTransaction).
 		IdleTransactionTimeout time.Duration
 		TLSCA                  string // "" : the DSN's tls parameter

@@ -61,6 +61,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.MySQL.SaleConns = p.positive(k) }},
 	{"mysql.maxIdleConns", kInt, "100", "idle connections each pool keeps; keep it at mysql.maxOpenConns: Go closes every connection returned beyond it, and a burst then opens new ones faster than MySQL's back_log takes them (Druid's minIdle is not Go's MaxIdleConns)",
 		func(p *parser, k string, c *Config) { c.MySQL.MaxIdleConns = p.positive(k) }},
+	{"mysql.initialConns", kInt, "0", "connections shop serve opens in each pool before it listens, 8 at a time (the seed's Druid initialSize; at most the pool's size, and mysql.maxIdleConns stay open): a sale that opens with a crowd finds them open instead of opening them all at once past MySQL's back_log; 0: as needed",
+		func(p *parser, k string, c *Config) { c.MySQL.InitialConns = p.count(k) }},
 	{"mysql.idleTransactionTimeout", kDuration, "0s", "MariaDB ends a transaction of the shop's that waits this long for its next statement (a holder cut off after its claim); 0: zookeeper.sessionTimeout + demo.maxSleep",
 		func(p *parser, k string, c *Config) { c.MySQL.IdleTransactionTimeout = p.duration(k, true) }},
 	{"mysql.tlsCA", kString, "", "a PEM file of the CA that signed MySQL's certificate: every connection uses TLS and verifies the server with it (empty: the DSN's own tls parameter, plaintext without one)",

@@ -2,9 +2,12 @@ package repo_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
@@ -132,5 +135,45 @@ func assertState(t *testing.T, s *repo.Store, stock int32, orders int64) {
 	}
 	if g.Stock != stock || n != orders {
 		t.Fatalf("stock %d with %d orders, want stock %d with %d orders", g.Stock, n, stock, orders)
+	}
+}
+
+// Warm opens the connections a crowd would otherwise open at once and
+// leaves them idle in their pools, each pool at most its own size (asking
+// for more than a pool holds must not wait forever for one it cannot open);
+// the server sees them open.
+func TestWarmOpensThePoolsConnections(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := itest.Database(t)
+	s := openMigratedWith(t, dsn, repo.Options{MaxOpenConns: 12, MaxIdleConns: 12, SaleConns: 5})
+	if err := s.Warm(ctx, 1000); err != nil {
+		t.Fatal(err)
+	}
+	reads, err := s.SQLDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]*sql.DB{"reads": reads, "sales": s.SalesDB()} {
+		st, want := p.Stats(), p.Stats().MaxOpenConnections
+		if st.OpenConnections != want || st.Idle != want {
+			t.Errorf("%s pool: %d open, %d idle after Warm, want %d and %d", name, st.OpenConnections, st.Idle, want, want)
+		}
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	var n int
+	if err := check.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()", cfg.DBName).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 12+5 {
+		t.Errorf("the server has %d connections of the store's, want 17 (12 reads, 5 sales)", n)
 	}
 }
