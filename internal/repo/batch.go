@@ -548,39 +548,36 @@ func keptRows(orders []*service.Order, inserted []orderInfo, chosen []*service.O
 // otherwise scan, and lock, every row. Integers only, formatted here: no
 // placeholder to interpolate.
 func (s *Store) appendWriteClaimed(q []byte, writes []stockWrite, fence int64) []byte {
-	// The amounts taken, the most common last: it is the CASE's ELSE.
+	// The rows by the amount taken from them, in the order the amounts
+	// first come; the most common amount last: it is the CASE's ELSE.
 	var amounts []int64
-	count := map[int64]int{}
+	rows := map[int64][]uint32{}
 	for _, w := range writes {
 		n := int64(*w.read.Stock) - int64(w.stock)
-		if count[n] == 0 {
+		if rows[n] == nil {
 			amounts = append(amounts, n)
 		}
-		count[n]++
+		rows[n] = append(rows[n], w.read.ID)
 	}
-	slices.SortStableFunc(amounts, func(a, b int64) int { return count[a] - count[b] })
+	slices.SortStableFunc(amounts, func(a, b int64) int { return len(rows[a]) - len(rows[b]) })
 	q = append(q, "UPDATE goods_stock FORCE INDEX (PRIMARY) SET stock = stock - "...)
+	last := amounts[len(amounts)-1]
 	if len(amounts) > 1 {
 		q = append(q, "CASE"...)
 		for _, n := range amounts[:len(amounts)-1] {
 			q = append(q, " WHEN id IN ("...)
-			first := true
-			for _, w := range writes {
-				if int64(*w.read.Stock)-int64(w.stock) != n {
-					continue
-				}
-				if !first {
+			for k, id := range rows[n] {
+				if k > 0 {
 					q = append(q, ',')
 				}
-				first = false
-				q = strconv.AppendUint(q, uint64(w.read.ID), 10)
+				q = strconv.AppendUint(q, uint64(id), 10)
 			}
 			q = append(q, ") THEN "...)
 			q = strconv.AppendInt(q, n, 10)
 		}
 		q = append(q, " ELSE "...)
 	}
-	q = strconv.AppendInt(q, amounts[len(amounts)-1], 10)
+	q = strconv.AppendInt(q, last, 10)
 	if len(amounts) > 1 {
 		q = append(q, " END"...)
 	}
