@@ -218,18 +218,32 @@ func appendPutBack(q []byte, goodsNo int32, n int32) []byte {
 }
 
 // lockGoods reads the first row of each of goodsNos (sorted, distinct)
-// with a lock, in one statement (claimManySQL); a goods without a row is
-// missing from the answer.
+// with a lock, in one statement; a goods without a row is missing from the
+// answer. Goods whose rows it has claimed before it claims by the rows'
+// primary keys (see rowIDs): batches of 78 orders over 200 goods, some 65
+// rows each, one after another on this machine cost MariaDB about 80 us of
+// CPU less a batch that way than through the goods index, of some 1600.
+// The others, and any whose remembered row no longer matches, it claims by
+// goods number (claimManySQL) and remembers.
 func (s *Store) lockGoods(ctx context.Context, t *tx, goodsNos []int32) (map[int32]goodsStock, error) {
-	// Integers only, formatted here: no placeholder to expand.
-	q := make([]byte, 0, 12*len(goodsNos))
-	for i, no := range goodsNos {
-		if i > 0 {
-			q = append(q, ',')
+	if ids, ok := s.rowIDs.lookup(goodsNos); ok {
+		out, ok, err := s.lockRows(ctx, t, goodsNos, ids)
+		if err != nil || ok {
+			return out, err
 		}
-		q = strconv.AppendInt(q, int64(no), 10)
+		s.rowIDs.forget(goodsNos)
 	}
-	rows, err := t.query(ctx, s.causal(fmt.Sprintf(claimManySQL, q)))
+	out, err := s.lockGoodsByNumber(ctx, t, goodsNos)
+	if err != nil {
+		return nil, err
+	}
+	s.rowIDs.remember(out)
+	return out, nil
+}
+
+// lockGoodsByNumber is lockGoods through the goods index.
+func (s *Store) lockGoodsByNumber(ctx context.Context, t *tx, goodsNos []int32) (map[int32]goodsStock, error) {
+	rows, err := t.query(ctx, s.causal(fmt.Sprintf(claimManySQL, appendList(nil, goodsNos))))
 	if err != nil {
 		return nil, err
 	}

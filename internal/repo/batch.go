@@ -566,12 +566,7 @@ func (s *Store) appendWriteClaimed(q []byte, writes []stockWrite, fence int64) [
 		q = append(q, "CASE"...)
 		for _, n := range amounts[:len(amounts)-1] {
 			q = append(q, " WHEN id IN ("...)
-			for k, id := range rows[n] {
-				if k > 0 {
-					q = append(q, ',')
-				}
-				q = strconv.AppendUint(q, uint64(id), 10)
-			}
+			q = appendList(q, rows[n])
 			q = append(q, ") THEN "...)
 			q = strconv.AppendInt(q, n, 10)
 		}

@@ -54,3 +54,19 @@ func openMigrated(ctx context.Context, t *testing.T) *Store {
 	}
 	return s
 }
+
+// The rows a store remembers for its claims are bounded: a sale of more
+// goods than maxRowIDs forgets some.
+func TestTheRowsRememberedAreBounded(t *testing.T) {
+	var r rowIDs
+	for g := int32(1); g <= 3*maxRowIDs; g++ {
+		r.remember(map[int32]goodsStock{g: {ID: uint32(g), GoodsNo: g}})
+	}
+	if n := r.size(); n != maxRowIDs {
+		t.Fatalf("%d goods remembered after %d, want %d", n, 3*maxRowIDs, maxRowIDs)
+	}
+	last := []int32{3 * maxRowIDs}
+	if ids, ok := r.lookup(last); !ok || ids[0] != uint32(last[0]) {
+		t.Fatalf("the last goods remembered: %v, %v", ids, ok)
+	}
+}

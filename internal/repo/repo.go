@@ -60,6 +60,7 @@ type Store struct {
 	cluster   bool       // a Galera node (wsrep_on): see Open
 	returning bool       // MariaDB 10.5 or later: INSERT ... RETURNING (see writeBatch)
 	claimStmt string     // the claim's statement (see causal)
+	rowIDs    *rowIDs    // the rows of the goods claimed (see lockGoods)
 }
 
 // Open connects to MySQL and checks that it answers. The DSN is the
@@ -150,7 +151,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, cluster: cluster, returning: returning}
+	s := &Store{db: db, cluster: cluster, returning: returning, rowIDs: &rowIDs{}}
 	// The sale transactions' pools, of the same size, that let a query carry
 	// several statements (a tx sends fixed statement texts so). On a
 	// cluster named by several nodes, one per node: the writer of a goods.

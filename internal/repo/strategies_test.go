@@ -89,29 +89,76 @@ func TestSellBatchLocksOnlyItsGoods(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "ANALYZE TABLE goods_stock"); err != nil {
 		t.Fatal(err)
 	}
-	var orders []*service.Order
-	for g := int32(1); g <= 100; g += 2 { // 50 odd goods
-		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprint("locks-only-", g)})
-	}
-	probed := false
-	probe := func(g service.Goods, candidates []*service.Order) ([]*service.Order, error) {
-		if !probed { // inside the batch's transaction, after its claim
-			probed = true
-			for _, other := range []int32{2, 150} {
-				var stock int
-				err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = ? FOR UPDATE NOWAIT", other).Scan(&stock)
-				if err != nil {
-					t.Errorf("goods %d, not in the batch, is locked by it: %v", other, err)
+	// The first batch claims through the goods index, the second by the
+	// rows' primary keys (the store remembers them).
+	for _, batch := range []string{"first", "second"} {
+		var orders []*service.Order
+		for g := int32(1); g <= 100; g += 2 { // 50 odd goods
+			orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprint("locks-only-", batch, g)})
+		}
+		probed := false
+		probe := func(g service.Goods, candidates []*service.Order) ([]*service.Order, error) {
+			if !probed { // inside the batch's transaction, after its claim
+				probed = true
+				for _, other := range []int32{2, 150} {
+					var stock int
+					err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = ? FOR UPDATE NOWAIT", other).Scan(&stock)
+					if err != nil {
+						t.Errorf("%s batch: goods %d, not in the batch, is locked by it: %v", batch, other, err)
+					}
 				}
 			}
+			return candidates, nil
 		}
-		return candidates, nil
+		if _, err := s.SellBatch(ctx, 1, orders, probe, noGuard); err != nil {
+			t.Fatal(err)
+		}
+		if !probed {
+			t.Fatalf("the %s batch never asked which orders to sell", batch)
+		}
 	}
-	if _, err := s.SellBatch(ctx, 1, orders, probe, noGuard); err != nil {
+}
+
+// A batch of goods the store has claimed before claims their rows by
+// primary key, not through the goods index: here the index is gone after
+// the first batch, and the second sells all the same.
+func TestABatchClaimsTheRowsOfGoodsItClaimedBeforeByPrimaryKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 3, 10)
+	sellOneOfEach(ctx, t, s, "by-pk-first", 1, 2, 3)
+	if _, err := db.ExecContext(ctx, "DROP INDEX idx_goods_stock_goods_no ON goods_stock"); err != nil {
 		t.Fatal(err)
 	}
-	if !probed {
-		t.Fatal("the batch never asked which orders to sell")
+	sellOneOfEach(ctx, t, s, "by-pk-second", 1, 2, 3)
+	for g := int32(1); g <= 3; g++ {
+		if got, err := s.Goods(ctx, g); err != nil || got.Stock != 8 {
+			t.Errorf("goods %d: %+v, %v; want stock 8", g, got, err)
+		}
+	}
+}
+
+// The rows a store remembers can go stale: a goods' row that became
+// another goods' row and a new row made for the goods. The claim checks
+// the rows it got against its goods and claims by goods number when one
+// does not match: the sale takes from the goods' new row, and the row that
+// moved keeps its stock.
+func TestABatchClaimsAGoodsWhoseRowWasRemadeByNumberAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 3, 10)
+	sellOneOfEach(ctx, t, s, "remade-first", 1, 2, 3)
+	if _, err := db.ExecContext(ctx, "UPDATE goods_stock SET goods_no = 4 WHERE goods_no = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStock(ctx, 2, 50, repo.StockReset{}); err != nil { // a new row
+		t.Fatal(err)
+	}
+	sellOneOfEach(ctx, t, s, "remade-second", 1, 2, 3)
+	for g, want := range map[int32]int32{1: 8, 2: 49, 3: 8, 4: 9} {
+		if got, err := s.Goods(ctx, g); err != nil || got.Stock != want {
+			t.Errorf("goods %d: %+v, %v; want stock %d", g, got, err, want)
+		}
 	}
 }
 
@@ -371,6 +418,23 @@ func sellAvailable(g service.Goods, c []*service.Order) ([]*service.Order, error
 // storeAndDB opens a migrated store on a database of the test's own, with
 // goods 1..goods of stock each, and a plain connection pool to the same
 // database for what the test looks at from outside the store.
+// sellOneOfEach sells one piece of each of goods in one batch, request
+// ids made of prefix, and fails the test on an error or a refusal.
+func sellOneOfEach(ctx context.Context, t *testing.T, s *repo.Store, prefix string, goods ...int32) {
+	t.Helper()
+	var orders []*service.Order
+	for _, g := range goods {
+		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprint(prefix, "-", g), NewRequestID: true})
+	}
+	refused, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard)
+	if err != nil {
+		t.Fatalf("batch %s: %v", prefix, err)
+	}
+	for o, err := range refused {
+		t.Errorf("batch %s: goods %d refused: %v", prefix, o.GoodsNo, err)
+	}
+}
+
 func storeAndDB(ctx context.Context, t *testing.T, goods, stock int32) (*repo.Store, *sql.DB) {
 	t.Helper()
 	dsn := itest.Database(t)
