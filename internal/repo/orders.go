@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -143,9 +145,14 @@ func (s *Store) ExpireOrders(ctx context.Context, placedBefore, now time.Time, l
 		if err != nil {
 			return err
 		}
-		for goodsNo, n := range perGoods {
+		// The goods' rows in the order of their goods numbers, as a batch
+		// of several goods claims them (by the goods index; by primary key
+		// the order of the rows' ids, the same where `shop stock set` made
+		// the rows): two transactions that lock rows in opposite orders
+		// deadlock, and InnoDB rolls one of them back.
+		for _, goodsNo := range slices.Sorted(maps.Keys(perGoods)) {
 			// The row a purchase sells from: the first by id.
-			err := tx.Exec("UPDATE goods_stock SET stock = stock + ? WHERE goods_no = ? ORDER BY id LIMIT 1", n, goodsNo).Error
+			err := tx.Exec("UPDATE goods_stock SET stock = stock + ? WHERE goods_no = ? ORDER BY id LIMIT 1", perGoods[goodsNo], goodsNo).Error
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -239,5 +240,86 @@ func TestGoodsAndOrdersOfSeveralGoods(t *testing.T) {
 	}
 	if g, err := s.GoodsOf(ctx, nil); err != nil || len(g) != 0 {
 		t.Fatalf("GoodsOf() = %v, %v, want nothing, no query", g, err)
+	}
+}
+
+// The sweeper returns the pieces of expired orders goods by goods in the
+// order a batch of several goods claims their rows, so the two never
+// deadlock: here a transaction holds goods 1's row while the sweeper,
+// with orders of eight goods to expire, waits for it; then it locks the
+// other seven rows, as a batch would. In map order the sweeper held some
+// of them by then in seven rounds of eight, and InnoDB rolled one of the
+// two back (error 1213); four rounds.
+func TestTheSweeperLocksGoodsRowsInTheBatchsOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 8, 10)
+	for round := range 4 {
+		sweepWhileABatchHoldsGoodsOne(ctx, t, s, db, round)
+	}
+	for g := int32(1); g <= 8; g++ {
+		if got, err := s.Goods(ctx, g); err != nil || got.Stock != 10 {
+			t.Errorf("goods %d: %+v, %v; want every piece back, stock 10", g, got, err)
+		}
+	}
+}
+
+// sweepWhileABatchHoldsGoodsOne is a round of
+// TestTheSweeperLocksGoodsRowsInTheBatchsOrder.
+func sweepWhileABatchHoldsGoodsOne(ctx context.Context, t *testing.T, s *repo.Store, db *sql.DB, round int) {
+	t.Helper()
+	for g := int32(1); g <= 8; g++ {
+		if err := s.SellAtomic(ctx, &service.Order{GoodsNo: g, RequestID: fmt.Sprint("sweep-", round, "-", g)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer batch.Rollback()
+	lock := func(goods string) error {
+		rows, err := batch.QueryContext(ctx, "SELECT id FROM goods_stock WHERE goods_no IN ("+goods+") ORDER BY goods_no, id FOR UPDATE")
+		if err == nil {
+			err = rows.Close()
+		}
+		return err
+	}
+	if err := lock("1"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var expired []service.Order
+	var sweepErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { expired, sweepErr = s.ExpireOrders(ctx, now.Add(time.Hour), now, 100) })
+	// The sweeper waits at goods 1's row (its statement shows in the
+	// process list while it waits).
+	waiting := false
+	for range 200 {
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() "+
+			"AND INFO LIKE 'UPDATE goods_stock SET stock = stock + % WHERE goods_no = 1 %'").Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting = n > 0; waiting {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if !waiting {
+		t.Fatalf("round %d: the sweeper never waited for goods 1's row", round)
+	}
+	lockErr := lock("2,3,4,5,6,7,8")
+	if lockErr == nil {
+		lockErr = batch.Commit()
+	}
+	wg.Wait()
+	if lockErr != nil || sweepErr != nil {
+		t.Fatalf("round %d: the batch's lock: %v; the sweep: %v (both want no error)", round, lockErr, sweepErr)
+	}
+	if len(expired) != 8 {
+		t.Fatalf("round %d: expired %d orders, want 8", round, len(expired))
 	}
 }
