@@ -62,7 +62,7 @@ func TestTheRowsRememberedAreBounded(t *testing.T) {
 	for g := int32(1); g <= 3*maxRowIDs; g++ {
 		r.remember(map[int32]goodsStock{g: {ID: uint32(g), GoodsNo: g}})
 	}
-	if n := r.size(); n != maxRowIDs {
+	if n := len(r.m); n != maxRowIDs {
 		t.Fatalf("%d goods remembered after %d, want %d", n, 3*maxRowIDs, maxRowIDs)
 	}
 	last := []int32{3 * maxRowIDs}

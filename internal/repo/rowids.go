@@ -77,15 +77,8 @@ func (r *rowIDs) forget(goodsNos []int32) {
 	}
 }
 
-// size is how many goods it remembers.
-func (r *rowIDs) size() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.m)
-}
-
 // claimRowsSQL is claimManySQL by the rows' primary keys (%s: the ids,
-// comma separated, ascending).
+// comma separated; MariaDB reads, and locks, them in id order).
 const claimRowsSQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
 	"FORCE INDEX (PRIMARY) WHERE id IN (%s) ORDER BY id FOR UPDATE"
 
