@@ -90,6 +90,11 @@ func (s Stack) ServeOn(t testing.TB, listen string, env ...string) *Instance {
 	t.Cleanup(func() {
 		if err := in.Stop(t); err != nil {
 			t.Errorf("shop did not exit cleanly on SIGINT: %v\n%s", err, in.Logs())
+		} else if t.Failed() {
+			// A failed test shows what its instances said: a 5xx or a
+			// lost buyer is often explained there, and the log is gone
+			// with the test.
+			t.Logf("the log of the shop at %s (pid %d), its last %d lines:\n%s", in.URL, in.Cmd.Process.Pid, logTail, in.tail(logTail))
 		}
 	})
 	select {
@@ -108,6 +113,15 @@ func (s Stack) ServeOn(t testing.TB, listen string, env ...string) *Instance {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// logTail is how many lines of an instance's log a failed test shows.
+const logTail = 60
+
+// tail is the last n lines of the instance's log.
+func (in *Instance) tail(n int) string {
+	lines := strings.Split(in.Logs(), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // Kill ends the instance with SIGKILL: no shutdown, no release of its locks.
