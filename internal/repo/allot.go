@@ -379,7 +379,7 @@ func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, allotted
 // in one packet and committed. The goods' rows are not touched.
 func (s *Store) SellAllotted(ctx context.Context, lease int64, held map[int32]service.Allotment, goods map[int32]service.Goods,
 	orders []*service.Order, choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error)) (map[*service.Order]error, error) {
-	return s.sellBatches(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, orders, choose, func() error { return nil })
+	return s.sellBatches(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, orders, choose, func() error { return nil }, nil)
 }
 
 // leaseRows is SellAllotted's stock: what a lease holds.

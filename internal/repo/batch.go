@@ -37,16 +37,28 @@ import (
 // several goods may write a goods through another node than its own, so
 // the shop hands the lock on after the commit there (see OneWriter).
 func (s *Store) SellBatch(ctx context.Context, fence int64, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
-	return s.sellBatches(ctx, claimedRows{s, fence}, orders, choose, guard)
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order) (refused map[*service.Order]error, err error) {
+	return s.sellBatches(ctx, claimedRows{s, fence}, orders, choose, guard, more)
 }
 
 // sellBatches is SellBatch on the stock of rows: it starts once more when
-// a request id or a buyer came in after the check.
+// a request id or a buyer came in after the check, with the orders more
+// gave the first time among the batch's.
 func (s *Store) sellBatches(ctx context.Context, rows batchRows, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error) (refused map[*service.Order]error, err error) {
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order) (refused map[*service.Order]error, err error) {
+	var late []*service.Order // what more gave: in the batch from then on
+	taking := more
+	if more != nil {
+		taking = func(accept func(*service.Order) bool) []*service.Order {
+			got := more(accept)
+			late = append(late, got...)
+			return got
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		refused, err = s.sellBatch(ctx, rows, orders, choose, guard, attempt > 0)
+		refused, err = s.sellBatch(ctx, rows, slices.Concat(orders, late), choose, guard, taking, attempt > 0)
 		if attempt == 0 && (errors.Is(err, service.ErrDuplicateRequest) || errors.Is(err, service.ErrAlreadyBought)) {
 			continue // a request id used before, or a buyer who came in after the check: again, ids looked up
 		}
@@ -55,7 +67,8 @@ func (s *Store) sellBatches(ctx context.Context, rows batchRows, orders []*servi
 }
 
 func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error, lookUpIDs bool) (map[*service.Order]error, error) {
+	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order, lookUpIDs bool) (map[*service.Order]error, error) {
 	if len(orders) == 0 {
 		return nil, nil
 	}
@@ -87,7 +100,19 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 		if err != nil {
 			return err
 		}
-		candidates, err := s.batchCandidates(ctx, t, goodsNos, orders, claimed, refused, lookUpIDs)
+		all := orders // the batch's and, with first, the late buyers'
+		if first && more != nil {
+			// Buyers who came while the orders went in and the claim
+			// waited for the last holder's commit join the batch, if their
+			// goods' rows are claimed and their INSERT cannot collide: their
+			// rows go in with the stock's UPDATE, in the same packet.
+			late := more(func(o *service.Order) bool {
+				_, ok := claimed[o.GoodsNo]
+				return ok && !collides(o)
+			})
+			all = slices.Concat(orders, late)
+		}
+		candidates, err := s.batchCandidates(ctx, t, goodsNos, all, claimed, refused, lookUpIDs)
 		if err != nil {
 			return err
 		}
@@ -114,9 +139,18 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 		}
 		if first {
 			var drop []uint64
-			rows, drop = keptRows(orders, inserted, chosen)
-			if err := s.writeStock(ctx, t, stock, writes, drop); err != nil {
+			var fresh []int
+			rows, drop, fresh = keptRows(orders, inserted, chosen)
+			lateRows := make([]orderInfo, len(fresh))
+			now := time.Now().UTC()
+			for i, at := range fresh {
+				lateRows[i] = newOrderRow(chosen[at], now)
+			}
+			if err := s.writeStock(ctx, t, stock, writes, drop, lateRows); err != nil {
 				return err
+			}
+			for i, at := range fresh {
+				rows[at] = lateRows[i]
 			}
 		} else if len(chosen) > 0 {
 			now := time.Now().UTC()
@@ -172,12 +206,13 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 // refused is never committed, and every order's row is in the same
 // transaction as the stock it took, as before.
 func mayCollide(orders []*service.Order) bool {
-	for _, o := range orders {
-		if !o.NewRequestID || o.OnePerBuyer && o.UserID != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(orders, collides)
+}
+
+// collides reports whether the INSERT of o could find its key taken by a
+// concurrent transaction (see mayCollide).
+func collides(o *service.Order) bool {
+	return !o.NewRequestID || o.OnePerBuyer && o.UserID != ""
 }
 
 // batchRows is where the stock a batch sells comes from and where the
@@ -442,13 +477,14 @@ func (s *Store) insertOrders(ctx context.Context, t *tx, rows []orderInfo) error
 
 // writeStock is writeBatch for a batch whose orders went in first: in one
 // packet, the DELETE of the rows of the orders not sold to (drop, their
-// ids) and what the batch took from its stock (writes); then checks that
-// both were made in the transaction.
-func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64) error {
+// ids), what the batch took from its stock (writes) and the INSERT of the
+// rows of late buyers sold to (late, which get their ids); then checks
+// that each was made in the transaction.
+func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64, late []orderInfo) error {
 	if len(writes) == 0 && len(drop) == 0 {
-		return nil
+		return nil // late buyers are sold to only with a goods' write
 	}
-	q := make([]byte, 0, 256+40*len(writes)+12*len(drop))
+	q := make([]byte, 0, 256+40*len(writes)+12*len(drop)+24*len(late))
 	var args []any
 	if len(drop) > 0 {
 		q = append(q, "DELETE FROM order_info WHERE id IN ("...)
@@ -466,6 +502,10 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 		}
 		q, args = stock.write(q, args, writes)
 		q = append(q, "; SELECT ROW_COUNT(), @@in_transaction"...)
+		if len(late) > 0 {
+			q = append(q, "; "...)
+			q, args = s.appendInsert(q, args, late)
+		}
 	}
 	res, err := t.query(ctx, string(q), args...)
 	if err != nil {
@@ -492,6 +532,12 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 		if err := stock.wrote(n, writes); err != nil {
 			return err
 		}
+		if len(late) > 0 {
+			if !res.NextResultSet() { // the INSERT's error, if it failed
+				return errors.Join(errors.New("repo: no answer to the late buyers' INSERT"), res.Err())
+			}
+			return s.readIDs(res, late)
+		}
 	}
 	return res.Close()
 }
@@ -515,8 +561,10 @@ func rowCountInTx(res *sql.Rows, what string) (int64, error) {
 }
 
 // keptRows are the rows of the orders chosen, in chosen's order, of those
-// inserted for orders (in theirs); drop the ids of the others.
-func keptRows(orders []*service.Order, inserted []orderInfo, chosen []*service.Order) (rows []orderInfo, drop []uint64) {
+// inserted for orders (in theirs); drop the ids of the others; fresh the
+// places in rows of the chosen orders that are not among orders (late
+// buyers, whose rows are still to be inserted).
+func keptRows(orders []*service.Order, inserted []orderInfo, chosen []*service.Order) (rows []orderInfo, drop []uint64, fresh []int) {
 	at := make(map[*service.Order]int, len(orders))
 	for i, o := range orders {
 		at[o] = i
@@ -524,15 +572,20 @@ func keptRows(orders []*service.Order, inserted []orderInfo, chosen []*service.O
 	kept := make([]bool, len(orders))
 	rows = make([]orderInfo, len(chosen))
 	for i, o := range chosen {
-		rows[i] = inserted[at[o]]
-		kept[at[o]] = true
+		j, ok := at[o]
+		if !ok {
+			fresh = append(fresh, i)
+			continue
+		}
+		rows[i] = inserted[j]
+		kept[j] = true
 	}
 	for i := range orders {
 		if !kept[i] {
 			drop = append(drop, inserted[i].ID)
 		}
 	}
-	return rows, drop
+	return rows, drop, fresh
 }
 
 // appendWriteClaimed appends the UPDATE of writeBatch for claimed rows. On

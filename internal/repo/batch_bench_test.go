@@ -26,7 +26,7 @@ func BenchmarkSellBatch(b *testing.B) {
 				for i := range orders {
 					orders[i] = &service.Order{GoodsNo: int32(i%goods + 1), RequestID: fmt.Sprintf("bench-%d-%d-%d", goods, n, i)}
 				}
-				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }); err != nil {
+				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -109,7 +109,7 @@ func BenchmarkOrderIDs(b *testing.B) {
 					}
 					orders[i] = &service.Order{GoodsNo: 1, RequestID: id.String()}
 				}
-				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }); err != nil {
+				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

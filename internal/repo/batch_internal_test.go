@@ -28,7 +28,7 @@ func TestABatchsOrdersGetTheirRowsIDs(t *testing.T) {
 		for j := range 5 {
 			orders = append(orders, &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("ids-%d-%d", i, j), NewRequestID: true})
 		}
-		if _, err := s.SellBatch(ctx, int64(i+1), orders, all, func() error { return nil }); err != nil {
+		if _, err := s.SellBatch(ctx, int64(i+1), orders, all, func() error { return nil }, nil); err != nil {
 			t.Fatalf("returning=%v: %v", returning, err)
 		}
 		for _, o := range orders {

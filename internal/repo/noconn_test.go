@@ -36,7 +36,7 @@ func TestASaleWithoutAConnectionWroteNothing(t *testing.T) {
 		},
 		"batch": func(ctx context.Context) error {
 			_, err := s.SellBatch(ctx, 1, []*service.Order{{GoodsNo: 1, RequestID: "b"}},
-				func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }, noGuard)
+				func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }, noGuard, nil)
 			return err
 		},
 		"atomic": func(ctx context.Context) error {

@@ -59,7 +59,7 @@ func TestSellBatch(t *testing.T) {
 		offered = candidates
 		return candidates[:min(int(g.Stock), len(candidates))], nil
 	}
-	refused, err := s.SellBatch(ctx, 5, orders, firstStock, noGuard)
+	refused, err := s.SellBatch(ctx, 5, orders, firstStock, noGuard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestSellBatch(t *testing.T) {
 		t.Errorf("order ids %d %d %d: want x and y sold with their own ids, z not", orders[1].ID, orders[3].ID, orders[4].ID)
 	}
 	assertState(t, s, 0, 3)
-	if _, err := s.SellBatch(ctx, 4, orders[4:], firstStock, noGuard); !errors.Is(err, service.ErrFenced) {
+	if _, err := s.SellBatch(ctx, 4, orders[4:], firstStock, noGuard, nil); !errors.Is(err, service.ErrFenced) {
 		t.Errorf("a batch under an older token: %v, want ErrFenced", err)
 	}
 }
@@ -110,7 +110,7 @@ func TestSellBatchLocksOnlyItsGoods(t *testing.T) {
 			}
 			return candidates, nil
 		}
-		if _, err := s.SellBatch(ctx, 1, orders, probe, noGuard); err != nil {
+		if _, err := s.SellBatch(ctx, 1, orders, probe, noGuard, nil); err != nil {
 			t.Fatal(err)
 		}
 		if !probed {
@@ -206,7 +206,7 @@ func TestABatchCallsItsGuardBeforeItsStockWriteWhenNothingCanCollide(t *testing.
 			seenOrders = n - before
 			return db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&seenStock)
 		}
-		if _, err := s.SellBatch(ctx, 1, orders, all, guard); err != nil {
+		if _, err := s.SellBatch(ctx, 1, orders, all, guard, nil); err != nil {
 			t.Fatal(err)
 		}
 		if seenOrders != c.wantOrders || stock-seenStock != c.wantTaken {
@@ -240,7 +240,7 @@ func TestABatchInsertsItsOrdersBeforeItsClaim(t *testing.T) {
 	}
 	sold := make(chan error, 1)
 	go func() {
-		_, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard)
+		_, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil)
 		sold <- err
 	}()
 	look, err := db.Conn(ctx)
@@ -289,7 +289,7 @@ func TestABatchWhoseOrdersWentInFirstKeepsOnlyTheSold(t *testing.T) {
 	for i, g := range []int32{1, 2, 1, 99, 1, 2} {
 		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("kept-%d", i), NewRequestID: true})
 	}
-	refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard)
+	refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestABatchTakesFromEachGoodsWhatItSold(t *testing.T) {
 			for i, g := range []int32{1, 2, 2, 3, 3, 3, 4, 4} {
 				orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("taken-%d", i), NewRequestID: shopIDs})
 			}
-			refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard)
+			refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard, nil)
 			if err != nil || len(refused) != 0 {
 				t.Fatalf("refused %v, err %v: want every order sold", refused, err)
 			}
@@ -384,7 +384,7 @@ func TestABatchsOrderRowsAreNewUnpaidOrders(t *testing.T) {
 	}
 	start := time.Now().Add(-time.Second)
 	for _, orders := range batches {
-		if refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard); err != nil || len(refused) != 0 {
+		if refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard, nil); err != nil || len(refused) != 0 {
 			t.Fatalf("refused %v, err %v", refused, err)
 		}
 		for _, o := range orders {
@@ -415,9 +415,6 @@ func sellAvailable(g service.Goods, c []*service.Order) ([]*service.Order, error
 	return c[:min(len(c), int(max(g.Stock, 0)))], nil
 }
 
-// storeAndDB opens a migrated store on a database of the test's own, with
-// goods 1..goods of stock each, and a plain connection pool to the same
-// database for what the test looks at from outside the store.
 // sellOneOfEach sells one piece of each of goods in one batch, request
 // ids made of prefix, and fails the test on an error or a refusal.
 func sellOneOfEach(ctx context.Context, t *testing.T, s *repo.Store, prefix string, goods ...int32) {
@@ -426,7 +423,7 @@ func sellOneOfEach(ctx context.Context, t *testing.T, s *repo.Store, prefix stri
 	for _, g := range goods {
 		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprint(prefix, "-", g), NewRequestID: true})
 	}
-	refused, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard)
+	refused, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil)
 	if err != nil {
 		t.Fatalf("batch %s: %v", prefix, err)
 	}
@@ -435,6 +432,9 @@ func sellOneOfEach(ctx context.Context, t *testing.T, s *repo.Store, prefix stri
 	}
 }
 
+// storeAndDB opens a migrated store on a database of the test's own, with
+// goods 1..goods of stock each, and a plain connection pool to the same
+// database for what the test looks at from outside the store.
 func storeAndDB(ctx context.Context, t *testing.T, goods, stock int32) (*repo.Store, *sql.DB) {
 	t.Helper()
 	dsn := itest.Database(t)
@@ -450,4 +450,86 @@ func storeAndDB(ctx context.Context, t *testing.T, goods, stock int32) (*repo.St
 	}
 	t.Cleanup(func() { db.Close() })
 	return s, db
+}
+
+// Buyers who came while a batch's orders went in and its claim waited join
+// the batch when the store asks for them (more): those of goods whose rows
+// it claimed and whose INSERT cannot collide, chosen with the batch's own
+// buyers and written with its stock, in its transaction. The others stay
+// for the next batch. An order of the batch not chosen leaves no row.
+func TestABatchSellsToBuyersWhoCameDuringItsClaim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 3, 5)
+	for no, stock := range map[int32]int32{1: 3, 2: 0} {
+		if err := s.SetStock(ctx, no, stock, repo.StockReset{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := func(no int32, id string) *service.Order {
+		return &service.Order{GoodsNo: no, RequestID: id, NewRequestID: true}
+	}
+	batch := []*service.Order{order(1, "e1"), order(2, "e2")}
+	own := &service.Order{GoodsNo: 1, RequestID: "a-buyers-own"} // its INSERT could collide
+	l1, l1b, l1c := order(1, "l1"), order(1, "l1b"), order(1, "l1c")
+	waiting := []*service.Order{l1, order(3, "l3"), own, l1b, l1c}
+	var left []*service.Order
+	asked := 0
+	more := func(accept func(*service.Order) bool) []*service.Order {
+		asked++
+		var took []*service.Order
+		for _, o := range waiting {
+			if accept(o) {
+				took = append(took, o)
+			} else {
+				left = append(left, o)
+			}
+		}
+		waiting = nil
+		return took
+	}
+	refused, err := s.SellBatch(ctx, 1, batch, sellAvailable, noGuard, more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != 1 || len(refused) != 0 {
+		t.Fatalf("more asked %d times, refused %v; want once, nothing refused", asked, refused)
+	}
+	if len(left) != 2 || left[0].GoodsNo != 3 || left[1] != own {
+		t.Errorf("left for the next batch: %v, want goods 3's buyer (its row not claimed) and the buyer's own id", left)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT id, request_id FROM order_info ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	written := map[string]uint64{}
+	for rows.Next() {
+		var id uint64
+		var rid string
+		if err := rows.Scan(&id, &rid); err != nil {
+			t.Fatal(err)
+		}
+		written[rid] = id
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 3 || written["e1"] == 0 || written["l1"] == 0 || written["l1b"] == 0 {
+		t.Fatalf("order rows %v, want e1, l1 and l1b (goods 1's stock of 3), none for e2 (goods 2 has none) or l1c", written)
+	}
+	for _, o := range []*service.Order{batch[0], batch[1], l1, l1b, l1c} {
+		if o.ID != written[o.RequestID] {
+			t.Errorf("order %s: id %d, want %d (0: not sold)", o.RequestID, o.ID, written[o.RequestID])
+		}
+	}
+	for no, stock := range map[int32]int32{1: 0, 2: 0, 3: 5} {
+		g, err := s.Goods(ctx, no)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Stock != stock {
+			t.Errorf("goods %d: stock %d, want %d", no, g.Stock, stock)
+		}
+	}
 }

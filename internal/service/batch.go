@@ -143,7 +143,7 @@ func (b *Batch) work(key string, q *batchQueue) {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			b.sell(ctx, batch, lease, next)
+			b.sell(ctx, q, batch, lease, next)
 		}()
 		<-next
 	}
@@ -222,11 +222,42 @@ func (b *Batch) take(q *batchQueue) []*batchBuyer {
 	return batch
 }
 
+// takeLate takes out of q, for a batch under way, at most n of the buyers
+// waiting whose orders accept takes, in their order, leaving the others
+// where they were; those who gave up or whose goods is marked sold out are
+// answered (as take does). A buyer under the one-per-buyer rule is never
+// one a store accepts (its INSERT could collide).
+func (b *Batch) takeLate(q *batchQueue, accept func(*Order) bool, n int) []*batchBuyer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var late []*batchBuyer
+	kept := q.waiting[:0]
+	for _, x := range q.waiting {
+		if len(late) >= n {
+			kept = append(kept, x)
+			continue
+		}
+		if err := b.settled(x); err != nil {
+			x.done <- err
+			continue
+		}
+		switch {
+		case accept(x.order):
+			late = append(late, x)
+		default:
+			kept = append(kept, x)
+		}
+	}
+	clear(q.waiting[len(kept):])
+	q.waiting = kept
+	return late
+}
+
 // sell sells one batch under lease and answers every buyer in it. It
 // closes next when the next batch may ask for the lock: when the release of
 // this one has begun, or, if this batch may sell a goods' last piece, when
 // it has answered.
-func (b *Batch) sell(ctx context.Context, batch []*batchBuyer, lease Lease, next chan<- struct{}) {
+func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*batchBuyer, lease Lease, next chan<- struct{}) {
 	var nextOnce sync.Once
 	letNextGo := func() { nextOnce.Do(func() { close(next) }) }
 	defer letNextGo()
@@ -253,7 +284,20 @@ func (b *Batch) sell(ctx context.Context, batch []*batchBuyer, lease Lease, next
 		orders[i] = x.order
 		sale.buyerOf[x.order] = x
 	}
-	refused, err := b.store.SellBatch(ctx, token, orders, sale.choose, h.guard)
+	// Buyers who come once the rows are claimed join the batch, where the
+	// store can take them (see Store.SellBatch): the batch's answers below
+	// are theirs too.
+	more := func(accept func(*Order) bool) []*Order {
+		late := b.takeLate(q, accept, b.cfg.BatchMax-len(batch))
+		orders := make([]*Order, len(late))
+		for i, x := range late {
+			orders[i] = x.order
+			sale.buyerOf[x.order] = x
+		}
+		batch = append(batch, late...)
+		return orders
+	}
+	refused, err := b.store.SellBatch(ctx, token, orders, sale.choose, h.guard, more)
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", batch[0].order.GoodsNo, "err", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -698,5 +699,41 @@ func TestAFailedLockAnswersOnlyTheBuyersWhoWaitedForIt(t *testing.T) {
 	}
 	if err := itestReceive(t, late); err != nil {
 		t.Errorf("the buyer who came during the failed ask: %v, want sold by the next", err)
+	}
+}
+
+// Buyers who come while a batch's claim runs join that batch when the
+// store asks for them, up to BatchMax, and hear its answers; the one left
+// over waits for the next batch. Without it each would wait for the next.
+func TestBuyersWhoComeDuringTheClaimJoinTheBatch(t *testing.T) {
+	firstClaim, goOn := make(chan struct{}), make(chan struct{})
+	claims := 0
+	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 100}}, takesLate: true, claimed: func() {
+		if claims++; claims == 1 {
+			close(firstClaim)
+			<-goOn
+		}
+	}}
+	shop := newBatchShop(t, store, &gateLocker{gate: closedChan()}, service.NewSoldOutMarks(-1), service.Config{BatchMax: 3})
+	buy := func(id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: id})
+			done <- err
+		}()
+		return done
+	}
+	first := buy("first")
+	itestReceive(t, firstClaim) // the first batch (of one) holds the lock, in its claim
+	late := []chan error{buy("a"), buy("b"), buy("c")}
+	time.Sleep(100 * time.Millisecond) // all three queued behind the first batch
+	close(goOn)
+	for i, ch := range append([]chan error{first}, late...) {
+		if err := itestReceive(t, ch); err != nil {
+			t.Errorf("buyer %d: %v, want sold", i, err)
+		}
+	}
+	if len(store.orders) != 4 || !slices.Equal(store.sizes, []int{3, 1}) {
+		t.Fatalf("%d orders in batches of %v; want 4 in batches of 3 (two joined the first, BatchMax 3) and 1", len(store.orders), store.sizes)
 	}
 }

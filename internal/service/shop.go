@@ -103,8 +103,12 @@ type Store interface {
 	// call guard after the writes instead, when they could meet a concurrent
 	// transaction's order (a request id or a buyer it checked for). An error
 	// from choose or guard sells nothing. The chosen orders get their ids.
+	// A store may also ask more, once the rows are claimed, for the orders
+	// of buyers who came since that accept takes, and sell to them in the
+	// same transaction, as if they had been in orders; more may be nil.
 	SellBatch(ctx context.Context, fence int64, orders []*Order,
-		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error) (refused map[*Order]error, err error)
+		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error,
+		more func(accept func(*Order) bool) []*Order) (refused map[*Order]error, err error)
 	// SellAtomic, in one transaction, decrements the stock of order.GoodsNo
 	// if it is above zero and inserts order. ErrSoldOut when it is not,
 	// ErrNotFound when there is no row, ErrDuplicateRequest, ErrCommitUnknown.

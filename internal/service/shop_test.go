@@ -36,6 +36,11 @@ type fakeStore struct {
 	// the most orders one SellBatch was given.
 	claimed func()
 	largest int
+	// takesLate makes SellBatch ask more after claimed, as the MySQL store
+	// does, for buyers of the goods it claimed; sizes are the orders of
+	// each SellBatch, late buyers included, in the order of the claims.
+	takesLate bool
+	sizes     []int
 	// eachBatch sees the orders of every SellBatch.
 	eachBatch func([]*service.Order)
 
@@ -122,7 +127,8 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 }
 
 func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*service.Order,
-	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error) (map[*service.Order]error, error) {
+	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order) (map[*service.Order]error, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sellErr != nil {
@@ -157,6 +163,13 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 	if f.claimed != nil {
 		f.claimed()
 	}
+	if f.takesLate && more != nil {
+		orders = slices.Concat(orders, more(func(o *service.Order) bool {
+			_, ok := claimed[o.GoodsNo]
+			return ok && o.NewRequestID && !(o.OnePerBuyer && o.UserID != "")
+		}))
+	}
+	f.sizes = append(f.sizes, len(orders))
 	candidates := map[int32][]*service.Order{}
 	seen := map[string]bool{}
 	for _, o := range f.orders {
