@@ -101,15 +101,17 @@ func checkDashboardSale(t *testing.T, s e2e.Stack, base string, goods int) {
 }
 
 // manyGoodsFault is a faultPair of batch instances on one lock for every
-// goods, goods 1-5 of stock 10 each. primeManyGoods has A sell a batch of
-// several goods: A's first buyer (goods 1) holds the lock while ten more,
-// two of each goods, queue behind it; they form A's next batch, whose
-// first packet matching next is held at the proxy (onHold runs then). The
-// first buyer has bought (one piece of goods 1); answers are the ten's.
+// goods, goods 1-6 of stock 10 each. primeManyGoods has A sell a batch of
+// several goods: A's first buyer (goods 6) holds the lock while ten more,
+// two of each of goods 1-5 (manyGoodsSet), queue behind it; they form A's
+// next batch, whose first packet matching next is held at the proxy
+// (onHold runs then). The first buyer's goods is not one of theirs: buyers
+// who come during a batch's claim join it when it claimed their goods. The
+// first buyer has bought (one piece of goods 6); answers are the ten's.
 func primeManyGoods(t *testing.T, p faultPair, next func([]byte) bool, onHold func()) (held *itest.Hold, answers []<-chan e2e.Answer) {
 	t.Helper()
 	prime := p.db.HoldPacket(isStatement("ORDER BY id LIMIT 1 FOR UPDATE"), nil)
-	first := e2e.PurchaseOfAsync(p.a.URL, 1)
+	first := e2e.PurchaseOfAsync(p.a.URL, primerGoods)
 	p.heldBy(t, prime, "A's first claim")
 	for i := range 10 {
 		answers = append(answers, e2e.PurchaseOfAsync(p.a.URL, int32(i%5+1)))
@@ -126,10 +128,13 @@ func primeManyGoods(t *testing.T, p faultPair, next func([]byte) bool, onHold fu
 
 var manyGoodsSet = []int32{1, 2, 3, 4, 5}
 
+// primerGoods is the goods of primeManyGoods' first buyer.
+const primerGoods = 6
+
 func newManyGoodsFault(t *testing.T, proxyZK bool, env ...string) faultPair {
 	t.Helper()
 	p := newFaultPair(t, proxyZK, append([]string{"SHOP_PURCHASE_STRATEGY=batch"}, env...)...)
-	p.Shop(t, "stock", "set", "--goods", "1-5", "--stock", "10", "--clear-orders")
+	p.Shop(t, "stock", "set", "--goods", "1-6", "--stock", "10", "--clear-orders")
 	return p
 }
 
@@ -162,7 +167,7 @@ func TestBatchOfSeveralGoodsIsFencedWhenItsLockPassedOn(t *testing.T) {
 	for _, g := range manyGoodsSet {
 		fromB = append(fromB, e2e.PurchaseOfAsync(p.b.URL, g))
 	}
-	ok := map[int32]int{1: 1} // A's first buyer
+	ok := map[int32]int{} // A's first buyer bought goods 6, not one of the set
 	for i, ch := range fromB {
 		if a := e2e.Await(t, "B", ch); a.Status != http.StatusOK {
 			t.Fatalf("B's buyer of goods %d answered %d %s, want 200", manyGoodsSet[i], a.Status, a.Code)
@@ -198,7 +203,7 @@ func TestStoppedHolderOfABatchOfSeveralGoods(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.a.Cmd.Process.Signal(syscall.SIGCONT) }) // never leave it stopped
-	ok := map[int32]int{1: 1}                                         // A's first buyer
+	ok := map[int32]int{}                                             // A's first buyer bought goods 6, not one of the set
 	for _, g := range manyGoodsSet {
 		if a := e2e.Await(t, "B", e2e.PurchaseOfAsync(p.b.URL, g)); a.Status != http.StatusOK {
 			t.Fatalf("B's buyer of goods %d answered %d %s while A was stopped, want 200", g, a.Status, a.Code)
