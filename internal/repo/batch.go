@@ -30,6 +30,10 @@ import (
 // could collide with a concurrent one (mayCollide). The chosen orders get
 // their ids. An error from choose or guard rolls back everything. An order
 // inserted by a concurrent transaction meanwhile makes it start once more.
+// A batch whose orders went in before its claim (see mayCollide) asks more,
+// once its claim holds the rows, for the orders of buyers who came since,
+// of goods it claimed and whose INSERT cannot collide: they are chosen after
+// the batch's own, and their rows go in with the stock's UPDATE.
 // The batch must not hold two limited orders of one buyer for one goods.
 //
 // The transaction goes to the writer node of the batch's lowest goods

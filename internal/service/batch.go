@@ -16,7 +16,9 @@ import (
 // many of them as are waiting (up to BatchMax), reads the stock of their
 // goods once, and sells to them in one fenced transaction (one UPDATE of
 // the stocks, one multi-row INSERT of their orders), then answers each: its
-// order, or sold out. Buyers who come meanwhile form the next batch.
+// order, or sold out. Buyers who come while its claim waits for the rows
+// join it where the store can take them (takeLate); those who come later
+// form the next batch.
 // Instances alternate batches on the shared lock; the demo's sleep is
 // slept once per batch. A worker exists while its lock has buyers waiting:
 // the workers, queues and lock holds of a sale of many goods end with it.
