@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -299,27 +300,12 @@ func TestABatchWhoseOrdersWentInFirstKeepsOnlyTheSold(t *testing.T) {
 			sold = append(sold, o.RequestID)
 		}
 	}
-	rows, err := db.QueryContext(ctx, "SELECT id, request_id FROM order_info ORDER BY request_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var got []string
-	for rows.Next() {
-		var id uint64
-		var rid string
-		if err := rows.Scan(&id, &rid); err != nil {
-			t.Fatal(err)
+	written := orderRowIDs(ctx, t, db)
+	got := slices.Sorted(maps.Keys(written))
+	for _, o := range orders {
+		if id, ok := written[o.RequestID]; ok && o.ID != id {
+			t.Errorf("order %s: row id %d, the batch told %d", o.RequestID, id, o.ID)
 		}
-		got = append(got, rid)
-		for _, o := range orders {
-			if o.RequestID == rid && o.ID != id {
-				t.Errorf("order %s: row id %d, the batch told %d", rid, id, o.ID)
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	slices.Sort(sold)
 	want := []string{"kept-0", "kept-1", "kept-2", "kept-5"} // goods 1: the first two; goods 2: both; goods 99: none
@@ -432,6 +418,29 @@ func sellOneOfEach(ctx context.Context, t *testing.T, s *repo.Store, prefix stri
 	}
 }
 
+// orderRowIDs reads every order row of db: its id by its request id.
+func orderRowIDs(ctx context.Context, t *testing.T, db *sql.DB) map[string]uint64 {
+	t.Helper()
+	rows, err := db.QueryContext(ctx, "SELECT id, request_id FROM order_info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	ids := map[string]uint64{}
+	for rows.Next() {
+		var id uint64
+		var rid string
+		if err := rows.Scan(&id, &rid); err != nil {
+			t.Fatal(err)
+		}
+		ids[rid] = id
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 // storeAndDB opens a migrated store on a database of the test's own, with
 // goods 1..goods of stock each, and a plain connection pool to the same
 // database for what the test looks at from outside the store.
@@ -498,23 +507,7 @@ func TestABatchSellsToBuyersWhoCameDuringItsClaim(t *testing.T) {
 	if len(left) != 2 || left[0].GoodsNo != 3 || left[1] != own {
 		t.Errorf("left for the next batch: %v, want goods 3's buyer (its row not claimed) and the buyer's own id", left)
 	}
-	rows, err := db.QueryContext(ctx, "SELECT id, request_id FROM order_info ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	written := map[string]uint64{}
-	for rows.Next() {
-		var id uint64
-		var rid string
-		if err := rows.Scan(&id, &rid); err != nil {
-			t.Fatal(err)
-		}
-		written[rid] = id
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	written := orderRowIDs(ctx, t, db)
 	if len(written) != 3 || written["e1"] == 0 || written["l1"] == 0 || written["l1b"] == 0 {
 		t.Fatalf("order rows %v, want e1, l1 and l1b (goods 1's stock of 3), none for e2 (goods 2 has none) or l1c", written)
 	}

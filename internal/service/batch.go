@@ -243,10 +243,9 @@ func (b *Batch) takeLate(q *batchQueue, accept func(*Order) bool, n int) []*batc
 			x.done <- err
 			continue
 		}
-		switch {
-		case accept(x.order):
+		if accept(x.order) {
 			late = append(late, x)
-		default:
+		} else {
 			kept = append(kept, x)
 		}
 	}
