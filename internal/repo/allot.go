@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -249,7 +250,17 @@ func (s *Store) lockGoodsByNumber(ctx context.Context, t *tx, goodsNos []int32) 
 		return nil, err
 	}
 	defer rows.Close()
-	out := make(map[int32]goodsStock, len(goodsNos))
+	out, err := readGoods(rows)
+	if err != nil {
+		return nil, err
+	}
+	return out, rows.Close()
+}
+
+// readGoods reads the answer of claimManySQL, to the end of its result
+// set: each goods' first row by id.
+func readGoods(rows *sql.Rows) (map[int32]goodsStock, error) {
+	out := map[int32]goodsStock{}
 	for rows.Next() {
 		row, err := scanClaimed(rows)
 		if err != nil {
@@ -259,10 +270,7 @@ func (s *Store) lockGoodsByNumber(ctx context.Context, t *tx, goodsNos []int32) 
 			out[row.GoodsNo] = row
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, rows.Close()
+	return out, rows.Err()
 }
 
 // pending fills g.Pending and g.Holders: for each goods of g whose row is
@@ -416,9 +424,9 @@ func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []a
 	return q, append(args, encodeSold(l.held, sold), l.lease)
 }
 
-// ordersFirst: a lease's row is its instance's alone; its write and the
-// orders' INSERT stay in one packet.
-func (l leaseRows) ordersFirst() bool { return false }
+// A lease's batch does not insert its orders first (it is no ordersFirst):
+// its row is its instance's alone, and its write and the orders' INSERT
+// stay in one packet.
 
 func (l leaseRows) wrote(updated int64, _ []stockWrite) error {
 	if updated != 1 {

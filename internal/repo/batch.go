@@ -86,7 +86,8 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 	var rows []orderInfo
 	var refused map[*service.Order]error
 	early := !mayCollide(orders) // the guard before the writes
-	first := early && !lookUpIDs && stock.ordersFirst()
+	firstRows, canFirst := stock.(ordersFirst)
+	first := early && !lookUpIDs && canFirst
 	err := s.inTx(ctx, stock.pool(goodsNos), func(t *tx) error {
 		chosen, rows, refused = nil, nil, map[*service.Order]error{}
 		var inserted []orderInfo // with first: every order's row, before the claim
@@ -96,11 +97,14 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 			for i, o := range orders {
 				inserted[i] = newOrderRow(o, now)
 			}
-			if err := s.insertOrders(ctx, t, inserted); err != nil {
-				return err
-			}
 		}
-		claimed, err := stock.claim(ctx, t, goodsNos)
+		var claimed map[int32]goodsStock
+		var err error
+		if first {
+			claimed, err = firstRows.insertAndClaim(ctx, t, inserted, goodsNos)
+		} else {
+			claimed, err = stock.claim(ctx, t, goodsNos)
+		}
 		if err != nil {
 			return err
 		}
@@ -197,10 +201,12 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 // waits for this transaction's row locks all the same (see the service's
 // handOff).
 //
-// Where the stock is the goods' rows (batchRows.ordersFirst), such a batch
+// Where the stock is the goods' rows (claimedRows, an ordersFirst), such a batch
 // also inserts its orders first, before its claim: the rows of every order
-// of the batch, in the transaction's first statement; then the claim, the
-// choice and the guard; then the stock's UPDATE, with a DELETE of the rows
+// of the batch, in the transaction's first statement, with the claim after
+// it in the same packet (insertAndClaim: one round trip on the lock's path,
+// which runs from the hold's start to the guard); then the choice and the
+// guard; then the stock's UPDATE, with a DELETE of the rows
 // of the orders the choice refused (a goods sold out or without a row, a
 // closed window), in one packet. The claim's row locks, which the next
 // holder's claim waits for, are then held for the UPDATE and the commit
@@ -233,10 +239,15 @@ type batchRows interface {
 	write(q []byte, args []any, writes []stockWrite) ([]byte, []any)
 	// wrote checks the ROW_COUNT() of write's statement.
 	wrote(updated int64, writes []stockWrite) error
-	// ordersFirst reports whether a batch that cannot collide inserts its
-	// orders before its claim (see mayCollide): where the claim's locks are
-	// what the next batch waits for.
-	ordersFirst() bool
+}
+
+// ordersFirst is batchRows whose batch, when it cannot collide, inserts its
+// orders before its claim (see mayCollide): where the claim's locks are
+// what the next batch waits for. insertAndClaim inserts rows (setting their
+// ids) and then claims goodsNos as claim does, in one packet.
+type ordersFirst interface {
+	batchRows
+	insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goodsNos []int32) (map[int32]goodsStock, error)
 }
 
 // claimedRows is SellBatch's stock: the goods' rows, claimed and written
@@ -256,8 +267,11 @@ func (c claimedRows) write(q []byte, args []any, writes []stockWrite) ([]byte, [
 	return c.s.appendWriteClaimed(q, writes, c.fence), args
 }
 
-// ordersFirst: the goods' rows are what the next holder's claim waits for.
-func (c claimedRows) ordersFirst() bool { return true }
+// insertAndClaim makes claimedRows an ordersFirst: the goods' rows are what
+// the next holder's claim waits for.
+func (c claimedRows) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goodsNos []int32) (map[int32]goodsStock, error) {
+	return c.s.insertAndClaim(ctx, t, rows, goodsNos, c.fence)
+}
 
 func (c claimedRows) wrote(updated int64, writes []stockWrite) error {
 	if updated != int64(len(writes)) {
@@ -274,18 +288,30 @@ func (c claimedRows) wrote(updated int64, writes []stockWrite) error {
 func (s *Store) claimGoods(ctx context.Context, t *tx, goodsNos []int32, fence int64) (map[int32]goodsStock, error) {
 	if len(goodsNos) == 1 {
 		read, err := t.claim(ctx, s.claimStmt, goodsNos[0], fence)
-		switch {
-		case errors.Is(err, service.ErrNotFound):
-			return map[int32]goodsStock{}, nil
-		case err != nil:
-			return nil, err
-		}
-		return map[int32]goodsStock{goodsNos[0]: read}, nil
+		return claimedOne(goodsNos[0], read, err)
 	}
 	claimed, err := s.lockGoods(ctx, t, goodsNos)
 	if err != nil {
 		return nil, err
 	}
+	return fenceChecked(claimed, fence)
+}
+
+// claimedOne is claimGoods' answer for one goods from its claim's: the
+// goods missing when it has no row.
+func claimedOne(goodsNo int32, read goodsStock, err error) (map[int32]goodsStock, error) {
+	switch {
+	case errors.Is(err, service.ErrNotFound):
+		return map[int32]goodsStock{}, nil
+	case err != nil:
+		return nil, err
+	}
+	return map[int32]goodsStock{goodsNo: read}, nil
+}
+
+// fenceChecked is claimed, if no row of it was written under a lock newer
+// than fence.
+func fenceChecked(claimed map[int32]goodsStock, fence int64) (map[int32]goodsStock, error) {
 	for _, row := range claimed {
 		if err := checkFence(row, fence); err != nil {
 			return nil, err
@@ -443,6 +469,15 @@ func (s *Store) appendInsert(q []byte, args []any, rows []orderInfo) ([]byte, []
 // readIDs sets the ids of rows from the result set of appendInsert's
 // statement, res's current one, and closes res.
 func (s *Store) readIDs(res *sql.Rows, rows []orderInfo) error {
+	if err := s.scanIDs(res, rows); err != nil {
+		return err
+	}
+	return res.Close()
+}
+
+// scanIDs is readIDs without the close: res is then past the INSERT's
+// answer.
+func (s *Store) scanIDs(res *sql.Rows, rows []orderInfo) error {
 	if s.returning {
 		for i := range rows {
 			if !res.Next() {
@@ -452,7 +487,7 @@ func (s *Store) readIDs(res *sql.Rows, rows []orderInfo) error {
 				return err
 			}
 		}
-		return res.Close()
+		return nil
 	}
 	var first, step uint64
 	if !res.Next() {
@@ -464,19 +499,67 @@ func (s *Store) readIDs(res *sql.Rows, rows []orderInfo) error {
 	for i := range rows {
 		rows[i].ID = first + uint64(i)*step
 	}
-	return res.Close()
+	return nil
 }
 
-// insertOrders inserts rows, a batch's orders before its claim (see
-// mayCollide), and sets their ids.
-func (s *Store) insertOrders(ctx context.Context, t *tx, rows []orderInfo) error {
-	q, args := s.appendInsert(make([]byte, 0, 128+24*len(rows)), make([]any, 0, 6*len(rows)), rows)
+// insertAndClaim inserts rows, a batch's orders before its claim (see
+// mayCollide), sets their ids, and claims goodsNos as claimGoods does; the
+// INSERT and the claim go in one packet, one round trip.
+func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goodsNos []int32, fence int64) (map[int32]goodsStock, error) {
+	q, args := s.appendInsert(make([]byte, 0, 256+24*len(rows)+12*len(goodsNos)), make([]any, 0, 1+6*len(rows)), rows)
+	q = append(q, "; "...)
+	var ids []uint32
+	byID := false
+	switch {
+	case len(goodsNos) == 1:
+		q = append(q, s.claimStmt...)
+		args = append(args, goodsNos[0])
+	default:
+		ids, byID = s.rowIDs.lookup(goodsNos)
+		if byID {
+			q = append(q, s.causal(fmt.Sprintf(claimRowsSQL, appendList(nil, ids)))...)
+		} else {
+			q = append(q, s.causal(fmt.Sprintf(claimManySQL, appendList(nil, goodsNos)))...)
+		}
+	}
 	res, err := t.query(ctx, string(q), args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Close()
-	return s.readIDs(res, rows)
+	if err := s.scanIDs(res, rows); err != nil {
+		return nil, err
+	}
+	if !res.NextResultSet() { // the claim's error, if it failed
+		return nil, errors.Join(errors.New("repo: no answer to the batch's claim"), res.Err())
+	}
+	if len(goodsNos) == 1 {
+		read, err := readClaim(res, fence)
+		return claimedOne(goodsNos[0], read, err)
+	}
+	var claimed map[int32]goodsStock
+	if byID {
+		var ok bool
+		if claimed, ok, err = readRows(res, goodsNos, ids); err != nil {
+			return nil, err
+		}
+		if !ok { // a row gone or now another goods': through the goods index
+			if err := res.Close(); err != nil {
+				return nil, err
+			}
+			s.rowIDs.forget(goodsNos)
+			if claimed, err = s.lockGoodsByNumber(ctx, t, goodsNos); err != nil {
+				return nil, err
+			}
+			s.rowIDs.remember(claimed)
+		}
+	} else {
+		if claimed, err = readGoods(res); err != nil {
+			return nil, err
+		}
+		s.rowIDs.remember(claimed)
+	}
+	return fenceChecked(claimed, fence)
 }
 
 // writeStock is writeBatch for a batch whose orders went in first: in one

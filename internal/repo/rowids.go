@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"sync"
@@ -91,6 +92,16 @@ func (s *Store) lockRows(ctx context.Context, t *tx, goodsNos []int32, ids []uin
 		return nil, false, err
 	}
 	defer rows.Close()
+	out, ok, err := readRows(rows, goodsNos, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, ok, rows.Close()
+}
+
+// readRows reads the answer of claimRowsSQL for the rows ids of goodsNos
+// (see lockRows), to the end of its result set.
+func readRows(rows *sql.Rows, goodsNos []int32, ids []uint32) (map[int32]goodsStock, bool, error) {
 	byID := make(map[uint32]goodsStock, len(ids))
 	for rows.Next() {
 		row, err := scanClaimed(rows)
@@ -100,9 +111,6 @@ func (s *Store) lockRows(ctx context.Context, t *tx, goodsNos []int32, ids []uin
 		byID[row.ID] = row
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	if err := rows.Close(); err != nil {
 		return nil, false, err
 	}
 	out := make(map[int32]goodsStock, len(goodsNos))

@@ -1,14 +1,18 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
@@ -215,6 +219,67 @@ func TestABatchCallsItsGuardBeforeItsStockWriteWhenNothingCanCollide(t *testing.
 				c.name, seenOrders, stock-seenStock, c.wantOrders, c.wantTaken)
 		}
 		stock -= 3
+	}
+}
+
+// A batch that inserts its orders first sends the INSERT and its claim in
+// one packet: the claim is on the lock's path (the next holder's ZooKeeper
+// lock waits for this batch's guard, after the claim), and a round trip
+// there costs the whole sale. Seen by a MySQL proxy of the test's own: of
+// one goods, of three claimed through the goods index (the first time) and
+// by primary key (the second).
+func TestABatchSendsItsOrdersAndItsClaimInOnePacket(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := mysql.ParseDSN(itest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := itest.NewMySQLProxy(t, cfg.Addr)
+	via := cfg.Clone()
+	via.Addr = proxy.Addr()
+	s := openMigrated(t, via.FormatDSN())
+	for g := int32(1); g <= 3; g++ {
+		if err := s.SetStock(ctx, g, 100, repo.StockReset{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var sent []string // of each query packet with the orders' INSERT or a claim: which
+	proxy.HoldPacket(func(payload []byte) bool {
+		if len(payload) == 0 || payload[0] != 0x03 { // COM_QUERY
+			return false
+		}
+		insert := bytes.Contains(payload, []byte("INSERT INTO order_info"))
+		claim := bytes.Contains(payload, []byte("FOR UPDATE"))
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case insert && claim:
+			sent = append(sent, "insert+claim")
+		case insert:
+			sent = append(sent, "insert")
+		case claim:
+			sent = append(sent, "claim")
+		}
+		return false // nothing is held: the proxy only reads
+	}, nil)
+	for i, goods := range [][]int32{{1}, {1, 2, 3}, {1, 2, 3}} {
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		var orders []*service.Order
+		for _, g := range goods {
+			orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("packet-%d-%d", i, g), NewRequestID: true})
+		}
+		if _, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if !slices.Equal(sent, []string{"insert+claim"}) {
+			t.Errorf("a batch of goods %v sent %q, want its INSERT and its claim in one packet", goods, sent)
+		}
+		mu.Unlock()
 	}
 }
 
