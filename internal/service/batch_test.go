@@ -604,10 +604,14 @@ func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 	if n := store.reads.Load(); n != 0 {
 		t.Errorf("%d reads of the goods' row before the lock, want none: the claims read it", n)
 	}
-	// A batch formed before the end may claim after it; the one after
-	// that would be refused before the lock.
-	if n := late.Load(); n > 2 {
-		t.Errorf("%d batches claimed the row after the sale's end, want at most 2: the first claim's window refuses the later buyers", n)
+	// Once a claim after the end has read the window, every buyer who
+	// comes is refused before the lock. Those who passed the Shop's check
+	// before it may still be on their way to the queue, each as late as the
+	// scheduler makes it: at most one batch each (10 workers), and the one
+	// that read the window. Without the claims' refresh every batch of the
+	// 500 ms after the end claims (hundreds).
+	if n := late.Load(); n > 11 {
+		t.Errorf("%d batches claimed the row after the sale's end, want at most 11: the first claim's window refuses the later buyers", n)
 	}
 }
 
