@@ -228,19 +228,55 @@ func appendPutBack(q []byte, goodsNo int32, n int32) []byte {
 // The others, and any whose remembered row no longer matches, it claims by
 // goods number (claimManySQL) and remembers.
 func (s *Store) lockGoods(ctx context.Context, t *tx, goodsNos []int32) (map[int32]goodsStock, error) {
+	stmt, ids := s.lockGoodsSQL(goodsNos)
+	res, err := t.query(ctx, stmt)
+	if err != nil {
+		return nil, err
+	}
+	return s.lockedGoods(ctx, t, res, goodsNos, ids)
+}
+
+// lockGoodsSQL is lockGoods' statement for goodsNos: by the rows' primary
+// keys (claimRowsSQL) where rowIDs remembers them all (ids, in goodsNos'
+// order), else through the goods index (claimManySQL; ids nil).
+func (s *Store) lockGoodsSQL(goodsNos []int32) (stmt string, ids []uint32) {
 	if ids, ok := s.rowIDs.lookup(goodsNos); ok {
-		out, ok, err := s.lockRows(ctx, t, goodsNos, ids)
-		if err != nil || ok {
-			return out, err
+		return s.causal(fmt.Sprintf(claimRowsSQL, appendList(nil, ids))), ids
+	}
+	return s.causal(fmt.Sprintf(claimManySQL, appendList(nil, goodsNos))), nil
+}
+
+// lockedGoods reads the answer of lockGoodsSQL's statement (ids its ids),
+// res's current result set, and closes res. A row claimed by primary key
+// that is gone or is now another goods' has the goods forgotten and
+// claimed through the goods index again (the rows it locked stay locked);
+// what it claims through the index it remembers.
+func (s *Store) lockedGoods(ctx context.Context, t *tx, res *sql.Rows, goodsNos []int32, ids []uint32) (map[int32]goodsStock, error) {
+	defer res.Close()
+	if ids != nil {
+		out, ok, err := readRows(res, goodsNos, ids)
+		if err != nil {
+			return nil, err
+		}
+		if err := res.Close(); err != nil {
+			return nil, err
+		}
+		if ok {
+			return out, nil
 		}
 		s.rowIDs.forget(goodsNos)
+		if out, err = s.lockGoodsByNumber(ctx, t, goodsNos); err != nil {
+			return nil, err
+		}
+		s.rowIDs.remember(out)
+		return out, nil
 	}
-	out, err := s.lockGoodsByNumber(ctx, t, goodsNos)
+	out, err := readGoods(res)
 	if err != nil {
 		return nil, err
 	}
 	s.rowIDs.remember(out)
-	return out, nil
+	return out, res.Close()
 }
 
 // lockGoodsByNumber is lockGoods through the goods index.
@@ -390,7 +426,9 @@ func (s *Store) SellAllotted(ctx context.Context, lease int64, held map[int32]se
 	return s.sellBatches(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, orders, choose, func() error { return nil }, nil)
 }
 
-// leaseRows is SellAllotted's stock: what a lease holds.
+// leaseRows is SellAllotted's stock: what a lease holds. It is no
+// ordersFirst: a lease's row is its instance's alone, and its write and the
+// orders' INSERT stay in one packet.
 type leaseRows struct {
 	s     *Store
 	lease int64
@@ -423,10 +461,6 @@ func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []a
 	q = append(q, "UPDATE stock_lease SET allotted = ?, batches = batches + 1 WHERE id = ? AND open = 1"...)
 	return q, append(args, encodeSold(l.held, sold), l.lease)
 }
-
-// A lease's batch does not insert its orders first (it is no ordersFirst):
-// its row is its instance's alone, and its write and the orders' INSERT
-// stay in one packet.
 
 func (l leaseRows) wrote(updated int64, _ []stockWrite) error {
 	if updated != 1 {

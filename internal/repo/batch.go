@@ -509,18 +509,13 @@ func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goo
 	q, args := s.appendInsert(make([]byte, 0, 256+24*len(rows)+12*len(goodsNos)), make([]any, 0, 1+6*len(rows)), rows)
 	q = append(q, "; "...)
 	var ids []uint32
-	byID := false
-	switch {
-	case len(goodsNos) == 1:
+	if len(goodsNos) == 1 {
 		q = append(q, s.claimStmt...)
 		args = append(args, goodsNos[0])
-	default:
-		ids, byID = s.rowIDs.lookup(goodsNos)
-		if byID {
-			q = append(q, s.causal(fmt.Sprintf(claimRowsSQL, appendList(nil, ids)))...)
-		} else {
-			q = append(q, s.causal(fmt.Sprintf(claimManySQL, appendList(nil, goodsNos)))...)
-		}
+	} else {
+		var stmt string
+		stmt, ids = s.lockGoodsSQL(goodsNos)
+		q = append(q, stmt...)
 	}
 	res, err := t.query(ctx, string(q), args...)
 	if err != nil {
@@ -537,27 +532,9 @@ func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goo
 		read, err := readClaim(res, fence)
 		return claimedOne(goodsNos[0], read, err)
 	}
-	var claimed map[int32]goodsStock
-	if byID {
-		var ok bool
-		if claimed, ok, err = readRows(res, goodsNos, ids); err != nil {
-			return nil, err
-		}
-		if !ok { // a row gone or now another goods': through the goods index
-			if err := res.Close(); err != nil {
-				return nil, err
-			}
-			s.rowIDs.forget(goodsNos)
-			if claimed, err = s.lockGoodsByNumber(ctx, t, goodsNos); err != nil {
-				return nil, err
-			}
-			s.rowIDs.remember(claimed)
-		}
-	} else {
-		if claimed, err = readGoods(res); err != nil {
-			return nil, err
-		}
-		s.rowIDs.remember(claimed)
+	claimed, err := s.lockedGoods(ctx, t, res, goodsNos, ids)
+	if err != nil {
+		return nil, err
 	}
 	return fenceChecked(claimed, fence)
 }

@@ -1,9 +1,7 @@
 package repo
 
 import (
-	"context"
 	"database/sql"
-	"fmt"
 	"strconv"
 	"sync"
 )
@@ -83,24 +81,10 @@ func (r *rowIDs) forget(goodsNos []int32) {
 const claimRowsSQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
 	"FORCE INDEX (PRIMARY) WHERE id IN (%s) ORDER BY id FOR UPDATE"
 
-// lockRows is lockGoods by the rows' ids, which rowIDs gave for goodsNos
-// (in their order): ok false, with nothing to use, when a row is gone or
-// is now another goods' row. The rows it locked stay locked either way.
-func (s *Store) lockRows(ctx context.Context, t *tx, goodsNos []int32, ids []uint32) (map[int32]goodsStock, bool, error) {
-	rows, err := t.query(ctx, s.causal(fmt.Sprintf(claimRowsSQL, appendList(nil, ids))))
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	out, ok, err := readRows(rows, goodsNos, ids)
-	if err != nil {
-		return nil, false, err
-	}
-	return out, ok, rows.Close()
-}
-
-// readRows reads the answer of claimRowsSQL for the rows ids of goodsNos
-// (see lockRows), to the end of its result set.
+// readRows reads the answer of claimRowsSQL for the rows ids, which rowIDs
+// gave for goodsNos (in their order), to the end of its result set: ok
+// false, with nothing to use, when a row is gone or is now another goods'
+// row.
 func readRows(rows *sql.Rows, goodsNos []int32, ids []uint32) (map[int32]goodsStock, bool, error) {
 	byID := make(map[uint32]goodsStock, len(ids))
 	for rows.Next() {
