@@ -103,12 +103,13 @@ func TestSoldOutAnswersTakeNoLockAndARestockSellsAgain(t *testing.T) {
 			crowd := func(what string) {
 				t.Helper()
 				for attempt := 0; ; attempt++ {
+					// Absent: reaped before the crowd (or during the last
+					// attempt's), no lock node since; a buyer who locked
+					// would make it again. go-zookeeper's Get answers a
+					// (zero) Stat with ErrNoNode too: absence is the error.
 					_, before, err := conn.Get(s.LockPath)
-					if errors.Is(err, zk.ErrNoNode) {
-						// Reaped before the crowd (or during the last
-						// attempt's): no lock node since; a buyer who locked
-						// would have made it again.
-					} else if err != nil {
+					absent := errors.Is(err, zk.ErrNoNode)
+					if err != nil && !absent {
 						t.Fatalf("the lock's parent: %v", err)
 					}
 					var answers []<-chan e2e.Answer
@@ -122,13 +123,13 @@ func TestSoldOutAnswersTakeNoLockAndARestockSellsAgain(t *testing.T) {
 					}
 					_, after, err := conn.Get(s.LockPath)
 					switch {
-					case errors.Is(err, zk.ErrNoNode) && before == nil:
+					case errors.Is(err, zk.ErrNoNode) && absent:
 						return // absent before and after: no buyer made it again
 					case errors.Is(err, zk.ErrNoNode) && attempt == 0:
 						continue // reaped during the crowd: count again
 					case err != nil:
 						t.Fatal(err)
-					case before == nil:
+					case absent:
 						t.Errorf("20 sold-out buyers (%s) made the lock's parent again", what)
 					default:
 						if created := after.Cversion - before.Cversion; created != 0 {
