@@ -542,8 +542,9 @@ func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goo
 // writeStock is writeBatch for a batch whose orders went in first: in one
 // packet, the DELETE of the rows of the orders not sold to (drop, their
 // ids), what the batch took from its stock (writes) and the INSERT of the
-// rows of late buyers sold to (late, which get their ids); then checks
-// that each was made in the transaction.
+// rows of late buyers sold to (late, which get their ids), and on one
+// server the COMMIT (see foldsCommit); then checks that each was made in
+// the transaction.
 func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64, late []orderInfo) error {
 	if len(writes) == 0 && len(drop) == 0 {
 		return nil // late buyers are sold to only with a goods' write
@@ -570,6 +571,10 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 			q = append(q, "; "...)
 			q, args = s.appendInsert(q, args, late)
 		}
+	}
+	fold := s.foldsCommit()
+	if fold {
+		q = t.commitIn(q)
 	}
 	res, err := t.query(ctx, string(q), args...)
 	if err != nil {
@@ -600,11 +605,30 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 			if !res.NextResultSet() { // the INSERT's error, if it failed
 				return errors.Join(errors.New("repo: no answer to the late buyers' INSERT"), res.Err())
 			}
-			return s.readIDs(res, late)
+			if err := s.readIDs(res, late); err != nil {
+				return err
+			}
 		}
 	}
-	return res.Close()
+	if err := res.Close(); err != nil { // the COMMIT's error, if it failed
+		return err
+	}
+	if fold {
+		t.ended()
+	}
+	return nil
 }
+
+// foldsCommit reports whether a batch's COMMIT rides in the packet of its
+// stock's write (tx.commitIn): on one server, where nothing that packet's
+// answers say can call the commit off. The claim's row locks make the
+// UPDATE write every claimed row, the DELETE finds the transaction's own
+// rows, and the commit's count of its orders would always find them. Not on
+// a cluster: there the UPDATE writes a row only if it is still as the claim
+// read it and a transaction can end unawares (see abortedUnawares), which
+// the answers are read for before the COMMIT goes out, and the commit is
+// counted (tx.commit).
+func (s *Store) foldsCommit() bool { return !s.cluster }
 
 // rowCountInTx reads the answer of "SELECT ROW_COUNT(), @@in_transaction"
 // sent after the batch's what (a DELETE, an UPDATE): the rows it changed,

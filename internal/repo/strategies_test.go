@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -231,14 +229,7 @@ func TestABatchCallsItsGuardBeforeItsStockWriteWhenNothingCanCollide(t *testing.
 func TestABatchSendsItsOrdersAndItsClaimInOnePacket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, err := mysql.ParseDSN(itest.Database(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := itest.NewMySQLProxy(t, cfg.Addr)
-	via := cfg.Clone()
-	via.Addr = proxy.Addr()
-	s := openMigrated(t, via.FormatDSN())
+	s, proxy, _ := storeViaProxy(t)
 	for g := int32(1); g <= 3; g++ {
 		if err := s.SetStock(ctx, g, 100, repo.StockReset{}); err != nil {
 			t.Fatal(err)

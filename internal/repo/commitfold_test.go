@@ -1,0 +1,212 @@
+package repo_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// On one server a batch whose orders went in first sends its COMMIT in the
+// packet of its stock's write: three round trips a hold, not four, and no
+// count of its orders after the commit (the claim's row locks make every
+// answer of that packet certain). Seen by a MySQL proxy of the test's own,
+// for a batch of one goods and one of three.
+func TestABatchCommitsInItsWritesPacket(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, proxy, _ := storeViaProxy(t)
+	for g := int32(1); g <= 3; g++ {
+		if err := s.SetStock(ctx, g, 100, repo.StockReset{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var sent []string // of each query packet of the sale: what it holds
+	proxy.HoldPacket(func(payload []byte) bool {
+		if len(payload) == 0 || payload[0] != 0x03 { // COM_QUERY
+			return false
+		}
+		q := payload[1:]
+		var kind string
+		switch {
+		case bytes.Contains(q, []byte("INSERT INTO order_info")) && bytes.Contains(q, []byte("FOR UPDATE")):
+			kind = "insert+claim"
+		case bytes.HasPrefix(q, []byte("UPDATE goods_stock")) && bytes.HasSuffix(q, []byte("; COMMIT")):
+			kind = "update+commit"
+		case bytes.HasPrefix(q, []byte("UPDATE goods_stock")):
+			kind = "update"
+		case bytes.HasPrefix(q, []byte("COMMIT")):
+			kind = "commit"
+		default:
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, kind)
+		return false // nothing is held: the proxy only reads
+	}, nil)
+	for i, goods := range [][]int32{{1}, {1, 2, 3}} {
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		var orders []*service.Order
+		for _, g := range goods {
+			orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("fold-%d-%d", i, g), NewRequestID: true})
+		}
+		if _, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if !slices.Equal(sent, []string{"insert+claim", "update+commit"}) {
+			t.Errorf("a batch of goods %v sent %q, want its INSERT with its claim, then its UPDATE with its COMMIT", goods, sent)
+		}
+		mu.Unlock()
+		for _, o := range orders {
+			got, found, err := s.OrderByRequestID(ctx, o.RequestID)
+			if err != nil || !found || got.ID != o.ID {
+				t.Errorf("order %s after the batch: %+v found %v err %v, want id %d committed", o.RequestID, got, found, err, o.ID)
+			}
+		}
+	}
+	assertStocks(ctx, t, s, map[int32]int32{1: 98, 2: 99, 3: 99})
+}
+
+// A statement the server refuses in the packet that carries the COMMIT
+// stops the packet there: the COMMIT did not run, so the batch rolls back
+// and fails with the refusal, known not to have sold (not "outcome
+// unknown"), and its connection goes back to the pool with nothing open.
+// The refusal here is a lock wait timeout (an error that, cut off, would
+// leave the outcome unknown), raised by a trigger of the test's own on the
+// stock's UPDATE.
+func TestABatchRefusedInItsCommitPacketSellsNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, db := storeAndDB(ctx, t, 1, 8)
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER refuse_seven BEFORE UPDATE ON goods_stock FOR EACH ROW
+		BEGIN IF NEW.stock = 7 THEN SIGNAL SQLSTATE 'HY000' SET MYSQL_ERRNO = 1205, MESSAGE_TEXT = 'refused by the test'; END IF; END`); err != nil {
+		t.Fatal(err)
+	}
+	o := &service.Order{GoodsNo: 1, RequestID: "refused", NewRequestID: true}
+	_, err := s.SellBatch(ctx, 1, []*service.Order{o}, sellAll, noGuard, nil)
+	if !errors.Is(err, service.ErrUnavailable) || errors.Is(err, service.ErrCommitUnknown) {
+		t.Fatalf("a batch whose UPDATE the server refused (a lock wait timeout): %v, want ErrUnavailable, not an unknown outcome", err)
+	}
+	assertStocks(ctx, t, s, map[int32]int32{1: 8})
+	assertOrderRows(ctx, t, db, 0)
+	if _, err := db.ExecContext(ctx, "DROP TRIGGER refuse_seven"); err != nil {
+		t.Fatal(err)
+	}
+	// The pool's connections, the refused batch's among them, sell on, and
+	// nothing of the refused batch comes back with them (a transaction left
+	// open would be committed by the next one's START TRANSACTION).
+	for i := range 4 {
+		o := &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("after-%d", i), NewRequestID: true}
+		if _, err := s.SellBatch(ctx, 1, []*service.Order{o}, sellAll, noGuard, nil); err != nil {
+			t.Fatalf("batch %d after the refused one: %v", i, err)
+		}
+	}
+	assertStocks(ctx, t, s, map[int32]int32{1: 4})
+	assertOrderRows(ctx, t, db, 4)
+}
+
+// A batch whose packet with the COMMIT reached the server but whose answer
+// never came back (the connection cut after the packet) may have sold: its
+// error is service.ErrCommitUnknown, so that the shop looks its orders up,
+// not a lost connection that "wrote nothing". Here the server committed.
+func TestABatchCutOffAfterItsCommitPacketIsUnknown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, proxy, dsn := storeViaProxy(t)
+	if err := s.SetStock(ctx, 1, 10, repo.StockReset{}); err != nil {
+		t.Fatal(err)
+	}
+	commit := proxy.HoldPacket(func(payload []byte) bool {
+		return len(payload) > 0 && payload[0] == 0x03 && bytes.HasSuffix(payload, []byte("; COMMIT"))
+	}, nil)
+	o := &service.Order{GoodsNo: 1, RequestID: "cut", NewRequestID: true}
+	sold := make(chan error, 1)
+	go func() {
+		_, err := s.SellBatch(ctx, 1, []*service.Order{o}, sellAll, noGuard, nil)
+		sold <- err
+	}()
+	select {
+	case <-commit.Held():
+	case err := <-sold:
+		t.Fatalf("the batch ended (%v) before its packet with the COMMIT", err)
+	case <-ctx.Done():
+		t.Fatal("no packet with a COMMIT in a minute")
+	}
+	commit.ReleaseAndCut()
+	proxy.Restore()
+	select {
+	case err := <-sold:
+		if !errors.Is(err, service.ErrCommitUnknown) {
+			t.Fatalf("a batch cut off after its COMMIT went out: %v, want ErrCommitUnknown", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the batch did not end in a minute after its connection was cut")
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	assertOrderRows(ctx, t, db, 1) // the server committed it
+	var stock int32
+	if err := db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&stock); err != nil || stock != 9 {
+		t.Fatalf("stock after the cut-off batch: %d (%v), want 9", stock, err)
+	}
+}
+
+// storeViaProxy opens a migrated store on a database of the test's own
+// through a MySQL proxy of the test's own; dsn is the database's, direct.
+func storeViaProxy(t *testing.T) (s *repo.Store, proxy *itest.Proxy, dsn string) {
+	t.Helper()
+	dsn = itest.Database(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy = itest.NewMySQLProxy(t, cfg.Addr)
+	via := cfg.Clone()
+	via.Addr = proxy.Addr()
+	return openMigrated(t, via.FormatDSN()), proxy, dsn
+}
+
+// assertStocks checks the stock of each goods.
+func assertStocks(ctx context.Context, t *testing.T, s *repo.Store, want map[int32]int32) {
+	t.Helper()
+	for no, stock := range want {
+		g, err := s.Goods(ctx, no)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Stock != stock {
+			t.Errorf("goods %d: stock %d, want %d", no, g.Stock, stock)
+		}
+	}
+}
+
+// assertOrderRows checks how many order rows the database holds.
+func assertOrderRows(ctx context.Context, t *testing.T, db *sql.DB, want int) {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM order_info").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Errorf("%d order rows, want %d", n, want)
+	}
+}
