@@ -423,6 +423,8 @@ func TestABatchsOrderRowsAreNewUnpaidOrders(t *testing.T) {
 	batches := [][]*service.Order{
 		{{GoodsNo: 1, RequestID: "plain-1", NewRequestID: true}, {GoodsNo: 1, RequestID: "plain-2", NewRequestID: true}},
 		{{GoodsNo: 1, RequestID: "mixed-1", NewRequestID: true}, {GoodsNo: 1, RequestID: "mixed-2", NewRequestID: true, UserID: alice, OnePerBuyer: true}},
+		// Ids no shop request carries: placeholders in the INSERT, not literals.
+		{{GoodsNo: 1, RequestID: `it's-a?b\c"d`, NewRequestID: true}, {GoodsNo: 1, RequestID: "plain-3", NewRequestID: true}},
 	}
 	start := time.Now().Add(-time.Second)
 	for _, orders := range batches {
@@ -434,13 +436,17 @@ func TestABatchsOrderRowsAreNewUnpaidOrders(t *testing.T) {
 			var limited int
 			var status string
 			var created time.Time
-			if err := db.QueryRowContext(ctx, "SELECT user_id, buyer_limited, status, created_at FROM order_info WHERE id = ?", o.ID).
-				Scan(&user, &limited, &status, &created); err != nil {
+			var requestID string
+			if err := db.QueryRowContext(ctx, "SELECT user_id, buyer_limited, status, created_at, request_id FROM order_info WHERE id = ?", o.ID).
+				Scan(&user, &limited, &status, &created, &requestID); err != nil {
 				t.Fatalf("order %s (id %d): %v", o.RequestID, o.ID, err)
 			}
 			wantUser, wantLimited := sql.NullString{}, 0
 			if o.UserID != "" {
 				wantUser, wantLimited = sql.NullString{String: o.UserID, Valid: true}, 1
+			}
+			if requestID != o.RequestID {
+				t.Errorf("order %d: request id %q stored, want %q", o.ID, requestID, o.RequestID)
 			}
 			if user != wantUser || limited != wantLimited || status != service.OrderUnpaid || o.Status != service.OrderUnpaid ||
 				!created.Equal(o.CreatedAt.Truncate(time.Microsecond)) || created.Before(start) {
