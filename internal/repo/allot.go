@@ -119,14 +119,14 @@ func (s *Store) Grant(ctx context.Context, lease int64, held map[int32]service.A
 			q = strconv.AppendInt(q, int64(n), 10)
 			q = append(q, " WHERE id = "...)
 			q = strconv.AppendUint(q, uint64(row.ID), 10)
-			q = append(q, "; "...)
+			q = append(q, inTxOnly+"; "...)
 		}
 		if short {
 			if err := s.pending(ctx, t, lease, out); err != nil {
 				return err
 			}
 		}
-		q = append(q, "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1; SELECT ROW_COUNT()"...)
+		q = append(q, leaseWriteSQL...)
 		return t.writeLease(ctx, string(q), lease, encodeAllotted(after))
 	})
 	return out, err
@@ -156,7 +156,7 @@ func (s *Store) ReturnAllotted(ctx context.Context, lease int64, held map[int32]
 			}
 			q = appendPutBack(q, no, back[no])
 		}
-		q = append(q, "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1; SELECT ROW_COUNT()"...)
+		q = append(q, leaseWriteSQL...)
 		return t.writeLease(ctx, string(q), lease, encodeAllotted(after))
 	})
 }
@@ -198,12 +198,17 @@ func (s *Store) CloseLease(ctx context.Context, lease int64) (putBack int64, clo
 				putBack += int64(n)
 			}
 		}
-		q = append(q, "UPDATE stock_lease SET open = 0, allotted = '' WHERE id = ?"...)
-		if _, err := t.conn.ExecContext(ctx, string(q), lease); err != nil {
+		q = append(q, "UPDATE stock_lease SET open = 0, allotted = '' WHERE id = ?"+inTxOnly+"; SELECT ROW_COUNT(), @@in_transaction"...)
+		res, err := t.query(ctx, string(q), lease)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		if _, err := rowCountInTx(res, "lease's close"); err != nil {
 			return err
 		}
 		closed = true
-		return nil
+		return res.Close()
 	})
 	return putBack, closed, err
 }
@@ -215,7 +220,7 @@ func appendPutBack(q []byte, goodsNo int32, n int32) []byte {
 	q = strconv.AppendInt(q, int64(n), 10)
 	q = append(q, " WHERE goods_no = "...)
 	q = strconv.AppendInt(q, int64(goodsNo), 10)
-	return append(q, " ORDER BY id LIMIT 1; "...)
+	return append(q, inTxOnly+" ORDER BY id LIMIT 1; "...)
 }
 
 // lockGoods reads the first row of each of goodsNos (sorted, distinct)
@@ -393,20 +398,20 @@ func (s *Store) Wanted(ctx context.Context, lease int64) ([]int32, error) {
 	return out, nil
 }
 
-// writeLease sends stmts, which end with the lease's write and a SELECT
-// ROW_COUNT() of it (arguments: the allotted text and the lease), and
-// checks that the lease was open.
+// leaseWriteSQL is the lease's write that ends a grant's or a return's
+// packet, and the check of it (arguments: the allotted text and the lease).
+const leaseWriteSQL = "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1" + inTxOnly + "; SELECT ROW_COUNT(), @@in_transaction"
+
+// writeLease sends stmts, which end with leaseWriteSQL, and checks that
+// the lease was open and the transaction still is.
 func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, allotted string) error {
 	rows, err := t.query(ctx, stmts, allotted, lease)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var updated int64
-	if !rows.Next() {
-		return errors.Join(errors.New("repo: no answer to the lease's write"), rows.Err())
-	}
-	if err := rows.Scan(&updated); err != nil {
+	updated, err := rowCountInTx(rows, "lease's write")
+	if err != nil {
 		return err
 	}
 	if updated != 1 {
@@ -458,7 +463,7 @@ func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []a
 	for _, w := range writes {
 		sold[w.read.GoodsNo] = *w.read.Stock - w.stock
 	}
-	q = append(q, "UPDATE stock_lease SET allotted = ?, batches = batches + 1 WHERE id = ? AND open = 1"...)
+	q = append(q, "UPDATE stock_lease SET allotted = ?, batches = batches + 1 WHERE id = ? AND open = 1"+inTxOnly...)
 	return q, append(args, encodeSold(l.held, sold), l.lease)
 }
 

@@ -406,10 +406,10 @@ type stockWrite struct {
 	stock int32
 }
 
-// writeBatch writes, in one packet, what the batch took from its stock
+// writeBatch writes, in one packet, the orders' rows (one multi-row
+// INSERT, first: see inTxOnly) and what the batch took from its stock
 // (stock.write: the claimed goods rows' new stocks with the token as their
-// fence, or the lease's row) and the orders' rows (one multi-row INSERT),
-// and sets the rows' ids.
+// fence, or the lease's row), and sets the rows' ids.
 //
 // The ids come back with RETURNING on MariaDB 10.5 and later; elsewhere
 // (MySQL) they are LAST_INSERT_ID(), the first row's, and the ones after it
@@ -417,14 +417,21 @@ type stockWrite struct {
 // takes them.
 func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, rows []orderInfo) error {
 	q := make([]byte, 0, 256+40*len(writes)+24*len(rows))
-	q, args := stock.write(q, make([]any, 0, 2+6*len(rows)), writes)
-	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction; "...)
-	q, args = s.appendInsert(q, args, rows)
+	q, args := s.appendInsert(q, make([]any, 0, 2+6*len(rows)), rows)
+	q = append(q, "; "...)
+	q, args = stock.write(q, args, writes)
+	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction"...)
 	res, err := t.query(ctx, string(q), args...)
 	if err != nil {
 		return err
 	}
 	defer res.Close()
+	if err := s.scanIDs(res, rows); err != nil {
+		return err
+	}
+	if !res.NextResultSet() { // the stock's write's error, if it failed
+		return errors.Join(errors.New("repo: no answer to the batch's stock write"), res.Err())
+	}
 	updated, err := rowCountInTx(res, "UPDATE")
 	if err != nil {
 		return err
@@ -432,10 +439,7 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes [
 	if err := stock.wrote(updated, writes); err != nil {
 		return err
 	}
-	if !res.NextResultSet() { // the INSERT's error, if it failed
-		return errors.Join(errors.New("repo: no answer to the batch's INSERT"), res.Err())
-	}
-	return s.readIDs(res, rows)
+	return res.Close()
 }
 
 // appendInsert appends the multi-row INSERT of rows, and what tells their
@@ -540,17 +544,24 @@ func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goo
 }
 
 // writeStock is writeBatch for a batch whose orders went in first: in one
-// packet, the DELETE of the rows of the orders not sold to (drop, their
-// ids), what the batch took from its stock (writes) and the INSERT of the
-// rows of late buyers sold to (late, which get their ids), and on one
-// server the COMMIT (see foldsCommit); then checks that each was made in
-// the transaction.
+// packet, the INSERT of the rows of late buyers sold to (late, which get
+// their ids; first, see inTxOnly), the DELETE of the rows of the orders not
+// sold to (drop, their ids), what the batch took from its stock (writes),
+// and on one server the COMMIT (see foldsCommit); then checks that each was
+// made in the transaction.
 func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64, late []orderInfo) error {
 	if len(writes) == 0 && len(drop) == 0 {
 		return nil // late buyers are sold to only with a goods' write
 	}
 	q := make([]byte, 0, 256+40*len(writes)+12*len(drop)+24*len(late))
 	var args []any
+	if len(writes) == 0 {
+		late = nil // late buyers are sold to only with a goods' write
+	}
+	if len(late) > 0 { // first: see inTxOnly
+		q, args = s.appendInsert(q, args, late)
+		q = append(q, "; "...)
+	}
 	if len(drop) > 0 {
 		q = append(q, "DELETE FROM order_info WHERE id IN ("...)
 		for i, id := range drop {
@@ -559,7 +570,7 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 			}
 			q = strconv.AppendUint(q, id, 10)
 		}
-		q = append(q, "); SELECT ROW_COUNT(), @@in_transaction"...)
+		q = append(q, ")"+inTxOnly+"; SELECT ROW_COUNT(), @@in_transaction"...)
 	}
 	if len(writes) > 0 {
 		if len(drop) > 0 {
@@ -567,10 +578,6 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 		}
 		q, args = stock.write(q, args, writes)
 		q = append(q, "; SELECT ROW_COUNT(), @@in_transaction"...)
-		if len(late) > 0 {
-			q = append(q, "; "...)
-			q, args = s.appendInsert(q, args, late)
-		}
 	}
 	fold := s.foldsCommit()
 	if fold {
@@ -581,6 +588,14 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 		return err
 	}
 	defer res.Close()
+	if len(late) > 0 {
+		if err := s.scanIDs(res, late); err != nil {
+			return err
+		}
+		if !res.NextResultSet() { // the next statement's error, if it failed
+			return errors.Join(errors.New("repo: no answer after the late buyers' INSERT"), res.Err())
+		}
+	}
 	if len(drop) > 0 {
 		n, err := rowCountInTx(res, "DELETE")
 		if err != nil {
@@ -600,14 +615,6 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 		}
 		if err := stock.wrote(n, writes); err != nil {
 			return err
-		}
-		if len(late) > 0 {
-			if !res.NextResultSet() { // the INSERT's error, if it failed
-				return errors.Join(errors.New("repo: no answer to the late buyers' INSERT"), res.Err())
-			}
-			if err := s.readIDs(res, late); err != nil {
-				return err
-			}
 		}
 	}
 	if err := res.Close(); err != nil { // the COMMIT's error, if it failed
@@ -745,5 +752,5 @@ func (s *Store) appendWriteClaimed(q []byte, writes []stockWrite, fence int64) [
 		}
 		q = append(q, ')')
 	}
-	return q
+	return append(q, inTxOnly...)
 }
