@@ -198,7 +198,7 @@ func (s *Store) CloseLease(ctx context.Context, lease int64) (putBack int64, clo
 				putBack += int64(n)
 			}
 		}
-		q = append(q, "UPDATE stock_lease SET open = 0, allotted = '' WHERE id = ?"+inTxOnly+"; SELECT ROW_COUNT(), @@in_transaction"...)
+		q = append(q, "UPDATE stock_lease SET open = 0, allotted = '' WHERE id = ?"+inTxOnly+rowCountSQL...)
 		res, err := t.query(ctx, string(q), lease)
 		if err != nil {
 			return err
@@ -400,7 +400,10 @@ func (s *Store) Wanted(ctx context.Context, lease int64) ([]int32, error) {
 
 // leaseWriteSQL is the lease's write that ends a grant's or a return's
 // packet, and the check of it (arguments: the allotted text and the lease).
-const leaseWriteSQL = "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1" + inTxOnly + "; SELECT ROW_COUNT(), @@in_transaction"
+const leaseWriteSQL = leaseWrite + rowCountSQL
+
+// leaseWrite is leaseWriteSQL's write.
+const leaseWrite = "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1" + inTxOnly
 
 // writeLease sends stmts, which end with leaseWriteSQL, and checks that
 // the lease was open and the transaction still is.

@@ -420,7 +420,7 @@ func (s *Store) writeBatch(ctx context.Context, t *tx, stock batchRows, writes [
 	q, args := s.appendInsert(q, make([]any, 0, 2+6*len(rows)), rows)
 	q = append(q, "; "...)
 	q, args = stock.write(q, args, writes)
-	q = append(q, "; SELECT ROW_COUNT(), @@in_transaction"...)
+	q = append(q, rowCountSQL...)
 	res, err := t.query(ctx, string(q), args...)
 	if err != nil {
 		return err
@@ -570,14 +570,14 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 			}
 			q = strconv.AppendUint(q, id, 10)
 		}
-		q = append(q, ")"+inTxOnly+"; SELECT ROW_COUNT(), @@in_transaction"...)
+		q = append(q, ")"+inTxOnly+rowCountSQL...)
 	}
 	if len(writes) > 0 {
 		if len(drop) > 0 {
 			q = append(q, "; "...)
 		}
 		q, args = stock.write(q, args, writes)
-		q = append(q, "; SELECT ROW_COUNT(), @@in_transaction"...)
+		q = append(q, rowCountSQL...)
 	}
 	fold := s.foldsCommit()
 	if fold {
@@ -637,7 +637,11 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 // counted (tx.commit).
 func (s *Store) foldsCommit() bool { return !s.cluster }
 
-// rowCountInTx reads the answer of "SELECT ROW_COUNT(), @@in_transaction"
+// rowCountSQL follows a write in a packet: the rows it changed, and
+// whether the transaction was still open (rowCountInTx reads it).
+const rowCountSQL = "; SELECT ROW_COUNT(), @@in_transaction"
+
+// rowCountInTx reads the answer of rowCountSQL
 // sent after the batch's what (a DELETE, an UPDATE): the rows it changed,
 // or abortedUnawares when the server had ended the transaction meanwhile.
 func rowCountInTx(res *sql.Rows, what string) (int64, error) {

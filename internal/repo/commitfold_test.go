@@ -32,47 +32,24 @@ func TestABatchCommitsInItsWritesPacket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	var sent []string // of each query packet of the sale: what it holds
-	proxy.HoldPacket(func(payload []byte) bool {
-		if len(payload) == 0 || payload[0] != 0x03 { // COM_QUERY
-			return false
-		}
-		q := payload[1:]
-		var kind string
+	packets := recordPackets(proxy, func(q []byte) string {
 		switch {
 		case bytes.Contains(q, []byte("INSERT INTO order_info")) && bytes.Contains(q, []byte("FOR UPDATE")):
-			kind = "insert+claim"
+			return "insert+claim"
 		case bytes.HasPrefix(q, []byte("UPDATE goods_stock")) && bytes.HasSuffix(q, []byte("; COMMIT")):
-			kind = "update+commit"
+			return "update+commit"
 		case bytes.HasPrefix(q, []byte("UPDATE goods_stock")):
-			kind = "update"
+			return "update"
 		case bytes.HasPrefix(q, []byte("COMMIT")):
-			kind = "commit"
-		default:
-			return false
+			return "commit"
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		sent = append(sent, kind)
-		return false // nothing is held: the proxy only reads
-	}, nil)
+		return ""
+	})
 	for i, goods := range [][]int32{{1}, {1, 2, 3}} {
-		mu.Lock()
-		sent = nil
-		mu.Unlock()
-		var orders []*service.Order
-		for _, g := range goods {
-			orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("fold-%d-%d", i, g), NewRequestID: true})
-		}
-		if _, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
+		orders, sent := packets.sellBatch(ctx, t, s, goods, fmt.Sprintf("fold-%d", i))
 		if !slices.Equal(sent, []string{"insert+claim", "update+commit"}) {
 			t.Errorf("a batch of goods %v sent %q, want its INSERT with its claim, then its UPDATE with its COMMIT", goods, sent)
 		}
-		mu.Unlock()
 		for _, o := range orders {
 			got, found, err := s.OrderByRequestID(ctx, o.RequestID)
 			if err != nil || !found || got.ID != o.ID {
@@ -188,6 +165,52 @@ func storeViaProxy(t *testing.T) (s *repo.Store, proxy *itest.Proxy, dsn string)
 	via := cfg.Clone()
 	via.Addr = proxy.Addr()
 	return openMigrated(t, via.FormatDSN()), proxy, dsn
+}
+
+// packetRecorder notes, of each query packet a MySQL proxy passes, what
+// its kind function says it holds (packets of no interest: "").
+type packetRecorder struct {
+	kind func(q []byte) string
+	mu   sync.Mutex
+	sent []string
+}
+
+// recordPackets has proxy note the query packets that pass it; it holds
+// none.
+func recordPackets(proxy *itest.Proxy, kind func(q []byte) string) *packetRecorder {
+	r := &packetRecorder{kind: kind}
+	proxy.HoldPacket(func(payload []byte) bool {
+		if len(payload) == 0 || payload[0] != 0x03 { // COM_QUERY
+			return false
+		}
+		if k := r.kind(payload[1:]); k != "" {
+			r.mu.Lock()
+			r.sent = append(r.sent, k)
+			r.mu.Unlock()
+		}
+		return false
+	}, nil)
+	return r
+}
+
+// sellBatch sells a batch of one order of each of goods (request ids the
+// shop made, prefix-goodsNo) under fence 1, everyone chosen, and returns
+// its orders and the kinds of the packets it sent.
+func (r *packetRecorder) sellBatch(ctx context.Context, t *testing.T, s *repo.Store, goods []int32, prefix string) ([]*service.Order, []string) {
+	t.Helper()
+	r.mu.Lock()
+	r.sent = nil
+	r.mu.Unlock()
+	var orders []*service.Order
+	for _, g := range goods {
+		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("%s-%d", prefix, g), NewRequestID: true})
+	}
+	if _, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return orders, slices.Clone(r.sent)
 }
 
 // assertStocks checks the stock of each goods.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -235,42 +234,23 @@ func TestABatchSendsItsOrdersAndItsClaimInOnePacket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var mu sync.Mutex
-	var sent []string // of each query packet with the orders' INSERT or a claim: which
-	proxy.HoldPacket(func(payload []byte) bool {
-		if len(payload) == 0 || payload[0] != 0x03 { // COM_QUERY
-			return false
-		}
-		insert := bytes.Contains(payload, []byte("INSERT INTO order_info"))
-		claim := bytes.Contains(payload, []byte("FOR UPDATE"))
-		mu.Lock()
-		defer mu.Unlock()
+	packets := recordPackets(proxy, func(q []byte) string {
+		insert := bytes.Contains(q, []byte("INSERT INTO order_info"))
+		claim := bytes.Contains(q, []byte("FOR UPDATE"))
 		switch {
 		case insert && claim:
-			sent = append(sent, "insert+claim")
+			return "insert+claim"
 		case insert:
-			sent = append(sent, "insert")
+			return "insert"
 		case claim:
-			sent = append(sent, "claim")
+			return "claim"
 		}
-		return false // nothing is held: the proxy only reads
-	}, nil)
+		return ""
+	})
 	for i, goods := range [][]int32{{1}, {1, 2, 3}, {1, 2, 3}} {
-		mu.Lock()
-		sent = nil
-		mu.Unlock()
-		var orders []*service.Order
-		for _, g := range goods {
-			orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("packet-%d-%d", i, g), NewRequestID: true})
-		}
-		if _, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		if !slices.Equal(sent, []string{"insert+claim"}) {
+		if _, sent := packets.sellBatch(ctx, t, s, goods, fmt.Sprintf("packet-%d", i)); !slices.Equal(sent, []string{"insert+claim"}) {
 			t.Errorf("a batch of goods %v sent %q, want its INSERT and its claim in one packet", goods, sent)
 		}
-		mu.Unlock()
 	}
 }
 
