@@ -104,7 +104,7 @@ func StatusOf(err error) (status int, code, message string) {
 // answer writes body as JSON with the request's id.
 func answer(c *gin.Context, status int, body Response) {
 	body.RequestID = requestIDOf(c)
-	c.JSON(status, body)
+	writeJSON(c, status, &body)
 }
 
 // fail answers with the error's row of the table; internal errors are logged.
@@ -155,7 +155,7 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 			body.SaleEnd = &at
 		}
 	}
-	c.JSON(status, body)
+	writeJSON(c, status, &body)
 }
 
 func (h *handler) recovered(c *gin.Context, rec any) {

@@ -4,7 +4,6 @@ package handler
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -204,9 +203,9 @@ func (h *handler) purchase(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
-	c.JSON(http.StatusOK, Response{
+	writeJSON(c, http.StatusOK, &Response{
 		Code:      api.OK,
-		Message:   fmt.Sprintf("抢购书籍:%d成功", goodsNo),
+		Message:   "抢购书籍:" + strconv.Itoa(int(goodsNo)) + "成功",
 		GoodsNo:   goodsNo,
 		RequestID: rid,
 		OrderID:   order.ID,
