@@ -3,6 +3,7 @@ package handler
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -76,4 +77,43 @@ func FuzzPurchaseAnswerIsEncodingJSONs(f *testing.F) {
 			t.Errorf("appendPurchase(%+v) = %s; encoding/json writes %s", r, got, want)
 		}
 	})
+}
+
+// A field added to Response is either written by appendPurchase or makes
+// it decline: every field, set alone beside a purchase's code and
+// message, encodes as encoding/json encodes it.
+func TestEveryResponseFieldIsWrittenOrDeclined(t *testing.T) {
+	typ := reflect.TypeFor[Response]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		r := Response{Code: "ok", Message: "m"}
+		v := reflect.ValueOf(&r).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Int32, reflect.Int64:
+			v.SetInt(7)
+		case reflect.Uint64:
+			v.SetUint(7)
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem()))
+		case reflect.Map:
+			v.Set(reflect.MakeMap(f.Type))
+		default:
+			t.Fatalf("Response.%s: a %s, which this test cannot set: teach it", f.Name, v.Kind())
+		}
+		got, ok := appendPurchase(nil, &r)
+		if !ok {
+			continue
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("Response.%s set: appendPurchase wrote %s, encoding/json writes %s", f.Name, got, want)
+		}
+	}
 }
