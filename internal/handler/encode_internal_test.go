@@ -22,13 +22,8 @@ func TestPurchaseAnswersEncodeAsEncodingJSONDoes(t *testing.T) {
 		{Code: "x", Message: "emoji \U0001F600 and é, 全角：「」"},
 	}
 	for _, r := range written {
-		got, ok := appendPurchase(nil, &r)
-		want, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok || string(got) != string(want) {
-			t.Errorf("appendPurchase(%+v) = %s, %v; encoding/json writes %s", r, got, ok, want)
+		if !writesAsEncodingJSON(t, r) {
+			t.Errorf("appendPurchase(%+v) declined; want it written", r)
 		}
 	}
 	declined := []Response{
@@ -64,18 +59,7 @@ func FuzzPurchaseAnswerIsEncodingJSONs(f *testing.F) {
 	f.Add("sold_out", "库存不够", "", "", int32(0), uint64(0), true)
 	f.Add("x", "<&>\"\\\u2028\xff\x00", "a\tb", "é", int32(-1), uint64(1), true)
 	f.Fuzz(func(t *testing.T, code, message, requestID, userID string, goodsNo int32, orderID uint64, replayed bool) {
-		r := Response{Code: code, Message: message, RequestID: requestID, UserID: userID, GoodsNo: goodsNo, OrderID: orderID, Replayed: replayed}
-		got, ok := appendPurchase(nil, &r)
-		if !ok {
-			return
-		}
-		want, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("appendPurchase(%+v) = %s; encoding/json writes %s", r, got, want)
-		}
+		writesAsEncodingJSON(t, Response{Code: code, Message: message, RequestID: requestID, UserID: userID, GoodsNo: goodsNo, OrderID: orderID, Replayed: replayed})
 	})
 }
 
@@ -104,16 +88,24 @@ func TestEveryResponseFieldIsWrittenOrDeclined(t *testing.T) {
 		default:
 			t.Fatalf("Response.%s: a %s, which this test cannot set: teach it", f.Name, v.Kind())
 		}
-		got, ok := appendPurchase(nil, &r)
-		if !ok {
-			continue
-		}
-		want, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("Response.%s set: appendPurchase wrote %s, encoding/json writes %s", f.Name, got, want)
-		}
+		writesAsEncodingJSON(t, r)
 	}
+}
+
+// writesAsEncodingJSON reports whether appendPurchase writes r, and fails
+// the test when what it writes is not what encoding/json writes.
+func writesAsEncodingJSON(t *testing.T, r Response) bool {
+	t.Helper()
+	got, ok := appendPurchase(nil, &r)
+	if !ok {
+		return false
+	}
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("appendPurchase(%+v) = %s; encoding/json writes %s", r, got, want)
+	}
+	return true
 }
