@@ -550,14 +550,14 @@ func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goo
 // and on one server the COMMIT (see foldsCommit); then checks that each was
 // made in the transaction.
 func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64, late []orderInfo) error {
-	if len(writes) == 0 && len(drop) == 0 {
-		return nil // late buyers are sold to only with a goods' write
+	if len(writes) == 0 { // late buyers are sold to only with a goods' write
+		if len(drop) == 0 {
+			return nil
+		}
+		late = nil
 	}
 	q := make([]byte, 0, 256+40*len(writes)+12*len(drop)+24*len(late))
 	var args []any
-	if len(writes) == 0 {
-		late = nil // late buyers are sold to only with a goods' write
-	}
 	if len(late) > 0 { // first: see inTxOnly
 		q, args = s.appendInsert(q, args, late)
 		q = append(q, "; "...)
@@ -641,9 +641,10 @@ func (s *Store) foldsCommit() bool { return !s.cluster }
 // whether the transaction was still open (rowCountInTx reads it).
 const rowCountSQL = "; SELECT ROW_COUNT(), @@in_transaction"
 
-// rowCountInTx reads the answer of rowCountSQL
-// sent after the batch's what (a DELETE, an UPDATE): the rows it changed,
-// or abortedUnawares when the server had ended the transaction meanwhile.
+// rowCountInTx reads the answer of rowCountSQL sent after a write (what:
+// a batch's DELETE or UPDATE, a lease's write or close): the rows it
+// changed, or abortedUnawares when the server had ended the transaction
+// meanwhile.
 func rowCountInTx(res *sql.Rows, what string) (int64, error) {
 	var n int64
 	var inTxn bool
