@@ -165,6 +165,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Pause:          demoPause(cfg.Demo.MaxSleep),
 		AcquireTimeout: cfg.Lock.AcquireTimeout,
 		MaxWaiting:     cfg.Purchase.MaxWaiting,
+		QueueTarget:    cfg.Purchase.QueueTarget,
 		BatchMax:       cfg.Purchase.BatchMax,
 		OnePerBuyer:    cfg.Purchase.OnePerBuyer,
 		AllotKeep:      cfg.Allot.Keep,

@@ -53,6 +53,7 @@ type Config struct {
 	Purchase struct {
 		Strategy    string // seed, batch, atomic or allot
 		MaxWaiting  int
+		QueueTarget time.Duration // 0: MaxWaiting alone
 		BatchMax    int
 		OnePerBuyer bool
 	}

@@ -93,8 +93,10 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) {
 			c.Purchase.Strategy = p.oneOf(k, "seed", "batch", "atomic", "allot")
 		}},
-	{"purchase.maxWaiting", kInt, "1000", "purchases in progress per instance (buyers waiting for the lock); beyond it 503 busy",
+	{"purchase.maxWaiting", kInt, "1000", "the most purchases in progress per instance (buyers waiting for the lock), whatever purchase.queueTarget allows; beyond it 503 busy",
 		func(p *parser, k string, c *Config) { c.Purchase.MaxWaiting = p.positive(k) }},
+	{"purchase.queueTarget", kDuration, "300ms", "how long a buyer let in waits at most: the purchases in progress per instance follow its measured purchases/s times this, a buyer beyond them is answered 503 busy at once (0: purchase.maxWaiting alone)",
+		func(p *parser, k string, c *Config) { c.Purchase.QueueTarget = p.duration(k, true) }},
 	{"purchase.batchMax", kInt, strconv.Itoa(service.DefaultBatchMax), "batch strategy: the most buyers one batch sells to",
 		func(p *parser, k string, c *Config) { c.Purchase.BatchMax = p.positive(k) }},
 	{"purchase.onePerBuyer", kBool, "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired",

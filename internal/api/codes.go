@@ -17,6 +17,7 @@ const (
 	InvalidRequestID  = "invalid_request_id"
 	InvalidUserID     = "invalid_user_id"
 	InvalidOrderID    = "invalid_order_id"
+	InvalidTimeout    = "invalid_timeout"
 	NotStarted        = "not_started"
 	Ended             = "ended"
 	AlreadyBought     = "already_bought"
@@ -46,7 +47,7 @@ const (
 // All is every code above.
 var All = []string{
 	OK, Ready,
-	InvalidGoodsNo, InvalidRequestID, InvalidUserID, InvalidOrderID, NotStarted, Ended, AlreadyBought,
+	InvalidGoodsNo, InvalidRequestID, InvalidUserID, InvalidOrderID, InvalidTimeout, NotStarted, Ended, AlreadyBought,
 	RequestIDConflict, GoodsNotFound, OrderNotFound, OrderExpired, SoldOut, PurchaseFailed, DuplicateRequest,
 	LockTimeout, LockLost, Busy, OutcomeUnknown, Unavailable, Timeout, Canceled, NotReady, NoRoute,
 	MethodNotAllowed, Internal, Unauthenticated, BuyerMismatch, TooManyRequests,

@@ -56,6 +56,7 @@ var errorTable = []struct {
 }{
 	{service.ErrInvalidGoodsNo, http.StatusBadRequest, api.InvalidGoodsNo, "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
 	{ErrInvalidRequestID, http.StatusBadRequest, api.InvalidRequestID, "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
+	{ErrInvalidTimeout, http.StatusBadRequest, api.InvalidTimeout, "X-Request-Timeout-Ms must be a whole number of milliseconds from 1 to 600000 (once), or absent"},
 	{service.ErrInvalidUserID, http.StatusBadRequest, api.InvalidUserID, "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
 	{service.ErrUnauthenticated, http.StatusUnauthorized, api.Unauthenticated, "a valid bearer token is required (Authorization: Bearer <JWT>)"},
 	{service.ErrBuyerMismatch, http.StatusForbidden, api.BuyerMismatch, "X-User-ID (or userId) names another buyer than the token"},
@@ -84,6 +85,11 @@ var errorTable = []struct {
 // A client that sends one counts on its duplicate protection, so it is told
 // rather than given a fresh id.
 var ErrInvalidRequestID = errors.New("handler: malformed X-Request-ID")
+
+// ErrInvalidTimeout: the X-Request-Timeout-Ms header is malformed (or
+// repeated). A client that sends one counts on not being sold to after it,
+// so it is told rather than ignored.
+var ErrInvalidTimeout = errors.New("handler: malformed X-Request-Timeout-Ms")
 
 // Internal errors are answered with this and logged, never shown.
 const (

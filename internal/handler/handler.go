@@ -194,8 +194,15 @@ func (h *handler) purchase(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
+	ctx, cancel, err := requestDeadline(c)
+	if err != nil {
+		h.observe(goodsNo, err, start)
+		h.fail(c, goodsNo, err)
+		return
+	}
+	defer cancel()
 	rid := requestIDOf(c)
-	order, err := h.shop.Purchase(c.Request.Context(), service.PurchaseRequest{
+	order, err := h.shop.Purchase(ctx, service.PurchaseRequest{
 		// A request id in the request got past requestID: it is the client's.
 		GoodsNo: goodsNo, RequestID: rid, ClientRequestID: len(c.Request.Header[headerRequestID]) > 0, UserID: user})
 	h.observe(goodsNo, err, start)
@@ -212,6 +219,50 @@ func (h *handler) purchase(c *gin.Context) {
 		UserID:    order.UserID,
 		Replayed:  order.Replayed,
 	})
+}
+
+// headerTimeout is how long the client will wait for this purchase, in
+// milliseconds: after that the shop sells it nothing (503 timeout, if it
+// is still there to hear it), as for a client whose connection closed.
+const headerTimeout = "X-Request-Timeout-Ms"
+
+// maxRequestTimeout bounds X-Request-Timeout-Ms: ten minutes.
+const maxRequestTimeout = 600_000
+
+// requestDeadline is the request's context, with the deadline the client
+// gave in X-Request-Timeout-Ms, if any.
+func requestDeadline(c *gin.Context) (context.Context, context.CancelFunc, error) {
+	ctx := c.Request.Context()
+	vs := c.Request.Header[headerTimeout]
+	if len(vs) == 0 {
+		return ctx, func() {}, nil
+	}
+	ms, err := ParseTimeoutMs(vs)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+	return ctx, cancel, nil
+}
+
+// ParseTimeoutMs reads X-Request-Timeout-Ms's values: exactly one whole
+// number of milliseconds, 1 to 600000, in decimal without a sign or
+// leading zeros.
+func ParseTimeoutMs(vs []string) (int, error) {
+	if len(vs) != 1 || len(vs[0]) == 0 || len(vs[0]) > 6 || vs[0][0] == '0' {
+		return 0, ErrInvalidTimeout
+	}
+	n := 0
+	for _, r := range vs[0] {
+		if r < '0' || r > '9' {
+			return 0, ErrInvalidTimeout
+		}
+		n = 10*n + int(r-'0')
+	}
+	if n > maxRequestTimeout {
+		return 0, ErrInvalidTimeout
+	}
+	return n, nil
 }
 
 // observe tells the observer, if any, of an answered purchase.

@@ -170,6 +170,11 @@ type Config struct {
 	// locking strategies: the buyers waiting for the lock); a buyer beyond
 	// it is answered ErrBusy at once. 0: no bound.
 	MaxWaiting int
+	// QueueTarget is how long a buyer let in should wait at most: the
+	// purchases in progress are bounded by the instance's measured service
+	// rate times QueueTarget (and by MaxWaiting), a buyer beyond that bound
+	// is answered ErrBusy at once (see admission). 0: MaxWaiting alone.
+	QueueTarget time.Duration
 	// BatchMax bounds the buyers one batch sells to (the batch strategy).
 	// Default DefaultBatchMax.
 	BatchMax int
@@ -241,7 +246,8 @@ func (c *Config) setDefaults() {
 
 // Shop sells goods with one purchase strategy, and does for every strategy
 // what is the same: it checks the goods number, answers sold out from what
-// it has seen without queueing, refuses buyers beyond MaxWaiting, and finds
+// it has seen without queueing, refuses the buyers its admission has no
+// room for (MaxWaiting, QueueTarget), and finds
 // out how a purchase whose commit was cut off ended.
 type Shop struct {
 	store     Store
@@ -250,7 +256,7 @@ type Shop struct {
 	log       *slog.Logger
 	soldOut   *SoldOutMarks
 	windows   *saleWindows
-	waiting   chan struct{} // a token per purchase in progress; nil: no bound
+	admission *admission
 }
 
 // New returns a Shop that sells with p and answers the buyers of a goods
@@ -263,11 +269,13 @@ func New(store Store, p Purchaser, marks *SoldOutMarks, cfg Config, log *slog.Lo
 		w.setWindows(s.windows)
 	}
 	_, s.windows.admitUnread = p.(readsRowsPerBatch)
-	if cfg.MaxWaiting > 0 {
-		s.waiting = make(chan struct{}, cfg.MaxWaiting)
-	}
+	s.admission = newAdmission(cfg.QueueTarget, cfg.MaxWaiting, time.Now())
 	return s
 }
+
+// Admission is how many purchases are in progress in this instance, how
+// many it lets in, and how many it has refused busy.
+func (s *Shop) Admission() AdmissionStats { return s.admission.stats() }
 
 // Stock returns the current row of goodsNo and its number of orders.
 func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
@@ -343,14 +351,10 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 	if s.soldOut.check(ctx, s.store, p.GoodsNo) {
 		return s.refuse(ctx, p, ErrSoldOut)
 	}
-	if s.waiting != nil {
-		select {
-		case s.waiting <- struct{}{}:
-			defer func() { <-s.waiting }()
-		default:
-			return nil, ErrBusy
-		}
+	if !s.admission.admit(time.Now()) {
+		return nil, ErrBusy
 	}
+	defer func() { s.admission.done(time.Now()) }()
 	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer,
 		NewRequestID: !p.ClientRequestID}
 	bought, err := s.purchase(ctx, order)

@@ -44,6 +44,10 @@ func NewStackOn(t testing.TB, dsn string, zkServers []string, extra ...string) S
 		"SHOP_LEADER_PATH="+itest.Path(t)+"/leader",
 		"SHOP_ALLOT_PATH="+itest.Path(t)+"/leases",
 		"SHOP_CONFIG="+InRoot(t, "config.yaml"),
+		// The suites' closed loops count on every buyer waiting its turn;
+		// the overload suites (overload_e2e_test.go) set the admission's
+		// queue target themselves.
+		"SHOP_PURCHASE_QUEUETARGET=0s",
 	)
 	return Stack{Binary: ShopBinary(t), DSN: dsn, ZKServers: zkServers, LockPath: lockPath, Env: append(env, extra...)}
 }
