@@ -143,7 +143,9 @@ func (r *OpenResult) Refused() int {
 // out, or cut off.
 func (r *OpenResult) Gone() int { return r.NotSent + r.ClientTimeouts + r.Errors }
 
-func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3) }
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
+}
 
 // Ms is a histogram's quantile q (0-100) in milliseconds.
 func Ms(h *hdrhistogram.Histogram, q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }

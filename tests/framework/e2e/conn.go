@@ -14,4 +14,6 @@ func NewConn(base string) *Conn { return loadgen.NewConn(base) }
 
 // Ask sends one request to url on a connection of its own, with header
 // pairs (name, value, ...).
-func Ask(method, rawURL string, header ...string) Answer { return loadgen.Ask(method, rawURL, header...) }
+func Ask(method, rawURL string, header ...string) Answer {
+	return loadgen.Ask(method, rawURL, header...)
+}
