@@ -200,6 +200,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		purchaser = service.NewSeed(store, locker, marks, scfg, log)
 	}
 	shop := service.New(store, purchaser, marks, scfg, log)
+	m.AdmissionStats(func() metrics.Admission {
+		a := shop.Admission()
+		return metrics.Admission{InFlight: a.InFlight, Limit: a.Limit, Rate: a.Rate, Refused: a.Refused}
+	})
 	orders := service.NewOrders(store, service.OrdersConfig{PayTimeout: cfg.Orders.PayTimeout, SweepInterval: cfg.Orders.SweepInterval}, log)
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)

@@ -59,6 +59,8 @@ type Metrics struct {
 	queues   map[int32]int
 	history  map[int32][]Point // per tracked goods, a point a sample, the last historyLen
 	sale     saleState
+	// admission, when set, is the purchase admission's numbers.
+	admission func() Admission
 }
 
 // historyLen is how many points of a goods' history an instance keeps: a
@@ -154,6 +156,37 @@ func (m *Metrics) LockStats(stats func() zklock.Stats) {
 		counter("seckill_lock_shortcuts_total", "Hand-offs a waiter took without listing the queue again.",
 			func(s zklock.Stats) int64 { return s.Shortcuts }),
 	)
+}
+
+// Admission is what the purchase admission shows of itself: how many
+// purchases are in progress, how many it lets in, the purchases a second
+// it measured while busy, and how many buyers it refused busy.
+type Admission struct {
+	InFlight int     `json:"inFlight"`
+	Limit    int     `json:"limit"`
+	Rate     float64 `json:"rate"`
+	Refused  uint64  `json:"refused"`
+}
+
+// AdmissionStats exports the purchase admission's numbers, and shows them
+// on the dashboard.
+func (m *Metrics) AdmissionStats(stats func() Admission) {
+	gauge := func(name, help string, v func(Admission) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(stats()) })
+	}
+	m.reg.MustRegister(
+		gauge("seckill_admission_in_flight", "Purchases in progress in this instance (admitted, not yet answered).",
+			func(a Admission) float64 { return float64(a.InFlight) }),
+		gauge("seckill_admission_limit", "Purchases this instance lets be in progress: its measured purchases/s times purchase.queueTarget, within purchase.maxWaiting.",
+			func(a Admission) float64 { return float64(a.Limit) }),
+		gauge("seckill_admission_rate", "Purchases a second this instance completes while busy, as the admission measured them (0: not yet).",
+			func(a Admission) float64 { return a.Rate }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_admission_refused_total", Help: "Buyers refused busy (503) because the admission had no room."},
+			func() float64 { return float64(stats().Refused) }),
+	)
+	m.mu.Lock()
+	m.admission = stats
+	m.mu.Unlock()
 }
 
 // Gather returns the metric families registered, as a scrape would.
@@ -352,6 +385,9 @@ type Snapshot struct {
 	// for every goods, by outcome, since it started.
 	Sale        SaleSample       `json:"sale"`
 	AllOutcomes map[string]int64 `json:"allOutcomes"`
+	// Admission is this instance's purchase admission: in progress, the
+	// limit, its measured rate and the buyers refused busy.
+	Admission Admission `json:"admission"`
 }
 
 // Snapshot returns the live numbers of goodsNo from memory: no query, no lock.
@@ -365,7 +401,11 @@ func (m *Metrics) Snapshot(goodsNo int32) Snapshot {
 	}
 	s.Goods, s.Sampled = m.samples[goodsNo]
 	s.Sale, s.AllOutcomes = m.saleSnapshot()
+	admission := m.admission
 	m.mu.Unlock()
+	if admission != nil {
+		s.Admission = admission()
+	}
 	s.LockWaitP50, s.LockWaitP99, s.LockWaits = m.recentWaits(now)
 	return s
 }

@@ -69,8 +69,9 @@ func NewBatch(store Store, locker Locker, marks *SoldOutMarks, cfg Config, log *
 }
 
 // Purchase queues the buyer for its lock's next batch and waits for the
-// answer. A buyer that gives up still waits for its batch, which is short,
-// so that it is never sold to without being told.
+// answer. A buyer that gives up before a batch took it leaves the queue at
+// once; one that gives up in a batch still waits for the batch, which is
+// short, so that it is never sold to without being told.
 func (b *Batch) Purchase(ctx context.Context, order *Order) error {
 	buyer := &batchBuyer{ctx: ctx, order: order, done: make(chan error, 1)}
 	key := b.keyOf(order.GoodsNo)
@@ -91,7 +92,35 @@ func (b *Batch) Purchase(ctx context.Context, order *Order) error {
 		go b.work(key, q)
 	}
 	b.mu.Unlock()
-	return <-buyer.done
+	select {
+	case err := <-buyer.done:
+		return err
+	case <-ctx.Done():
+	}
+	if b.leave(key, buyer) {
+		return ctx.Err()
+	}
+	return <-buyer.done // in a batch already: its answer is near
+}
+
+// leave takes a buyer whose request ended out of its lock's queue, if no
+// batch has taken it yet: it is then answered at once instead of when the
+// lock comes (a client that said how long it waits, X-Request-Timeout-Ms,
+// hears so at its deadline). A buyer a batch took waits for the batch.
+func (b *Batch) leave(key string, buyer *batchBuyer) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[key]
+	if q == nil {
+		return false
+	}
+	for i, x := range q.waiting {
+		if x == buyer {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // readsRowsPerBatch: a buyer of a goods whose window the Shop lacks is let
