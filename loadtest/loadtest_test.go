@@ -429,3 +429,75 @@ func TestHelpListsEachCommandsFlags(t *testing.T) {
 		}
 	}
 }
+
+// An open loop against a shop that keeps selling to buyers who stopped
+// waiting: every tenth purchase takes 300 ms and is sold all the same,
+// while its buyer gives up after 100 ms. The run counts those buyers as
+// client timeouts and their orders as sold to buyers who had gone, and
+// the sale is not exact.
+func TestAnOpenLoopCountsSalesToBuyersWhoHadGone(t *testing.T) {
+	var mu sync.Mutex
+	stock, orders, n := 1000, 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/goods/1":
+			fmt.Fprintf(w, `{"code":"ok","stock":%d,"orders":%d}`, stock, orders)
+		case "/goods-stock/1":
+			if r.Header.Get("X-Request-Timeout-Ms") == "" {
+				t.Error("an open loop's purchase without X-Request-Timeout-Ms")
+			}
+			n++
+			if n%10 == 0 {
+				mu.Unlock()
+				time.Sleep(300 * time.Millisecond)
+				mu.Lock()
+			}
+			stock--
+			orders++
+			fmt.Fprint(w, `{"code":"ok"}`)
+		}
+	}))
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"--url", srv.URL, "--rate", "200", "--duration", "1s", "--timeout", "100ms",
+		"--quiet", "--expect-exact"}, &out, &errOut)
+	var f *failure
+	if !errors.As(err, &f) || f.code != 3 || !strings.Contains(f.msg, "20 order rows") && !strings.Contains(f.msg, "order rows for") {
+		t.Fatalf("a sale with orders sold to buyers who had gone: %v (want exit 3, not exact)\n%s", err, out.String())
+	}
+	for _, want := range []string{"offered -> sent (req/s)", "200 -> 200", "client timeouts / never sent", "20 / 0", "sold to buyers who had gone"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	var r Result
+	if err := run(context.Background(), []string{"--url", srv.URL, "--rate", "100", "--duration", "1s", "--timeout", "100ms", "--quiet", "--json"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out.Bytes()[strings.LastIndex(out.String(), "\n{")+1:], &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Open == nil || r.SoldToGone != 10 || r.Open.ClientTimeouts != 10 || r.Succeeded != 90 {
+		t.Errorf("100 purchases, every tenth sold after its buyer left: sold to gone %d, timeouts %+v, ok %d; want 10, 10, 90", r.SoldToGone, r.Open, r.Succeeded)
+	}
+}
+
+func TestOpenLoopFlagsAreChecked(t *testing.T) {
+	for _, args := range [][]string{
+		{"--rate", "100", "--requests", "10"},
+		{"--rate", "100", "--concurrency", "10"},
+		{"--duration", "5s"},
+		{"--rate", "-1"},
+		{"--rate", "100", "--ramp-up", "20s", "--duration", "10s"},
+		{"--rate", "100", "--connections", "0"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"--url", "http://127.0.0.1:1"}, args...), &out, &errOut)
+		var f *failure
+		if !errors.As(err, &f) || f.code != 2 {
+			t.Errorf("loadtest %v: %v, want a usage error", args, err)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -29,6 +30,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
 
 func main() {
@@ -78,14 +80,21 @@ func commands(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "loadtest [flags]",
 		Short: "Fire the seed's flash sale at shop instances and measure overselling",
-		Long: `loadtest sends --requests purchases of one goods, --concurrency at once, round-robin over
+		Long: `loadtest sends --requests purchases of --goods, --concurrency at once, round-robin over
 the shop instances in --url; it reads the stock and the order rows before, during and after, and
 reports oversold = successes - (stock before - stock after + orders expired meanwhile).
 It stops by itself after --requests purchases or --max-duration.
 
+With --rate it is an open loop instead, as a sale's buyers are: purchases arrive at --rate a
+second for --duration (from 0 over --ramp-up first) whether or not earlier ones were answered,
+over --connections keep-alive connections; latency counts from each purchase's due time, and
+the report adds offered and sent rates, goodput, refusals, client timeouts and the orders sold
+to buyers who had gone. It says so when it could not keep the rate.
+
   loadtest compare RUN.json...   compare saved runs (--out) side by side, with verdicts`,
 		Example: `  loadtest --url http://127.0.0.1:8081,http://127.0.0.1:8082 --requests 1500 --concurrency 1500
   loadtest --requests 3000 --concurrency 200 --ramp 15s --expect-exact --out on.json
+  loadtest --rate 2000 --duration 10s --ramp-up 1s --expect-exact
   loadtest compare --html report.html --svg chart.svg --expect oversell,exact off.json on.json`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -106,6 +115,14 @@ It stops by itself after --requests purchases or --max-duration.
 				return usageError("--url: no target")
 			case o.Buyers < 0:
 				return usageError("--buyers must be 0 or more")
+			case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+				return usageError("--rate must be 0 (a closed loop) or a positive number of requests a second")
+			case o.Rate > 0 && (cmd.Flags().Changed("requests") || cmd.Flags().Changed("concurrency") || cmd.Flags().Changed("ramp")):
+				return usageError("--requests, --concurrency and --ramp are the closed loop's; with --rate the schedule (--duration, --ramp-up) decides how many are sent")
+			case o.Rate == 0 && (cmd.Flags().Changed("duration") || cmd.Flags().Changed("ramp-up") || cmd.Flags().Changed("connections")):
+				return usageError("--duration, --ramp-up and --connections are the open loop's: give --rate too")
+			case o.Rate > 0 && (o.Duration <= 0 || o.RampUp < 0 || o.RampUp > o.Duration || o.Connections < 1):
+				return usageError("--duration must be positive, --ramp-up between 0 and --duration, --connections at least 1")
 			case o.Requests < 1 || o.Concurrency < 1:
 				return usageError("--requests and --concurrency must be at least 1")
 			case o.Sample <= 0 || o.Timeout <= 0 || o.MaxDuration <= 0 || o.Ramp < 0:
@@ -139,6 +156,18 @@ It stops by itself after --requests purchases or --max-duration.
 					return usageError("--request-ids %q: want auto, none, or 1-40 of A-Za-z0-9._:-", o.RequestIDs)
 				}
 			}
+			if o.Rate > 0 {
+				o.Requests = loadgen.Profile{Rate: o.Rate, Duration: o.Duration, RampUp: o.RampUp}.Requests()
+				if o.Requests < 1 {
+					return usageError("--rate %g for --duration %v schedules no request", o.Rate, o.Duration)
+				}
+				if !cmd.Flags().Changed("timeout") {
+					o.Timeout = 5 * time.Second // a buyer's patience, not a tool's safety net
+				}
+				if o.Label == "" {
+					o.Label = openLabel(o)
+				}
+			}
 			o.Concurrency = min(o.Concurrency, o.Requests)
 			if o.Label == "" {
 				o.Label = fmt.Sprintf("%d buyers, %d at once", o.Requests, o.Concurrency)
@@ -157,6 +186,9 @@ It stops by itself after --requests purchases or --max-duration.
 			}
 			if werr := emit(r, asJSON, out, html, stdout); werr != nil {
 				return werr
+			}
+			if note := behindNote(r); note != "" {
+				fmt.Fprintln(stderr, note)
 			}
 			if err != nil {
 				return err
@@ -185,7 +217,12 @@ It stops by itself after --requests purchases or --max-duration.
 	fs.StringVar(&jwtAudience, "jwt-audience", "", "the tokens' aud (the shop's auth.audience)")
 	fs.IntVar(&o.Buyers, "buyers", 0, "distinct buyer ids (X-User-ID buyer-N, request i is buyer i mod N); more requests than buyers means repeat tries; 0: anonymous")
 	fs.DurationVar(&o.Ramp, "ramp", 0, "start the buyers spread over this long (throughput counts from the first request to the last answer)")
-	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout")
+	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout (with --rate: 5s, a buyer's patience from its due time)")
+	fs.Float64Var(&o.Rate, "rate", 0, "open loop: purchases arrive at this many a second whatever the answers' pace (latency from each one's due time); 0: a closed loop of --concurrency buyers")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "open loop: how long purchases arrive")
+	fs.DurationVar(&o.RampUp, "ramp-up", 0, "open loop: the rate grows from 0 to --rate over this long first (a spike: 1s)")
+	fs.IntVar(&o.Connections, "connections", 2000, "open loop: keep-alive connections (a purchase due while all are busy waits, and its wait counts)")
+	fs.BoolVar(&o.SendTimeout, "send-timeout", true, "open loop: send X-Request-Timeout-Ms, so that the shop sells nothing to a buyer past its --timeout")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 10*time.Minute, "stop the whole run after this long")
 	fs.DurationVar(&o.Sample, "sample", 100*time.Millisecond, "how often to read the stock for the chart")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON instead of a table")

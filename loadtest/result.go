@@ -62,6 +62,13 @@ type Result struct {
 	Unavailable   int     `json:"unavailable"`
 
 	Samples []Sample `json:"samples"`
+
+	// SoldToGone is the order rows beyond the 200s: sales whose buyer
+	// never heard of them (it timed out, or its connection broke).
+	SoldToGone int `json:"soldToGone"`
+	// Open is the open loop's figures (--rate), nil for a closed loop.
+	Open        *OpenSummary `json:"open,omitempty"`
+	openLatency Latency      // every answer's, from its due time
 }
 
 // Latency percentiles in milliseconds.
@@ -92,6 +99,7 @@ func (r *Result) finish(latencies []time.Duration, elapsed time.Duration) {
 	r.OrdersCreated = r.OrdersAfter - r.OrdersBefore
 	r.Expired = r.ExpiredAfter - r.ExpiredBefore
 	r.Oversold = oversold(r.Succeeded, r.StockBefore, r.StockAfter, r.Expired)
+	r.SoldToGone = max(0, r.OrdersCreated-r.Succeeded)
 }
 
 // oversold is how many successful answers the stock did not pay for: the
@@ -182,6 +190,9 @@ func rows(rs ...*Result) [][]string {
 			return fmt.Sprintf("%d / %d", r.LockLost, r.Unavailable)
 		}),
 		line("OVERSOLD", func(r *Result) string { return itoa(r.Oversold) }),
+	}
+	if slices.ContainsFunc(rs, func(r *Result) bool { return r.Open != nil }) { // after "throughput"
+		out = slices.Insert(out, 7, openRows(line)...)
 	}
 	if withBuyers { // after "sold out (409)"
 		rows := [][]string{

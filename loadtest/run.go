@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
 
 // Options of one load run.
@@ -50,6 +51,17 @@ type Options struct {
 	Token       func(buyer string) (string, error)
 	Progress    io.Writer // nil: no progress bar
 	Interactive bool      // redraw the progress bar in place
+	// Rate, when above 0, makes the run an open loop: purchases arrive at
+	// Rate a second for Duration (the rate growing from 0 over RampUp
+	// first), each sent when due on one of Connections keep-alive
+	// connections whatever the answers' pace, each buyer gone Timeout
+	// after it was due; Requests is then the profile's, and Concurrency
+	// and Ramp are unused. SendTimeout sends X-Request-Timeout-Ms.
+	Rate        float64
+	Duration    time.Duration
+	RampUp      time.Duration
+	Connections int
+	SendTimeout bool
 }
 
 // goods is the shop's answer to GET /goods/{goodsNo}.
@@ -117,9 +129,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	metricsBefore, haveMetrics := scrapeMetrics(ctx, client, o.Targets)
 
 	var c counters
-	var mu sync.Mutex // guards r.ByStatus, r.ByCode
-	latencies := make([]time.Duration, o.Requests)
-	var next atomic.Int64
+	var mu sync.Mutex             // guards r.ByStatus, r.ByCode
+	var latencies []time.Duration // the closed loop's, by request
+	if o.Rate <= 0 {
+		latencies = make([]time.Duration, o.Requests)
+	}
 	start := time.Now()
 
 	sampled := make(chan []Sample, 1)
@@ -129,6 +143,100 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	stopProgress := make(chan struct{})
 	go func() { defer close(progressDone); progress(o, &c, start, stopProgress) }()
 
+	var elapsed time.Duration
+	var open *loadgen.OpenResult
+	send := func(i int) (gi int, url, user, token, rid string) {
+		gi = pick.Index(i)
+		requestsOf[gi].Add(1)
+		url = fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.Goods[gi])
+		switch {
+		case tokens != nil:
+			token = tokens[i%len(tokens)]
+		case o.Buyers > 0:
+			user = fmt.Sprint("buyer-", i%o.Buyers)
+		}
+		if o.RequestIDs != "" {
+			rid = o.RequestIDs + "-" + strconv.Itoa(i)
+		}
+		return gi, url, user, token, rid
+	}
+	answered := func(gi, status int, code string) {
+		switch {
+		case status == http.StatusOK:
+			c.succeeded.Add(1)
+			succeededOf[gi].Add(1)
+		case status == http.StatusConflict && code == api.SoldOut:
+			c.soldOut.Add(1)
+		}
+		mu.Lock()
+		r.ByStatus[strconv.Itoa(status)]++
+		r.ByCode[code]++
+		mu.Unlock()
+	}
+	if o.Rate > 0 {
+		open, err = openLoop(ctx, o, send, answered, &c, r)
+		if open == nil {
+			return nil, err
+		}
+		elapsed = open.Elapsed
+	} else {
+		elapsed = closedLoop(ctx, o, start, client, latencies, send, answered, &c)
+	}
+	close(stopProgress)
+	<-progressDone
+	close(stopSampling)
+	// The state before the first request, then what the sampler saw (its
+	// first read may come late on a flooded server), then the state after.
+	r.Samples = append([]Sample{{T: 0, Stock: r.StockBefore}}, <-sampled...)
+
+	after, err := readAllGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.Goods)
+	if err != nil {
+		return nil, fmt.Errorf("stock after the run: %w", err)
+	}
+	if open != nil {
+		// Buyers who gave up may still be sold to after they left: the
+		// count waits for the order rows to settle.
+		if after, err = settle(context.WithoutCancel(ctx), client, o, after); err != nil {
+			return nil, fmt.Errorf("stock after the run: %w", err)
+		}
+	}
+	r.Sent, r.Succeeded, r.SoldOut, r.TransportErrors = int(c.sent.Load()), int(c.succeeded.Load()), int(c.soldOut.Load()), int(c.transport.Load())
+	reqs, oks := make([]int, len(o.Goods)), make([]int, len(o.Goods))
+	for i := range o.Goods {
+		reqs[i], oks[i] = int(requestsOf[i].Load()), int(succeededOf[i].Load())
+	}
+	r.perGoods(o.Goods, before, after, reqs, oks)
+	if len(o.Goods) == 1 {
+		r.PerGoods = nil // the totals are the goods'
+	}
+	if haveMetrics {
+		if after, ok := scrapeMetrics(context.WithoutCancel(ctx), client, o.Targets); ok {
+			d := after.minus(metricsBefore)
+			r.ServerMetrics = true
+			if p50, p99 := d.waitQuantile(0.5), d.waitQuantile(0.99); !math.IsNaN(p50) {
+				r.LockWaitP50, r.LockWaitP99 = p50*1000, p99*1000
+			}
+			r.LockLost, r.Unavailable = int(d.outcomes[api.LockLost]), int(d.outcomes[api.Unavailable])
+		}
+	}
+	sent := min(r.Sent, len(latencies))
+	r.finish(latencies[:sent], elapsed)
+	if open != nil {
+		r.Latency = r.openLatency
+	}
+	r.Samples = append(r.Samples, Sample{T: elapsed.Seconds(), Stock: r.StockAfter, Orders: r.OrdersAfter - r.OrdersBefore, Succeeded: r.Succeeded})
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Sent < r.Requests {
+		return r, fmt.Errorf("stopped after %v (--max-duration) with %d of %d requests sent", o.MaxDuration, r.Sent, r.Requests)
+	}
+	return r, nil
+}
+
+// closedLoop sends o.Requests purchases, o.Concurrency at a time: each
+// buyer sends its next purchase once the last is answered. It returns the
+// time from start to the last answer.
+func closedLoop(ctx context.Context, o Options, start time.Time, client *http.Client, latencies []time.Duration,
+	send func(i int) (gi int, url, user, token, rid string), answered func(gi, status int, code string), c *counters) time.Duration {
+	var next atomic.Int64
 	// taken is closed when the last request is taken: a buyer still
 	// waiting for its turn in the ramp has nothing left to send. lastAnswer
 	// is when the last answer came, in nanoseconds since start: the run's
@@ -156,20 +264,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				if i >= o.Requests || ctx.Err() != nil {
 					return
 				}
-				gi := pick.Index(i)
-				requestsOf[gi].Add(1)
-				url := fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.Goods[gi])
+				gi, url, user, token, rid := send(i)
 				t0 := time.Now()
-				user, token, rid := "", "", ""
-				switch {
-				case tokens != nil:
-					token = tokens[i%len(tokens)]
-				case o.Buyers > 0:
-					user = fmt.Sprint("buyer-", i%o.Buyers)
-				}
-				if o.RequestIDs != "" {
-					rid = o.RequestIDs + "-" + strconv.Itoa(i)
-				}
 				status, code, err := buy(ctx, client, url, user, token, rid)
 				latencies[i] = time.Since(t0)
 				for at := int64(time.Since(start)); ; {
@@ -182,17 +278,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 					c.transport.Add(1)
 					continue
 				}
-				switch {
-				case status == http.StatusOK:
-					c.succeeded.Add(1)
-					succeededOf[gi].Add(1)
-				case status == http.StatusConflict && code == api.SoldOut:
-					c.soldOut.Add(1)
-				}
-				mu.Lock()
-				r.ByStatus[strconv.Itoa(status)]++
-				r.ByCode[code]++
-				mu.Unlock()
+				answered(gi, status, code)
 			}
 		})
 	}
@@ -201,43 +287,31 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if elapsed == 0 {
 		elapsed = time.Since(start)
 	}
-	close(stopProgress)
-	<-progressDone
-	close(stopSampling)
-	// The state before the first request, then what the sampler saw (its
-	// first read may come late on a flooded server), then the state after.
-	r.Samples = append([]Sample{{T: 0, Stock: r.StockBefore}}, <-sampled...)
+	return elapsed
+}
 
-	after, err := readAllGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.Goods)
-	if err != nil {
-		return nil, fmt.Errorf("stock after the run: %w", err)
-	}
-	r.Sent, r.Succeeded, r.SoldOut, r.TransportErrors = int(c.sent.Load()), int(c.succeeded.Load()), int(c.soldOut.Load()), int(c.transport.Load())
-	reqs, oks := make([]int, len(o.Goods)), make([]int, len(o.Goods))
-	for i := range o.Goods {
-		reqs[i], oks[i] = int(requestsOf[i].Load()), int(succeededOf[i].Load())
-	}
-	r.perGoods(o.Goods, before, after, reqs, oks)
-	if len(o.Goods) == 1 {
-		r.PerGoods = nil // the totals are the goods'
-	}
-	if haveMetrics {
-		if after, ok := scrapeMetrics(context.WithoutCancel(ctx), client, o.Targets); ok {
-			d := after.minus(metricsBefore)
-			r.ServerMetrics = true
-			if p50, p99 := d.waitQuantile(0.5), d.waitQuantile(0.99); !math.IsNaN(p50) {
-				r.LockWaitP50, r.LockWaitP99 = p50*1000, p99*1000
-			}
-			r.LockLost, r.Unavailable = int(d.outcomes[api.LockLost]), int(d.outcomes[api.Unavailable])
+// settle reads the goods again every 250 ms until two reads agree on their
+// order rows (at most 10 s): the purchases still under way when the last
+// buyer left have then been written or not.
+func settle(ctx context.Context, client *http.Client, o Options, last []goods) ([]goods, error) {
+	orders := func(gs []goods) (n int) {
+		for _, g := range gs {
+			n += *g.Orders
 		}
+		return n
 	}
-	sent := min(r.Sent, len(latencies))
-	r.finish(latencies[:sent], elapsed)
-	r.Samples = append(r.Samples, Sample{T: elapsed.Seconds(), Stock: r.StockAfter, Orders: r.OrdersAfter - r.OrdersBefore, Succeeded: r.Succeeded})
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Sent < r.Requests {
-		return r, fmt.Errorf("stopped after %v (--max-duration) with %d of %d requests sent", o.MaxDuration, r.Sent, r.Requests)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		now, err := readAllGoods(ctx, client, o.Targets[0], o.Goods)
+		if err != nil {
+			return nil, err
+		}
+		if orders(now) == orders(last) {
+			return now, nil
+		}
+		last = now
 	}
-	return r, nil
+	return last, nil
 }
 
 // buy sends one purchase and returns the status and the body's code.

@@ -66,6 +66,9 @@ type OpenOptions struct {
 	Request func(i int) (path string, header []string)
 	// Record keeps every request's Record in the result.
 	Record bool
+	// OnAnswer, if set, is told of every request once it is answered,
+	// given up or left unsent, from the connections' goroutines at once.
+	OnAnswer func(Record)
 }
 
 // Record is one request of an open loop.
@@ -176,6 +179,9 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 	keep := func(rec Record) {
 		if records != nil {
 			records[rec.Index] = rec
+		}
+		if o.OnAnswer != nil {
+			o.OnAnswer(rec)
 		}
 	}
 	type due struct {
