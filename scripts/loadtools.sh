@@ -94,6 +94,14 @@ k6() {
 	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e BUYERS=$buyers \
 		-e EXPECT_STOCK=$stock loadtest/k6/seckill.js
 	log "k6: thresholds held ($stock bought, every answer a 200 or a 409)"
+	# An open loop (constant-arrival-rate after a 1 s ramp): buyers arrive on their own schedule,
+	# past what the seed's purchase serves; the excess must hear 503 busy at once, nobody may time
+	# out, and the sale must stay exact.
+	bin/shop stock set --goods 1 --stock 100000 --clear-orders
+	sleep 1.2
+	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e RATE="${K6_RATE:-1000}" -e DURATION=4s \
+		-e RAMP_UP=1s loadtest/k6/seckill.js
+	log "k6 open loop: thresholds held (every answer a 200 or 503 busy, no buyer timed out, exact)"
 	# Buyer mode: $users buyers, $((buyers - users)) of them try twice: still the whole stock sold,
 	# the repeats of those who bought answered already_bought.
 	restock
@@ -136,6 +144,10 @@ jmeter() {
 	fi
 	start_shop
 	jmeter_run 0
+	bin/shop stock set --goods 1 --stock 100000 --clear-orders
+	sleep 1.2
+	jmeter_open 127.0.0.1 8081 "${JMETER_RATE:-400}" 4
+	restock
 	# Buyer mode: $users buyers, $((buyers - users)) of them try twice: still the whole stock sold,
 	# every other answer a 409 (sold out, or already bought for the repeats of those who bought).
 	restock
@@ -149,6 +161,27 @@ jmeter() {
 	jwt_shop
 	bin/loadtest tokens --jwt-secret-file out/jwt.secret --buyers $buyers >out/tokens.csv
 	jmeter_run 0 -Jtokens="$root/out/tokens.csv" -Jtokenheader=Authorization
+}
+
+# jmeter_open HOST PORT RATE SECONDS: the open-loop plan (loadtest/jmeter/seckill-open.jmx), purchases
+# of goods 1 arriving at RATE a second; every sample must pass (a 200, 409, 503 busy or 429 in time)
+# and every order row must have its 200, when the shop on HOST:PORT answers /goods/1.
+jmeter_open() {
+	local before after total ok busy failed threads=$(($3 * 5))
+	before=$(curl -sf "http://$1:$2/goods/1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["orders"])')
+	rm -f out/jmeter.csv out/jmeter-summary.csv
+	java -cp "out/jmeter-launcher:$cp" -Djmeter.home=/usr/share/jmeter JMeterLauncher \
+		-n -t loadtest/jmeter/seckill-open.jmx -Jhost="$1" -Jport="$2" -Jrate="$3" -Jduration="$4" -Jthreads="$threads" \
+		-Jresults=out/jmeter-summary.csv -l out/jmeter.csv -j out/jmeter.log
+	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
+	sleep 1 # a purchase under way when the plan stopped lands
+	after=$(curl -sf "http://$1:$2/goods/1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["orders"])')
+	total=$(($(grep -c . out/jmeter.csv) - 1)) # the header line
+	ok=$(awk -F, '$4 == 200' out/jmeter.csv | grep -c . || true)
+	busy=$(awk -F, '$4 == 503 || $4 == 429' out/jmeter.csv | grep -c . || true)
+	failed=$(awk -F, 'NR > 1 && $8 != "true"' out/jmeter.csv | grep -c . || true)
+	log "jmeter open loop: $3/s for $4 s over $threads threads: $total samples ($(( total / $4 ))/s), $ok bought (200), $busy refused (503 busy, 429), $failed failed; $((after - before - ok)) order rows beyond the 200s"
+	[ "$failed" = 0 ] && [ $((after - before)) = "$ok" ] || { log "jmeter open loop: FAILED (every sample must pass, every order row have its 200)"; exit 1; }
 }
 
 # jmeter_plan HOST PORT THREADS USERS [PROPERTIES...]: one run of the plan, out/jmeter.csv its
@@ -180,6 +213,7 @@ jmeter_run() {
 case "${1:-}" in
 k6) shift; k6 "$@" ;;
 jmeter) shift; jmeter "$@" ;;
+jmeter-open) shift; [ $# = 4 ] || { echo "usage: $0 jmeter-open HOST PORT RATE SECONDS" >&2; exit 2; }; cp=""; install_jmeter; jmeter_open "$@" ;;
 install) install_k6; cp=""; install_jmeter ;;
-*) echo "usage: $0 k6 [URLS [BUYERS]] | jmeter [HOST PORT [THREADS]] | install" >&2; exit 2 ;;
+*) echo "usage: $0 k6 [URLS [BUYERS]] | jmeter [HOST PORT [THREADS]] | jmeter-open HOST PORT RATE SECONDS | install" >&2; exit 2 ;;
 esac

@@ -13,11 +13,20 @@
 // JWT_SECRET_FILE (an absolute path, or one relative to this script; a shop with auth.mode jwt: each buyer sends an HS256 token signed with the
 // secret in this file, its sub the buyer: buyer-(i mod USERS), or buyer-i with USERS 0; no
 // X-User-ID) with JWT_ISSUER and JWT_AUDIENCE as its iss and aud when set.
-// Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body;
-// each buyer sends its own X-Request-ID; at the end, every goods' new order rows equal the pieces its
-// stock went down by (the run fails when a goods was oversold).
+// RATE (an open loop, as a sale's buyers are: that many purchases a second arrive whatever the
+// answers' pace, k6's constant-arrival-rate; with RAMP_UP, ramping-arrival-rate from 0 to RATE over
+// RAMP_UP first), DURATION (10s), TIMEOUT (a buyer's patience: 5s), VUS (the VUs k6 keeps ready:
+// RATE x TIMEOUT up to 3000; a purchase due while every VU is busy is dropped: dropped_iterations).
+// Each open-loop buyer sends X-Request-Timeout-Ms, and 503 busy / 429 are answers, not failures.
+// Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body
+// (and, in an open loop, 503 busy or 429); each buyer sends its own X-Request-ID; at the end, every
+// goods' new order rows equal the pieces its stock went down by (the run fails when a goods was
+// oversold), and the summary says how many orders went to buyers who had gone (order rows beyond
+// the 200s).
+//
+//   bin/k6 run -e RATE=500 -e DURATION=10s -e RAMP_UP=1s loadtest/k6/seckill.js
 import http from 'k6/http';
-import { check } from 'k6';
+import { check, sleep } from 'k6';
 import { Counter } from 'k6/metrics';
 import exec from 'k6/execution';
 import crypto from 'k6/crypto';
@@ -72,6 +81,21 @@ const bought = new Counter('seckill_bought');
 const soldOut = new Counter('seckill_sold_out');
 const alreadyBought = new Counter('seckill_already_bought');
 const other = new Counter('seckill_other');
+const refused = new Counter('seckill_refused');
+const ordersCreated = new Counter('seckill_orders_created');
+
+const rate = parseFloat(__ENV.RATE || '0');
+const openLoop = rate > 0;
+const duration = __ENV.DURATION || '10s';
+const rampUp = __ENV.RAMP_UP || '';
+const timeout = __ENV.TIMEOUT || (openLoop ? '5s' : '300s');
+const seconds = (d) => {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(d);
+  if (!m) throw new Error(`${d}: want a duration such as 500ms, 10s or 1m`);
+  return parseFloat(m[1]) * { ms: 0.001, s: 1, m: 60 }[m[2]];
+};
+const timeoutMs = Math.round(seconds(timeout) * 1000);
+const vus = parseInt(__ENV.VUS || String(Math.min(3000, Math.ceil(rate * seconds(timeout)))), 10);
 
 const thresholds = {
   checks: ['rate==1.0'], // every answer is a 200 or a 409 with the shop's JSON
@@ -81,29 +105,37 @@ if (__ENV.EXPECT_STOCK) {
   thresholds.seckill_bought = [`count==${parseInt(__ENV.EXPECT_STOCK, 10)}`];
 }
 
+function scenario() {
+  if (!openLoop) return { executor: 'per-vu-iterations', vus: buyers, iterations: 1, maxDuration: '10m' };
+  if (!rampUp) {
+    return { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: vus, maxVUs: vus };
+  }
+  const held = Math.max(0, seconds(duration) - seconds(rampUp));
+  return {
+    executor: 'ramping-arrival-rate', startRate: 0, timeUnit: '1s', preAllocatedVUs: vus, maxVUs: vus,
+    stages: [{ target: rate, duration: rampUp }, { target: rate, duration: `${held}s` }],
+  };
+}
+
 export const options = {
-  scenarios: {
-    flash_sale: {
-      executor: 'per-vu-iterations',
-      vus: buyers,
-      iterations: 1,
-      maxDuration: '10m',
-    },
-  },
+  scenarios: { flash_sale: scenario() },
   thresholds,
   summaryTrendStats: ['avg', 'p(50)', 'p(90)', 'p(99)', 'max'],
 };
 
 export default function () {
-  const base = bases[exec.vu.idInTest % bases.length];
-  const headers = { 'X-Request-ID': `${runId}-${exec.vu.idInTest}` };
-  const buyer = `buyer-${users > 0 ? exec.vu.idInTest % users : exec.vu.idInTest}`;
+  // An open loop's buyer is its iteration; a closed loop's its VU.
+  const n = openLoop ? exec.scenario.iterationInTest : exec.vu.idInTest;
+  const base = bases[n % bases.length];
+  const headers = { 'X-Request-ID': `${runId}-${n}` };
+  if (openLoop) headers['X-Request-Timeout-Ms'] = String(timeoutMs);
+  const buyer = `buyer-${users > 0 ? n % users : n}`;
   if (jwtSecret) headers.Authorization = `Bearer ${token(buyer)}`;
   else if (users > 0) headers['X-User-ID'] = buyer;
   const res = http.get(`${base}/goods-stock/${pick()}`, {
     headers,
-    timeout: '300s',
-    responseCallback: http.expectedStatuses(200, 409),
+    timeout,
+    responseCallback: openLoop ? http.expectedStatuses(200, 409, 429, 503) : http.expectedStatuses(200, 409),
   });
   let code = '';
   try {
@@ -111,12 +143,19 @@ export default function () {
   } catch (e) {
     code = 'non-json';
   }
+  const shed = openLoop && ((res.status === 503 && code === 'busy') || (res.status === 429 && code === 'too_many_requests'));
+  if (openLoop && res.status === 0) {
+    other.add(1); // the buyer's timeout: gone (k6 counts it in http_req_failed)
+    return;
+  }
   check(res, {
-    'status is 200 or 409': (r) => r.status === 200 || r.status === 409,
+    'status is 200 or 409 (or, open loop, 503 busy / 429)': (r) => r.status === 200 || r.status === 409 || shed,
     'body code matches status': () =>
-      (res.status === 200 && code === 'ok') || (res.status === 409 && (code === 'sold_out' || code === 'already_bought')),
+      (res.status === 200 && code === 'ok') || (res.status === 409 && (code === 'sold_out' || code === 'already_bought')) || shed,
   });
-  if (res.status === 200) {
+  if (shed) {
+    refused.add(1);
+  } else if (res.status === 200) {
     bought.add(1);
   } else if (res.status === 409 && code === 'sold_out') {
     soldOut.add(1);
@@ -144,7 +183,15 @@ export function setup() {
 }
 
 export function teardown(before) {
-  const after = readGoods();
+  let after = readGoods();
+  // In an open loop a buyer who left may still be sold to: let the order rows settle.
+  for (let i = 0; openLoop && i < 40; i++) {
+    sleep(0.25);
+    const again = readGoods();
+    if (goods.every((g) => again[g].orders === after[g].orders)) break;
+    after = again;
+  }
+  ordersCreated.add(goods.reduce((n, g) => n + after[g].orders - before[g].orders, 0));
   const bad = goods.filter((g) => after[g].orders - before[g].orders !== before[g].stock - after[g].stock);
   if (bad.length) {
     throw new Error(`oversold goods ${bad.join(', ')}: order rows created differ from the stock sold`);
@@ -153,7 +200,14 @@ export function teardown(before) {
 
 export function handleSummary(data) {
   const count = (name) => (data.metrics[name] ? data.metrics[name].values.count : 0);
-  const line = `seckill: ${count('seckill_bought')} bought (200), ${count('seckill_sold_out')} sold out (409), ` +
+  let line = `seckill: ${count('seckill_bought')} bought (200), ${count('seckill_sold_out')} sold out (409), ` +
     `${count('seckill_already_bought')} already bought (409), ${count('seckill_other')} other\n`;
+  if (openLoop) {
+    const p = (name, q) => (data.metrics[name] && data.metrics[name].values[q] !== undefined ? data.metrics[name].values[q].toFixed(0) : '-');
+    line += `seckill open loop: ${rate}/s for ${duration}${rampUp ? ` (ramp-up ${rampUp})` : ''}, ${count('iterations')} sent, ` +
+      `${count('dropped_iterations')} dropped (no free VU: k6 could not keep the rate), ${count('seckill_refused')} refused (503 busy / 429), ` +
+      `${count('seckill_other')} timed out or other; request p99 ${p('http_req_duration', 'p(99)')} ms; ` +
+      `sold to buyers who had gone: ${count('seckill_orders_created') - count('seckill_bought')}\n`;
+  }
   return { stdout: line };
 }

@@ -54,7 +54,15 @@ import (
 //	    round, BENCH_SHOP_MANY_BUYERS buyers: CPU per purchase of each
 //	    process, how busy the machine was, ZooKeeper requests and lock
 //	    holds per purchase, MariaDB statements, commits, rows updated and
-//	    row-lock waits (see benchcost_test.go).
+//	    row-lock waits (see benchcost_test.go);
+//	(i) the spike: the seed's purchase and a batch slowed on purpose, two
+//	    instances each, their closed-loop capacity C, then open loops at
+//	    0.5 to 8 × C (BENCH_SHOP_SPIKE_SECONDS each, 5; BENCH_SHOP_SPIKE_ROUNDS
+//	    rounds, 3), the generator on a
+//	    CPU of its own; goodput, latency from the due time, refusals, client
+//	    timeouts, sales to buyers who had gone, peak memory, and a spike of
+//	    20 000 arrivals for 1 000 pieces: the share the first 2 000 bought
+//	    (benchspike_test.go). BENCH_SHOP_SPIKE=only runs (i) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -83,6 +91,13 @@ func BenchmarkShop(b *testing.B) {
 	strategies := []string{"atomic", "seed", "batch", "allot"}
 	if v := os.Getenv("BENCH_SHOP_STRATEGIES"); v != "" {
 		strategies = strings.Split(v, ",")
+	}
+	spikeSecs, spikeRounds := env("BENCH_SHOP_SPIKE_SECONDS", 5), env("BENCH_SHOP_SPIKE_ROUNDS", 3)
+	if os.Getenv("BENCH_SHOP_SPIKE") == "only" {
+		spikes := benchSpike(b, spikeSecs, spikeRounds)
+		writeBenchTable(b, benchSpikeTable(spikeSecs, spikeRounds, spikes))
+		writeSpikeChart(b, spikes)
+		return
 	}
 	nodes := itest.Galera(b)
 	manyBuyers, manyRounds := manyEnv()
@@ -135,14 +150,29 @@ func BenchmarkShop(b *testing.B) {
 	manyRuns, manyGalera := benchManyGoods(b, strategies, nodes, manyBuyers, conc, manyRounds)
 	authRuns := benchAuth(b, manyBuyers, conc, authRounds)
 	redisRuns := benchRedis(b, redisBuyers, conc, redisRounds)
+	spikes := benchSpike(b, spikeSecs, spikeRounds)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
 		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns) +
-		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns)
+		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns) + "\n" + benchSpikeTable(spikeSecs, spikeRounds, spikes)
 	writeBenchTable(b, table)
+	writeSpikeChart(b, spikes)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
 		if err := os.WriteFile(f, []byte(benchShopChart(strategies, runs["a"], buyers, conc)), 0o644); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// writeSpikeChart writes (i)'s chart beside (a)'s: BENCH_SHOP_CHART with
+// -spike before its extension.
+func writeSpikeChart(b *testing.B, spikes []spikeResult) {
+	f := os.Getenv("BENCH_SHOP_CHART")
+	if f == "" {
+		return
+	}
+	f = strings.TrimSuffix(f, ".svg") + "-spike.svg"
+	if err := os.WriteFile(f, []byte(benchSpikeChart(spikes)), 0o644); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -48,7 +48,7 @@ func MySQLAddr(t *testing.T, dsn string) string {
 }
 
 // OpenDB opens dsn, closed at cleanup.
-func OpenDB(t *testing.T, dsn string) *sql.DB {
+func OpenDB(t testing.TB, dsn string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
