@@ -280,6 +280,7 @@ func TestComposeMonitoring(t *testing.T) {
 	m.SampledQueue(1, "/Locks", 0)
 	m.SampledGoods(1, metrics.GoodsSample{OrdersByStatus: map[string]int64{"unpaid": 0}})
 	m.ZooKeeperState(zk.StateConnected)
+	m.AdmissionStats(func() metrics.Admission { return metrics.Admission{} })
 	families, err := m.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +304,7 @@ func TestComposeMonitoring(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"seckill_stock", "seckill_orders_total", "seckill_purchases_total", "seckill_lock_wait_seconds",
-		"seckill_lock_queue_length", "seckill_zookeeper_state", "seckill_leader"} {
+		"seckill_lock_queue_length", "seckill_zookeeper_state", "seckill_leader", "seckill_admission_limit", "seckill_admission_refused_total"} {
 		if !used[want] {
 			t.Errorf("no panel shows %s", want)
 		}
