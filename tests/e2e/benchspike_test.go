@@ -166,20 +166,26 @@ func spikeOf(b *testing.B, sale spikeSale, secs int) spikeResult {
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", "1", "--stock", "10000000", "--clear-orders")
-	in1, in2 := s.Serve(b), s.Serve(b)
-	urls := []string{in1.URL, in2.URL}
-	res := spikeResult{sale: sale.name, pinned: pinServers(b, in1, in2)}
-	defer func() {
-		for _, in := range []*e2e.Instance{in1, in2} {
+	stop := func(ins ...*e2e.Instance) {
+		for _, in := range ins {
 			if err := in.Stop(b); err != nil {
 				b.Fatalf("%s instance did not stop cleanly: %v\n%s", sale.name, err, in.Logs())
 			}
 		}
-	}()
-
-	// C: 200 buyers at a time, each buying as soon as its last answer came.
-	closedLoad(urls, 2000, 200) // warm-up: the instances learn their rate, MariaDB its pages
-	answers, start := closedLoad(urls, 6000, 200)
+	}
+	// C: 200 buyers at a time, each buying as soon as its last answer came,
+	// on instances without the admission (purchase.queueTarget=0), as the
+	// closed loops of (a)-(h) measure: with it, the buyers it refuses would
+	// ask again at once, and their refusals take the CPU C is measured on.
+	c1, c2 := s.Serve(b, "SHOP_PURCHASE_QUEUETARGET=0s"), s.Serve(b, "SHOP_PURCHASE_QUEUETARGET=0s")
+	pinServers(b, c1, c2)
+	closedLoad([]string{c1.URL, c2.URL}, 2000, 200) // warm-up: MariaDB's pages, ZooKeeper's JIT
+	answers, start := closedLoad([]string{c1.URL, c2.URL}, 6000, 200)
+	stop(c1, c2)
+	in1, in2 := s.Serve(b), s.Serve(b)
+	defer stop(in1, in2)
+	urls := []string{in1.URL, in2.URL}
+	res := spikeResult{sale: sale.name, pinned: pinServers(b, in1, in2)}
 	res.capacity = tally(answers, start, nil).purchasesPerSec
 
 	for _, m := range spikeMultiples {
