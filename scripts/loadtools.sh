@@ -32,10 +32,19 @@ log_prefix=loadtools
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
+# start_shop starts the two instances for the seed's scenario: every buyer waits its turn (a closed
+# loop, as make demo's), so the admission's queue target is off (purchase.queueTarget=0s).
 start_shop() {
 	trap 'scripts/demo.sh down' EXIT
-	SHOP_LOCK_ENABLED=true scripts/demo.sh up
+	SHOP_LOCK_ENABLED=true SHOP_PURCHASE_QUEUETARGET=0s scripts/demo.sh up
 	bin/shop stock set --goods 1 --stock "$stock" --clear-orders --reset-fence
+}
+
+# open_shop starts them again as a sale runs them (the admission on, config.yaml's queue target),
+# with a stock that does not run out, for an open loop; start_shop brings back the other.
+open_shop() {
+	SHOP_LOCK_ENABLED=true scripts/demo.sh up
+	bin/shop stock set --goods 1 --stock 100000 --clear-orders
 }
 
 # many_goods sets goods 1-10 to stock 3 each for the sale of many goods, and waits out the
@@ -61,7 +70,7 @@ jwt_shop() {
 	mkdir -p out
 	head -c 48 /dev/urandom | base64 | tr -d '\n' >out/jwt.secret
 	chmod 600 out/jwt.secret
-	SHOP_LOCK_ENABLED=true SHOP_AUTH_MODE=jwt SHOP_AUTH_HMACSECRETFILE="$root/out/jwt.secret" scripts/demo.sh up
+	SHOP_LOCK_ENABLED=true SHOP_PURCHASE_QUEUETARGET=0s SHOP_AUTH_MODE=jwt SHOP_AUTH_HMACSECRETFILE="$root/out/jwt.secret" scripts/demo.sh up
 	bin/shop stock set --goods 1 --stock "$stock" --clear-orders
 	local code
 	code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8081/goods-stock/1)
@@ -97,11 +106,11 @@ k6() {
 	# An open loop (constant-arrival-rate after a 1 s ramp): buyers arrive on their own schedule,
 	# past what the seed's purchase serves; the excess must hear 503 busy at once, nobody may time
 	# out, and the sale must stay exact.
-	bin/shop stock set --goods 1 --stock 100000 --clear-orders
-	sleep 1.2
+	open_shop
 	bin/k6 run -q -e BASE_URLS=http://127.0.0.1:8081,http://127.0.0.1:8082 -e RATE="${K6_RATE:-1000}" -e DURATION=4s \
 		-e RAMP_UP=1s loadtest/k6/seckill.js
 	log "k6 open loop: thresholds held (every answer a 200 or 503 busy, no buyer timed out, exact)"
+	start_shop
 	# Buyer mode: $users buyers, $((buyers - users)) of them try twice: still the whole stock sold,
 	# the repeats of those who bought answered already_bought.
 	restock
@@ -144,10 +153,9 @@ jmeter() {
 	fi
 	start_shop
 	jmeter_run 0
-	bin/shop stock set --goods 1 --stock 100000 --clear-orders
-	sleep 1.2
+	open_shop
 	jmeter_open 127.0.0.1 8081 "${JMETER_RATE:-400}" 4
-	restock
+	start_shop
 	# Buyer mode: $users buyers, $((buyers - users)) of them try twice: still the whole stock sold,
 	# every other answer a 409 (sold out, or already bought for the repeats of those who bought).
 	restock
@@ -167,21 +175,22 @@ jmeter() {
 # of goods 1 arriving at RATE a second; every sample must pass (a 200, 409, 503 busy or 429 in time)
 # and every order row must have its 200, when the shop on HOST:PORT answers /goods/1.
 jmeter_open() {
-	local before after total ok busy failed threads=$(($3 * 5))
+	local before after total ok busy failed threads=$(($3 * $4))
 	before=$(curl -sf "http://$1:$2/goods/1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["orders"])')
 	rm -f out/jmeter.csv out/jmeter-summary.csv
 	java -cp "out/jmeter-launcher:$cp" -Djmeter.home=/usr/share/jmeter JMeterLauncher \
-		-n -t loadtest/jmeter/seckill-open.jmx -Jhost="$1" -Jport="$2" -Jrate="$3" -Jduration="$4" -Jthreads="$threads" \
+		-n -t loadtest/jmeter/seckill-open.jmx -Jhost="$1" -Jport="$2" -Jrate="$3" -Jduration="$4" \
 		-Jresults=out/jmeter-summary.csv -l out/jmeter.csv -j out/jmeter.log
 	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
 	sleep 1 # a purchase under way when the plan stopped lands
 	after=$(curl -sf "http://$1:$2/goods/1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["orders"])')
-	total=$(($(grep -c . out/jmeter.csv) - 1)) # the header line
+	total=$(grep -c . out/jmeter.csv)
 	ok=$(awk -F, '$4 == 200' out/jmeter.csv | grep -c . || true)
 	busy=$(awk -F, '$4 == 503 || $4 == 429' out/jmeter.csv | grep -c . || true)
-	failed=$(awk -F, 'NR > 1 && $8 != "true"' out/jmeter.csv | grep -c . || true)
-	log "jmeter open loop: $3/s for $4 s over $threads threads: $total samples ($(( total / $4 ))/s), $ok bought (200), $busy refused (503 busy, 429), $failed failed; $((after - before - ok)) order rows beyond the 200s"
-	[ "$failed" = 0 ] && [ $((after - before)) = "$ok" ] || { log "jmeter open loop: FAILED (every sample must pass, every order row have its 200)"; exit 1; }
+	failed=$(awk -F, '$8 != "true"' out/jmeter.csv | grep -c . || true)
+	log "jmeter open loop: $3/s for $4 s, a thread an arrival: $total of $threads samples, the last sent $(awk -F, 'NR == 1 {a = $1} {b = $1} END {printf "%.1f", (b - a) / 1000}' out/jmeter.csv) s after the first, $ok bought (200), $busy refused (503 busy, 429), $failed failed; $((after - before - ok)) order rows beyond the 200s"
+	[ "$total" = "$threads" ] && [ "$failed" = 0 ] && [ $((after - before)) = "$ok" ] ||
+		{ log "jmeter open loop: FAILED (every arrival a sample that passed, every order row with its 200)"; exit 1; }
 }
 
 # jmeter_plan HOST PORT THREADS USERS [PROPERTIES...]: one run of the plan, out/jmeter.csv its
