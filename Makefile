@@ -70,7 +70,7 @@ bench: stack-up
 ## auth.mode jwt and the limits cost, batch beside the Redis + Lua design, and (i) the spike: open
 ## loops at 0.5-8x each sale's capacity. Prints the table (also in out/bench-shop.txt, (a)'s chart
 ## in out/bench-shop.svg, (i)'s in out/bench-shop-spike.svg). BENCH_SHOP_BUYERS,
-## _CONCURRENCY, _ROUNDS, _SIZES change it; BENCH_SHOP_SPIKE=only runs (i) alone (~6 minutes);
+## _CONCURRENCY, _ROUNDS, _SIZES change it; BENCH_SHOP_SPIKE=only runs (i) alone (about 5 minutes);
 ## BENCH_SHOP_COST=only prints instead where each
 ## strategy's time goes (CPU per process, ZooKeeper and MariaDB counters per purchase).
 bench-shop: stack-up galera-up
