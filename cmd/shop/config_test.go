@@ -404,7 +404,13 @@ func TestZooKeeperAuthSetting(t *testing.T) {
 			t.Errorf("%q: %q, %v; want %q", tc.value, c.ZooKeeper.Auth, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"shop:s3cret-no-scheme", "digest:shop", "digest::s3cret-no-user", "sasl:shop:s3cret-other"} {
+	// An empty file would leave every node open to anyone, without a word.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"shop:s3cret-no-scheme", "digest:shop", "digest::s3cret-no-user", "sasl:shop:s3cret-other", "file:" + empty,
+		"file:" + filepath.Join(t.TempDir(), "missing")} {
 		_, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": bad})
 		if err == nil || !strings.Contains(err.Error(), "zookeeper.auth") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%q: %v; want a refusal naming the key, not the value", bad, err)

@@ -102,6 +102,11 @@ func (p *parser) zkAuth(key string) string {
 			return ""
 		}
 		v = strings.TrimSpace(string(b))
+		if v == "" {
+			// Empty, it would leave every node open to anyone, silently.
+			p.fail(key, "the file it names is empty: want digest:user:password in it (or no zookeeper.auth, for nodes open to anyone)")
+			return ""
+		}
 	}
 	if v == "" {
 		return ""
