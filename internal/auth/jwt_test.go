@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +101,48 @@ func TestClaimForms(t *testing.T) {
 		}
 		if _, err := v.Buyer(tok); (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// A claim's name is matched exactly: a payload naming a registered claim
+// twice, or in another case, is refused, where encoding/json would have
+// taken the last of them case-insensitively ({"sub":"alice","Sub":"bob"}
+// bought as bob).
+func TestClaimNamesAreStrict(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	v, err := auth.NewJWT(auth.Options{HMACSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour).Unix()
+	sign := func(payload string) string {
+		enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+		unsigned := enc(`{"alg":"HS256","typ":"JWT"}`) + "." + enc(payload)
+		sig, err := jwt.SigningMethodHS256.Sign(unsigned, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return unsigned + "." + base64.RawURLEncoding.EncodeToString(sig)
+	}
+	for _, tc := range []struct {
+		payload string
+		buyer   string // "": refused
+	}{
+		{fmt.Sprintf(`{"sub":"alice","exp":%d}`, exp), "alice"},
+		{fmt.Sprintf(`{"sub":"alice","exp":%d,"Role":"x","role":"y"}`, exp), ""},
+		{fmt.Sprintf(`{"sub":"alice","Sub":"bob","exp":%d}`, exp), ""},
+		{fmt.Sprintf(`{"sub":"alice","sub":"bob","exp":%d}`, exp), ""},
+		{fmt.Sprintf(`{"SUB":"bob","EXP":%d}`, exp), ""},
+		{fmt.Sprintf(`{"sub":"alice","Exp":%d}`, exp), ""},
+		{fmt.Sprintf(`{"sub":"alice","exp":%d,"custom":{"sub":"nested is no claim"}}`, exp), "alice"},
+	} {
+		got, err := v.Buyer(sign(tc.payload))
+		switch {
+		case tc.buyer == "" && err == nil:
+			t.Errorf("%s: accepted as %q, want it refused", tc.payload, got)
+		case tc.buyer != "" && (err != nil || got != tc.buyer):
+			t.Errorf("%s: %q, %v; want %q", tc.payload, got, err, tc.buyer)
 		}
 	}
 }
