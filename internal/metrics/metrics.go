@@ -223,6 +223,14 @@ func (m *Metrics) Goods() []int32 {
 	return slices.Clone(m.goods)
 }
 
+// tracks are the outcomes that give an untracked goods a label of its own:
+// answers that read the goods' row (it exists) for a buyer who passed
+// authentication and the limits. Any other answer (refused before, busy,
+// timed out) counts under "other" until the goods is tracked, so that a
+// flood of purchases of goods that do not exist, or of unauthenticated
+// ones, cannot take the labels (and the dashboard's samples) of a real sale.
+var tracks = map[string]bool{"ok": true, "sold_out": true, "already_bought": true, "not_started": true, "ended": true}
+
 // Purchased records an answered purchase (the handler's observer). Answers
 // about goods that do not exist, or were not a goods number, get the goods
 // label "-".
@@ -230,7 +238,7 @@ func (m *Metrics) Purchased(goodsNo int32, outcome string, d time.Duration) {
 	label := "-"
 	m.mu.Lock()
 	if goodsNo > 0 && outcome != "goods_not_found" && outcome != "invalid_goods_no" {
-		if m.trackLocked(goodsNo) {
+		if slices.Contains(m.goods, goodsNo) || tracks[outcome] && m.trackLocked(goodsNo) {
 			label = strconv.Itoa(int(goodsNo))
 		} else {
 			label = "other"

@@ -190,3 +190,30 @@ func TestTheSaleAcrossGoods(t *testing.T) {
 		t.Fatalf("%d goods counted in one second, at most %d", n, metrics.MaxDemand)
 	}
 }
+
+// A goods gets a label of its own only from an answer that says it exists
+// and that its buyer passed authentication (ok, sold out, already bought,
+// outside its window): a flood of unauthenticated or refused purchases of
+// goods that do not exist cannot take the labels a real sale needs.
+func TestALabelFloodCannotPushARealGoodsOut(t *testing.T) {
+	m := metrics.New("seed", nil)
+	for g := int32(900001); g <= 900040; g++ {
+		for _, outcome := range []string{"unauthenticated", "too_many_requests", "busy", "buyer_mismatch", "invalid_request_id", "timeout"} {
+			m.Purchased(g, outcome, time.Millisecond)
+		}
+	}
+	m.Purchased(3, "ok", time.Millisecond)
+	if !m.Tracked(3) || m.Tracked(900001) {
+		t.Fatalf("after the flood: goods 3 tracked %v, 900001 tracked %v; want 3 only", m.Tracked(3), m.Tracked(900001))
+	}
+	if s := m.Snapshot(3); s.Outcomes["ok"] != 1 {
+		t.Errorf("goods 3's dashboard outcomes %v, want its 200", s.Outcomes)
+	}
+	for _, outcome := range []string{"sold_out", "already_bought", "not_started", "ended"} {
+		g := int32(len(outcome)) + 100 // a goods per outcome
+		m.Purchased(g, outcome, time.Millisecond)
+		if !m.Tracked(g) {
+			t.Errorf("an answer %s (the goods exists) did not track goods %d", outcome, g)
+		}
+	}
+}
