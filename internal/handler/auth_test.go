@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -304,11 +305,15 @@ func TestManyTokensFromOneAddress(t *testing.T) {
 		peers   []string // RemoteAddr of each request, in turn
 		xff     func(i int) string
 		served  int
+		header  string // the header xff's value goes in; "": X-Forwarded-For
 	}{
-		{"one address", nil, []string{"203.0.113.7:4000"}, nil, 5},
-		{"an untrusted X-Forwarded-For is ignored", nil, []string{"203.0.113.7:4000"}, func(i int) string { return fmt.Sprintf("198.51.100.%d", i%250+1) }, 5},
-		{"behind a trusted proxy, each client its own", []string{"10.0.0.0/8"}, []string{"10.1.2.3:5000"}, func(i int) string { return fmt.Sprintf("198.51.100.%d", i%250+1) }, 30},
-		{"behind a trusted proxy, one client", []string{"10.0.0.0/8"}, []string{"10.1.2.3:5000", "10.9.9.9:5000"}, func(int) string { return "198.51.100.1" }, 5},
+		{"one address", nil, []string{"203.0.113.7:4000"}, nil, 5, ""},
+		{"an untrusted X-Forwarded-For is ignored", nil, []string{"203.0.113.7:4000"}, func(i int) string { return fmt.Sprintf("198.51.100.%d", i%250+1) }, 5, ""},
+		{"behind a trusted proxy, each client its own", []string{"10.0.0.0/8"}, []string{"10.1.2.3:5000"}, func(i int) string { return fmt.Sprintf("198.51.100.%d", i%250+1) }, 30, ""},
+		{"behind a trusted proxy, one client", []string{"10.0.0.0/8"}, []string{"10.1.2.3:5000", "10.9.9.9:5000"}, func(int) string { return "198.51.100.1" }, 5, ""},
+		// X-Forwarded-For alone names the client, as the docs say: X-Real-IP
+		// from behind the proxy does not.
+		{"behind a trusted proxy, X-Real-IP is ignored", []string{"10.0.0.0/8"}, []string{"10.1.2.3:5000"}, func(i int) string { return fmt.Sprintf("198.51.100.%d", i%250+1) }, 5, "X-Real-IP"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := jwtHandler(t, auth.Options{HMACSecret: secret}, handler.Services{Shop: &buyerShop{}, TrustedProxies: tc.proxies,
@@ -319,7 +324,7 @@ func TestManyTokensFromOneAddress(t *testing.T) {
 				req.RemoteAddr = tc.peers[i%len(tc.peers)]
 				req.Header.Set("Authorization", "Bearer "+hs256(t, secret, claims(fmt.Sprint("sock-puppet-", i))))
 				if tc.xff != nil {
-					req.Header.Set("X-Forwarded-For", tc.xff(i))
+					req.Header.Set(cmp.Or(tc.header, "X-Forwarded-For"), tc.xff(i))
 				}
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, req)

@@ -118,6 +118,10 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 			panic(err) // nil is always accepted
 		}
 	}
+	// X-Forwarded-For alone names the client behind a trusted proxy (gin
+	// would take X-Real-IP too, which a proxy that sets only the first
+	// passes on from the client as it came).
+	r.RemoteIPHeaders = []string{"X-Forwarded-For"}
 	r.RedirectTrailingSlash = false
 	r.HandleMethodNotAllowed = true
 	r.Use(gin.CustomRecoveryWithWriter(io.Discard, h.recovered), h.requestID, h.accessLog)
