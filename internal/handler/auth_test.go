@@ -342,3 +342,29 @@ func TestManyTokensFromOneAddress(t *testing.T) {
 		})
 	}
 }
+
+// The client limit covers the order endpoints too, where every request
+// costs a token's verification: a flood of forged tokens from one address
+// is refused 429 before the signature is checked, past the burst.
+func TestTheClientLimitCoversTheOrders(t *testing.T) {
+	orders := &fakeOrders{orders: map[uint64]service.Order{7: {ID: 7, GoodsNo: 1, UserID: "alice", Status: service.OrderUnpaid}}}
+	h := jwtHandler(t, auth.Options{HMACSecret: secret}, handler.Services{Shop: &buyerShop{}, Orders: orders,
+		ClientLimit: limit.New(limit.Options{Rate: 0.001, Burst: 5})})
+	forged := "Bearer " + hs256(t, []byte(strings.Repeat("x", 32)), claims("alice"))
+	codes := map[int]int{}
+	for i := range 30 {
+		method, path := http.MethodGet, "/orders/7"
+		if i%2 == 1 {
+			method, path = http.MethodPost, "/orders/7/pay"
+		}
+		req := httptest.NewRequest(method, path, nil)
+		req.RemoteAddr = "203.0.113.7:4000"
+		req.Header.Set("Authorization", forged)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		codes[rec.Code]++
+	}
+	if codes[http.StatusUnauthorized] != 5 || codes[http.StatusTooManyRequests] != 25 {
+		t.Fatalf("30 forged tokens from one address on the order endpoints: %v, want 5 401s (the burst) and 25 429s", codes)
+	}
+}

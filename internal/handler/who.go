@@ -57,10 +57,16 @@ func (h *handler) authenticated(c *gin.Context) (string, error) {
 }
 
 // owner is whose orders a request may read and pay: with an Authenticator
-// its token's buyer, without one anyone's ("").
+// its token's buyer, without one anyone's (""). The client address's limit
+// guards the token's verification, as on a purchase.
 func (h *handler) owner(c *gin.Context) (string, error) {
 	if h.auth == nil {
 		return "", nil
+	}
+	if h.clientLimit != nil {
+		if ok, wait := h.clientLimit.Allow(c.ClientIP(), time.Now()); !ok {
+			return "", &service.RateLimitError{Limit: "client", RetryAfter: wait}
+		}
 	}
 	return h.authenticated(c)
 }
