@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"syscall"
 	"time"
@@ -268,10 +269,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // accept errors and the like, in the shop's log
 	}
-	ln = netutil.LimitListener(ln, limits.connections)
+	ln = netutil.LimitListener(handler.LimitPerClient(ln, limits.perClient, trusted(cfg.Server.TrustedProxies)), limits.connections)
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", cfg.Purchase.Strategy, "lock", locker != nil, "lockPath", cfg.Lock.Path,
 		"maxSleep", cfg.Demo.MaxSleep.String(), "participantId", id, "payTimeout", cfg.Orders.PayTimeout.String(),
-		"writeTimeout", limits.write.String(), "maxConnections", limits.connections)
+		"writeTimeout", limits.write.String(), "maxConnections", limits.connections, "maxConnectionsPerClient", limits.perClient)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -306,6 +307,7 @@ func zkReady(c *zk.Client) func(ctx context.Context) error {
 type limits struct {
 	write       time.Duration
 	connections int
+	perClient   int // connections one client address may hold
 }
 
 // httpLimits sizes the write timeout to the longest purchase (the wait for
@@ -328,7 +330,32 @@ func httpLimits(cfg Config) limits {
 			l.connections = max(64, int(rl.Cur)-cfg.MySQL.MaxOpenConns-3*cfg.MySQL.SaleConns-64)
 		}
 	}
+	l.perClient = cfg.Server.MaxConnectionsPerClient
+	if l.perClient == 0 {
+		l.perClient = max(1, l.connections/2)
+	}
 	return l
+}
+
+// trusted reports whether an address is one of server.trustedProxies (an
+// address or a CIDR each; parseConfig has checked them).
+func trusted(proxies []string) func(netip.Addr) bool {
+	var prefixes []netip.Prefix
+	for _, p := range proxies {
+		if pre, err := netip.ParsePrefix(p); err == nil {
+			prefixes = append(prefixes, pre.Masked())
+		} else if a, err := netip.ParseAddr(p); err == nil {
+			prefixes = append(prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return func(a netip.Addr) bool {
+		for _, pre := range prefixes {
+			if pre.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func fmtWindow(t *time.Time) string {

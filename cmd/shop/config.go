@@ -25,7 +25,9 @@ type Config struct {
 		WriteTimeout    time.Duration // 0: derived from the purchase's longest path
 		IdleTimeout     time.Duration
 		MaxConnections  int // 0: derived from the open-file limit
-		TrustedProxies  []string
+		// MaxConnectionsPerClient: 0 is half of MaxConnections.
+		MaxConnectionsPerClient int
+		TrustedProxies          []string
 	}
 	MySQL struct {
 		DSN          string

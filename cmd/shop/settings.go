@@ -51,6 +51,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Server.IdleTimeout = p.duration(k, false) }},
 	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less mysql.maxOpenConns, three times mysql.saleConns and 64",
 		func(p *parser, k string, c *Config) { c.Server.MaxConnections = p.count(k) }},
+	{"server.maxConnectionsPerClient", kInt, "0", "connections one client address may hold at once (a trusted proxy's: any number); beyond it a new connection is closed at once; 0: half of server.maxConnections",
+		func(p *parser, k string, c *Config) { c.Server.MaxConnectionsPerClient = p.count(k) }},
 	{"server.trustedProxies", kList, "", "addresses or CIDRs of the proxies whose X-Forwarded-For names the client (for limits.clientRate); empty: none, the client is the connection's peer",
 		func(p *parser, k string, c *Config) { c.Server.TrustedProxies = p.proxies(k) }},
 	{"mysql.dsn", kString, "seckill:seckill@tcp(127.0.0.1:3306)/seckill", "MySQL DSN (go-sql-driver form; the local stack, scripts/stack.sh, makes this user and database); tcp(a,b,c) names several servers, the nodes of a Galera cluster, this instance's own first: failover, and a goods' sales on one writer node",

@@ -39,7 +39,9 @@ func withOpenFileLimit(t *testing.T, binary string, n int) string {
 // the buyer's connection is never accepted while the idle ones stay.
 func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 	const idle = 300
-	s := e2e.NewStack(t, "SHOP_SERVER_IDLETIMEOUT=2s")
+	// The idle connections and the buyer share an address here: the
+	// per-client share (TestOneClientCannotHoldEveryConnection) is lifted.
+	s := e2e.NewStack(t, "SHOP_SERVER_IDLETIMEOUT=2s", "SHOP_SERVER_MAXCONNECTIONSPERCLIENT=1000")
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
 	s.Binary = withOpenFileLimit(t, e2e.ShopBinary(t), 400)
@@ -101,6 +103,60 @@ func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 	}
 	if strings.Contains(in.Logs(), "too many open files") {
 		t.Errorf("the instance ran out of files:\n%s", in.Logs())
+	}
+}
+
+// One address holds idle keep-alive connections up to the instance's whole
+// cap (server.maxConnections 40): it gets its share (10), the rest of its
+// connections are closed at once, and a buyer from another address
+// (127.0.0.2) is answered at once. Without the share the buyer waits in the
+// listen backlog until server.idleTimeout (60 s) frees a connection.
+func TestOneClientCannotHoldEveryConnection(t *testing.T) {
+	s := e2e.NewStack(t, "SHOP_SERVER_MAXCONNECTIONS=40", "SHOP_SERVER_MAXCONNECTIONSPERCLIENT=10", "SHOP_SERVER_IDLETIMEOUT=60s")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
+	in := s.Serve(t)
+	addr := strings.TrimPrefix(in.URL, "http://")
+	held, cut := 0, 0
+	for range 40 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: shop\r\n\r\n")); err != nil {
+			cut++
+			continue
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			cut++
+			continue
+		}
+		resp.Body.Close()
+		held++ // answered, and kept open, idle
+	}
+	if held != 10 || cut != 30 {
+		t.Fatalf("one address's 40 connections: %d held, %d cut; want its share of 10 held, 30 cut", held, cut)
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET /goods-stock/1 HTTP/1.1\r\nHost: shop\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("a buyer from another address while one holds its share: %v (waiting for a connection?)\n%s", err, in.Logs())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a buyer from another address: %d", resp.StatusCode)
 	}
 }
 
