@@ -67,6 +67,7 @@ func TestCommandLineMistakesAreUsageErrors(t *testing.T) {
 		{[]string{"serve", "--lock.enabled=maybe"}, "lock.enabled"},
 		{[]string{"serve", "--demo.maxSleep", "soon"}, "demo.maxSleep"},
 		{[]string{"migrate", "--server.addr", ":1"}, "unknown flag: --server.addr"},
+		{[]string{"serve", "--lock.enabld=false"}, "unknown flag: --lock.enabld; did you mean --lock.enabled?"},
 		{[]string{"migrate", "up"}, `unknown command "up"`},
 		{[]string{"probe"}, "one URL"},
 		{[]string{"probe", "a", "b"}, "one URL"},
@@ -76,6 +77,16 @@ func TestCommandLineMistakesAreUsageErrors(t *testing.T) {
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("shop %s: %v, want a usage error saying %q", strings.Join(tt.args, " "), err, tt.want)
 		}
+	}
+}
+
+// A bad value given as a flag is reported under the flag, not under the
+// environment variable the user did not set.
+func TestABadFlagValueIsNamedAsAFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--purchase.maxWaiting=0"}, map[string]string{}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "purchase.maxWaiting (--purchase.maxWaiting)") || strings.Contains(err.Error(), "SHOP_") {
+		t.Fatalf("shop serve --purchase.maxWaiting=0: %v, want the flag named", err)
 	}
 }
 

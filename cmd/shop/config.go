@@ -157,16 +157,26 @@ func loadConfig(fs *pflag.FlagSet, env map[string]string) (Config, error) {
 			file = "config.yaml"
 		}
 	}
+	from := map[string]string{} // where each key set was set, for the errors
 	if file != "" {
 		f := viper.New()
 		f.SetConfigFile(file)
 		if err := f.ReadInConfig(); err != nil {
 			return Config{}, fmt.Errorf("config: read %s: %w", file, err)
 		}
+		var unknown []string
 		for _, k := range f.AllKeys() {
-			if known(k) == "" {
-				return Config{}, fmt.Errorf("config: %s: unknown key %q%s", file, k, nearest(k, func(s setting) string { return s.key }))
+			if key := known(k); key == "" {
+				unknown = append(unknown, fmt.Sprintf("%q%s", k, nearest(k, func(s setting) string { return s.key })))
+			} else {
+				from[key] = "in " + file
 			}
+		}
+		if len(unknown) == 1 {
+			return Config{}, fmt.Errorf("config: %s: unknown key %s", file, unknown[0])
+		}
+		if len(unknown) > 1 {
+			return Config{}, fmt.Errorf("config: %s: unknown keys %s", file, strings.Join(unknown, ", "))
 		}
 		if err := v.MergeConfigMap(f.AllSettings()); err != nil {
 			return Config{}, fmt.Errorf("config: read %s: %w", file, err)
@@ -182,14 +192,16 @@ func loadConfig(fs *pflag.FlagSet, env map[string]string) (Config, error) {
 	for _, s := range settings {
 		if val := env[envName(s.key)]; val != "" {
 			v.Set(s.key, val)
+			from[s.key] = envName(s.key)
 		}
 	}
 	for _, s := range settings {
 		if f := fs.Lookup(s.key); f != nil && f.Changed {
 			v.Set(s.key, f.Value.String())
+			from[s.key] = "--" + s.key
 		}
 	}
-	return parseConfig(v)
+	return parseConfig(v, from)
 }
 
 // scriptsEnv are the SHOP_ variables the scripts read, not the shop.
@@ -247,9 +259,9 @@ func envName(key string) string {
 }
 
 // parseConfig converts and validates every key; the first bad one is named.
-func parseConfig(v *viper.Viper) (Config, error) {
+func parseConfig(v *viper.Viper, from map[string]string) (Config, error) {
 	var c Config
-	p := parser{v: v}
+	p := parser{v: v, from: from}
 	for _, s := range settings {
 		s.parse(&p, s.key, &c)
 	}

@@ -284,6 +284,26 @@ func TestConfigRefusesUnknownKeysNamingTheNearest(t *testing.T) {
 			t.Errorf("%v: %v, want an error naming %s and %s", tt.env, err, tt.bad, tt.near)
 		}
 	}
+	// Every misspelt key of a file is named, not only the first.
+	two := filepath.Join(t.TempDir(), "two.yaml")
+	if err := os.WriteFile(two, []byte("lock:\n  enabeld: false\npurchase:\n  strategie: batch\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load(t, map[string]string{"SHOP_CONFIG": two}); err == nil || !strings.Contains(err.Error(), "did you mean lock.enabled?") ||
+		!strings.Contains(err.Error(), "did you mean purchase.strategy?") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a file with two misspelt keys: %v, want one line naming both and their nearest", err)
+	}
+	// A bad value is reported under the name it was given by.
+	if _, err := load(t, map[string]string{"SHOP_PURCHASE_MAXWAITING": "0"}); err == nil || !strings.Contains(err.Error(), "(SHOP_PURCHASE_MAXWAITING)") {
+		t.Errorf("a bad value from the environment: %v, want it named SHOP_PURCHASE_MAXWAITING", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("purchase:\n  maxWaiting: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load(t, map[string]string{"SHOP_CONFIG": bad}); err == nil || !strings.Contains(err.Error(), "(in "+bad+")") {
+		t.Errorf("a bad value from the file: %v, want the file named", err)
+	}
 	// The scripts' own variables are not the shop's settings.
 	if _, err := load(t, map[string]string{"SHOP_DB_USER": "x"}); err != nil {
 		t.Errorf("SHOP_DB_USER (scripts/stack.sh's): %v", err)

@@ -111,7 +111,7 @@ flags. An unknown key or a bad value stops the command, naming the key.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w%s", errUsage, err, flagHint(err)) })
 
 	serveCmd := &cobra.Command{
 		Use:   "serve",
@@ -172,6 +172,20 @@ It needs MySQL (mysql.dsn) and, with the lock on, ZooKeeper (zookeeper.servers).
 	}
 	root.AddCommand(serveCmd, migrateCmd, stockCmd, probeCmd)
 	return root
+}
+
+// flagHint is "; did you mean --KEY?" for an unknown flag that is a
+// setting's name misspelt, as a misspelt key or variable gets.
+func flagHint(err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	near := nearest(name, func(s setting) string { return s.key })
+	if key, found := strings.CutPrefix(near, "; did you mean "); found {
+		return "; did you mean --" + key
+	}
+	return ""
 }
 
 // noArgs refuses positional arguments: an unknown subcommand, or a value

@@ -19,13 +19,21 @@ import (
 // parser converts viper values strictly (viper's own getters turn garbage
 // into zero values) and keeps the first error.
 type parser struct {
-	v   *viper.Viper
-	err error
+	v *viper.Viper
+	// from says where a key's value came from (its flag, its variable, the
+	// file), for the error; a key absent has its default, named by its
+	// variable.
+	from map[string]string
+	err  error
 }
 
 func (p *parser) fail(key, format string, args ...any) {
 	if p.err == nil {
-		p.err = fmt.Errorf("config: %s (%s): %s", key, envName(key), fmt.Sprintf(format, args...))
+		from := p.from[key]
+		if from == "" {
+			from = envName(key)
+		}
+		p.err = fmt.Errorf("config: %s (%s): %s", key, from, fmt.Sprintf(format, args...))
 	}
 }
 
