@@ -110,6 +110,11 @@ func migrateStatus(ctx context.Context, cfg Config, stdout io.Writer) error {
 // accepting, let in-flight purchases finish (and release their locks), close
 // the ZooKeeper session, close the pool.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	db, err := repo.DatabaseOf(cfg.MySQL.DSN)
+	if err != nil {
+		return err
+	}
+	zkPaths(&cfg, db)
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err

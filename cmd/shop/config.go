@@ -45,6 +45,7 @@ type Config struct {
 		ConnectionTimeout time.Duration
 		Retry             zk.ExponentialBackoffRetry
 		Auth              string // user:password of the digest identity; "" : none
+		Namespace         string // a path every path goes under; "": none
 	}
 	Lock struct {
 		Enabled        bool

@@ -531,3 +531,21 @@ func TestTheReadmesSettingsAreTheSettings(t *testing.T) {
 		t.Error("README's Configuration section has no table of settings")
 	}
 }
+
+// The ZooKeeper paths follow the database ({database}) and go under
+// zookeeper.namespace: deployments sharing an ensemble are kept apart.
+func TestZooKeeperPathsFollowTheDatabaseAndTheNamespace(t *testing.T) {
+	c, err := load(t, map[string]string{"SHOP_ZOOKEEPER_NAMESPACE": "/shop-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zkPaths(&c, "sales_eu")
+	if c.Leader.Path != "/shop-a/seckill/sales_eu/leader" || c.Allot.Path != "/shop-a/seckill/sales_eu/leases" || c.Lock.Path != "/shop-a/Locks" {
+		t.Errorf("paths %q %q %q", c.Leader.Path, c.Allot.Path, c.Lock.Path)
+	}
+	for _, bad := range []string{"shop-a", "/", "/shop-a/"} {
+		if _, err := load(t, map[string]string{"SHOP_ZOOKEEPER_NAMESPACE": bad}); err == nil || !strings.Contains(err.Error(), "zookeeper.namespace") {
+			t.Errorf("namespace %q: %v, want refused", bad, err)
+		}
+	}
+}

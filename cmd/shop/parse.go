@@ -209,11 +209,34 @@ func (p *parser) lockPath(key string) string {
 		p.fail(key, "%s and %s in one path: choose a lock per goods or per stripe", coord.GoodsNoPlaceholder, coord.StripePlaceholder)
 		return s
 	}
-	example := strings.ReplaceAll(strings.ReplaceAll(s, coord.GoodsNoPlaceholder, "1"), coord.StripePlaceholder, "1")
+	example := strings.NewReplacer(coord.GoodsNoPlaceholder, "1", coord.StripePlaceholder, "1", databasePlaceholder, "seckill").Replace(s)
 	if err := zk.ValidatePath(example); err != nil {
 		p.fail(key, "%s", strings.TrimPrefix(err.Error(), "zklock: "))
 	}
 	return s
+}
+
+// namespace is zookeeper.namespace: empty, or a path.
+func (p *parser) namespace(key string) string {
+	s := p.optional(key)
+	if s == "" {
+		return ""
+	}
+	if err := zk.ValidatePath(s); err != nil || s == "/" {
+		p.fail(key, "%q is not a ZooKeeper path such as /shop-a", s)
+	}
+	return s
+}
+
+// databasePlaceholder in a ZooKeeper path is mysql.dsn's database.
+const databasePlaceholder = "{database}"
+
+// zkPaths resolves the ZooKeeper paths of cfg for the database db: its
+// name for {database}, and zookeeper.namespace in front of each path.
+func zkPaths(cfg *Config, db string) {
+	for _, path := range []*string{&cfg.Lock.Path, &cfg.Leader.Path, &cfg.Allot.Path} {
+		*path = cfg.ZooKeeper.Namespace + strings.ReplaceAll(*path, databasePlaceholder, db)
+	}
 }
 
 // errUsage marks command-line mistakes (exit status 2).

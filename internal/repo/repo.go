@@ -63,6 +63,16 @@ type Store struct {
 	rowIDs    *rowIDs    // the rows of the goods claimed (see lockGoods)
 }
 
+// DatabaseOf is the name of the database a DSN names ("" for none).
+func DatabaseOf(dsn string) (string, error) {
+	dsn, _ = splitAddrs(dsn)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("repo: mysql dsn: %w", err)
+	}
+	return cfg.DBName, nil
+}
+
 // Open connects to MySQL and checks that it answers. The DSN is the
 // go-sql-driver form; the store always asks for found-rows counts (so an
 // UPDATE that writes an unchanged value still counts as matched), values

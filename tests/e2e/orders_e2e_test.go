@@ -211,3 +211,44 @@ func TestASuspendedLeaderStopsSweepingBeforeAnotherStarts(t *testing.T) {
 	}
 	t.Logf("A swept until %v before B began", time.Duration(firstB-lastA))
 }
+
+// Two deployments on one ZooKeeper, each two instances on a database of
+// its own, with the same leader.path: {database} in it (as the default
+// has) gives each database an election of its own, so that each pair
+// elects a sweeper and each deployment's unpaid orders expire. Without it
+// one sweeper leads both pairs, and the other database's orders never
+// expire.
+func TestTwoDeploymentsOnOneZooKeeperEachSweepTheirOwn(t *testing.T) {
+	leaderPath := itest.Path(t) + "/{database}/leader"
+	var deployments [2]struct {
+		e2e.Stack
+		ins   []*e2e.Instance
+		order uint64
+	}
+	for i := range deployments {
+		d := &deployments[i]
+		d.Stack = e2e.NewStack(t, "SHOP_LEADER_PATH="+leaderPath, "SHOP_ORDERS_PAYTIMEOUT=2s", "SHOP_ORDERS_SWEEPINTERVAL=200ms")
+		d.Shop(t, "migrate")
+		d.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
+		d.ins = []*e2e.Instance{d.Serve(t), d.Serve(t)}
+	}
+	for i := range deployments {
+		d := &deployments[i]
+		if !e2e.WaitUntil(30*time.Second, func() bool { _, ok := leaderOf(t, d.ins...); return ok }) {
+			t.Fatalf("deployment %d: no instance leads its election within 30s (another database's sweeper leads it?)\n%s", i, d.ins[0].Logs())
+		}
+		a := call(t, http.MethodGet, d.ins[0].URL+"/goods-stock/1")
+		if a.status != http.StatusOK {
+			t.Fatalf("deployment %d: a purchase: %d %s", i, a.status, a.Code)
+		}
+		d.order = a.OrderID
+	}
+	for i := range deployments {
+		d := &deployments[i]
+		if !e2e.WaitUntil(30*time.Second, func() bool {
+			return call(t, http.MethodGet, fmt.Sprintf("%s/orders/%d", d.ins[1].URL, d.order)).Status == "expired"
+		}) {
+			t.Fatalf("deployment %d: its unpaid order %d did not expire within 30s", i, d.order)
+		}
+	}
+}
