@@ -501,3 +501,20 @@ func TestOpenLoopFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// A run's default label says what was sent: repeat buyers as buyers, and
+// a ramp as a ramp, not "at once".
+func TestTheDefaultLabelSaysWhatWasSent(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Requests: 1500, Concurrency: 1500}, "1500 buyers, 1500 at once"},
+		{Options{Requests: 600, Concurrency: 100, Buyers: 500}, "600 requests by 500 buyers, 100 at once"},
+		{Options{Requests: 100, Concurrency: 100, Ramp: 5 * time.Second}, "100 buyers, 100 at a time, started over 5s"},
+	} {
+		if got := closedLabel(tc.o); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.o, got, tc.want)
+		}
+	}
+}

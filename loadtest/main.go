@@ -170,7 +170,7 @@ to buyers who had gone. It says so when it could not keep the rate.
 			}
 			o.Concurrency = min(o.Concurrency, o.Requests)
 			if o.Label == "" {
-				o.Label = fmt.Sprintf("%d buyers, %d at once", o.Requests, o.Concurrency)
+				o.Label = closedLabel(o)
 			}
 			if !quiet {
 				o.Progress = stderr
@@ -232,6 +232,19 @@ to buyers who had gone. It says so when it could not keep the rate.
 	fs.BoolVar(&quiet, "quiet", false, "no progress bar")
 	root.AddCommand(compareCommand(stdout), tokensCommand(stdout))
 	return root
+}
+
+// closedLabel is a closed loop's default label: how many requests, from
+// how many buyers when they repeat, and how many at once or over what ramp.
+func closedLabel(o Options) string {
+	who := fmt.Sprintf("%d buyers", o.Requests)
+	if o.Buyers > 0 && o.Buyers < o.Requests {
+		who = fmt.Sprintf("%d requests by %d buyers", o.Requests, o.Buyers)
+	}
+	if o.Ramp > 0 {
+		return fmt.Sprintf("%s, %d at a time, started over %v", who, o.Concurrency, o.Ramp)
+	}
+	return fmt.Sprintf("%s, %d at once", who, o.Concurrency)
 }
 
 // tokensCommand prints one bearer token per buyer, buyer-0 to buyer-N-1, a
