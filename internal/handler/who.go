@@ -17,10 +17,8 @@ import (
 // address's limit is checked first: it guards the token's verification too.
 func (h *handler) buyer(c *gin.Context) (string, error) {
 	now := time.Now()
-	if h.clientLimit != nil {
-		if ok, wait := h.clientLimit.Allow(c.ClientIP(), now); !ok {
-			return "", &service.RateLimitError{Limit: "client", RetryAfter: wait}
-		}
+	if err := h.limitClient(c, now); err != nil {
+		return "", err
 	}
 	named, err := userID(c)
 	if err != nil {
@@ -63,12 +61,20 @@ func (h *handler) owner(c *gin.Context) (string, error) {
 	if h.auth == nil {
 		return "", nil
 	}
-	if h.clientLimit != nil {
-		if ok, wait := h.clientLimit.Allow(c.ClientIP(), time.Now()); !ok {
-			return "", &service.RateLimitError{Limit: "client", RetryAfter: wait}
-		}
+	if err := h.limitClient(c, time.Now()); err != nil {
+		return "", err
 	}
 	return h.authenticated(c)
+}
+
+// limitClient checks the client address's limit, if there is one.
+func (h *handler) limitClient(c *gin.Context, now time.Time) error {
+	if h.clientLimit != nil {
+		if ok, wait := h.clientLimit.Allow(c.ClientIP(), now); !ok {
+			return &service.RateLimitError{Limit: "client", RetryAfter: wait}
+		}
+	}
+	return nil
 }
 
 // userID is the buyer's id from X-User-ID or the userId query parameter,

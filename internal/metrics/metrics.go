@@ -238,7 +238,13 @@ func (m *Metrics) Purchased(goodsNo int32, outcome string, d time.Duration) {
 	label := "-"
 	m.mu.Lock()
 	if goodsNo > 0 && outcome != "goods_not_found" && outcome != "invalid_goods_no" {
-		if slices.Contains(m.goods, goodsNo) || tracks[outcome] && m.trackLocked(goodsNo) {
+		var tracked bool
+		if tracks[outcome] {
+			tracked = m.trackLocked(goodsNo) // given a label if there is room
+		} else {
+			tracked = slices.Contains(m.goods, goodsNo)
+		}
+		if tracked {
 			label = strconv.Itoa(int(goodsNo))
 		} else {
 			label = "other"

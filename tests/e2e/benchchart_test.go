@@ -54,6 +54,19 @@ func benchShopChart(strategies []string, runs map[string][]benchRun, buyers, con
 	return b.String()
 }
 
+// checkWellFormed fails the test unless svg is well-formed XML.
+func checkWellFormed(t *testing.T, svg string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		if _, err := d.Token(); err == io.EOF {
+			return
+		} else if err != nil {
+			t.Fatalf("not well-formed: %v\n%s", err, svg)
+		}
+	}
+}
+
 // The chart is well-formed SVG with a bar and a label per strategy.
 func TestBenchShopChart(t *testing.T) {
 	runs := map[string][]benchRun{
@@ -62,14 +75,7 @@ func TestBenchShopChart(t *testing.T) {
 		"batch":  {{purchasesPerSec: 5400}, {purchasesPerSec: 5600}},
 	}
 	svg := benchShopChart([]string{"atomic", "seed", "batch"}, runs, 3000, 200)
-	d := xml.NewDecoder(strings.NewReader(svg))
-	for {
-		if _, err := d.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("not well-formed: %v\n%s", err, svg)
-		}
-	}
+	checkWellFormed(t, svg)
 	for _, want := range []string{">atomic<", ">seed<", ">batch<", "1050/s (1000-1100)", "385/s (380-390)", "5500/s (5400-5600)"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("chart lacks %q:\n%s", want, svg)

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/xml"
 	"fmt"
 	"html"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -503,14 +501,7 @@ func TestBenchSpikeVerdictsAndChart(t *testing.T) {
 		}
 	}
 	svg := benchSpikeChart([]spikeResult{round(100, 0, 0), round(90, 0, 0)})
-	d := xml.NewDecoder(strings.NewReader(svg))
-	for {
-		if _, err := d.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("not well-formed: %v\n%s", err, svg)
-		}
-	}
+	checkWellFormed(t, svg)
 	if n := strings.Count(svg, "<polyline "); n != 4 {
 		t.Errorf("%d lines, want a goodput and a p99 line per sale: 4", n)
 	}
