@@ -36,6 +36,7 @@ var versions = []struct {
 	{6, "goods_stock_v6_drop_goods_index.sql"},
 	{7, "goods_stock_v7_stock_lease.sql"},
 	{8, "goods_stock_v8_lease_wanted.sql"},
+	{9, "goods_stock_v9_request_id_per_buyer.sql"},
 }
 
 // Version is one version of the schema.

@@ -33,6 +33,9 @@ func TestStatements(t *testing.T) {
 		"DROP INDEX idx_order_info_goods_no ON order_info",
 		"CREATE TABLE IF NOT EXISTS stock_lease (",
 		"ALTER TABLE stock_lease ADD COLUMN wanted",
+		"ALTER TABLE order_info ADD COLUMN request_owner",
+		"CREATE UNIQUE INDEX uk_order_info_request_owner ON order_info (request_id, request_owner)",
+		"DROP INDEX uk_order_info_request_id ON order_info",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

@@ -343,7 +343,7 @@ func (s *Store) batchCandidates(ctx context.Context, t *tx, goodsNos []int32, or
 	var ids, buyers []string
 	for _, o := range orders {
 		if !o.NewRequestID && lookUpIDs {
-			ids = append(ids, o.RequestID) // a buyer's own: it may have bought before
+			ids = append(ids, o.RequestID) // a buyer's own: it may have bought before (of its buyer's, below)
 		}
 		if o.OnePerBuyer && o.UserID != "" {
 			buyers = append(buyers, o.UserID)
@@ -356,9 +356,9 @@ func (s *Store) batchCandidates(ctx context.Context, t *tx, goodsNos []int32, or
 			return nil, err
 		}
 	}
-	var used []string
+	var used []service.RequestKey
 	if len(ids) > 0 {
-		if err := tx.Model(&orderInfo{}).Where("request_id IN ?", ids).Pluck("request_id", &used).Error; err != nil {
+		if err := tx.Raw("SELECT request_owner AS user_id, request_id FROM order_info WHERE request_id IN ?", ids).Scan(&used).Error; err != nil {
 			return nil, err
 		}
 	}
@@ -376,9 +376,9 @@ func (s *Store) batchCandidates(ctx context.Context, t *tx, goodsNos []int32, or
 			held[goodsBuyer{r.GoodsNo, *r.UserID}] = r.order()
 		}
 	}
-	seen := make(map[string]bool, len(orders))
-	for _, id := range used {
-		seen[id] = true
+	seen := make(map[service.RequestKey]bool, len(orders))
+	for _, k := range used {
+		seen[k] = true
 	}
 	candidates := make(map[int32][]*service.Order, len(goodsNos))
 	for _, o := range orders {
@@ -386,11 +386,11 @@ func (s *Store) batchCandidates(ctx context.Context, t *tx, goodsNos []int32, or
 			refused[o] = service.ErrNotFound
 			continue
 		}
-		if seen[o.RequestID] {
+		if seen[o.Key()] {
 			refused[o] = service.ErrDuplicateRequest
 			continue
 		}
-		seen[o.RequestID] = true
+		seen[o.Key()] = true
 		if h, ok := held[goodsBuyer{o.GoodsNo, o.UserID}]; ok && o.OnePerBuyer && o.UserID != "" {
 			refused[o] = &service.AlreadyBoughtError{Order: h}
 			continue

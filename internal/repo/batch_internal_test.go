@@ -32,7 +32,7 @@ func TestABatchsOrdersGetTheirRowsIDs(t *testing.T) {
 			t.Fatalf("returning=%v: %v", returning, err)
 		}
 		for _, o := range orders {
-			row, found, err := s.OrderByRequestID(ctx, o.RequestID)
+			row, found, err := s.OrderByRequestID(ctx, o.Key())
 			if err != nil || !found || row.ID != o.ID {
 				t.Errorf("returning=%v: order %s got id %d; its row: %+v, found %v, %v", returning, o.RequestID, o.ID, row, found, err)
 			}

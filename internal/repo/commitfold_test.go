@@ -51,7 +51,7 @@ func TestABatchCommitsInItsWritesPacket(t *testing.T) {
 			t.Errorf("a batch of goods %v sent %q, want its INSERT with its claim, then its UPDATE with its COMMIT", goods, sent)
 		}
 		for _, o := range orders {
-			got, found, err := s.OrderByRequestID(ctx, o.RequestID)
+			got, found, err := s.OrderByRequestID(ctx, o.Key())
 			if err != nil || !found || got.ID != o.ID {
 				t.Errorf("order %s after the batch: %+v found %v err %v, want id %d committed", o.RequestID, got, found, err, o.ID)
 			}

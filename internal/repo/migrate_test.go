@@ -67,7 +67,7 @@ func TestMigrateUpgradesDatabasesOfEarlierReleases(t *testing.T) {
 				t.Errorf("versions %v, want every version, %v", versions, want)
 			}
 			assertState(t, s, 77, 1)
-			old, found, err := s.OrderByRequestID(ctx, "old-order")
+			old, found, err := s.OrderByRequestID(ctx, service.RequestKey{RequestID: "old-order"})
 			wantStatus := service.OrderPaid // placed before orders could expire: a final sale
 			if upTo >= 3 {
 				wantStatus = service.OrderUnpaid // placed with the life cycle: unpaid until paid

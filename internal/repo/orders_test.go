@@ -170,11 +170,59 @@ func TestRequestIDsAreCaseSensitive(t *testing.T) {
 	if err := s.SellAtomic(context.Background(), &service.Order{GoodsNo: 1, RequestID: "dup-1"}); !errors.Is(err, service.ErrDuplicateRequest) {
 		t.Fatalf("the same id again: %v, want ErrDuplicateRequest", err)
 	}
-	o, found, err := s.OrderByRequestID(context.Background(), "DUP-1")
+	o, found, err := s.OrderByRequestID(context.Background(), service.RequestKey{RequestID: "DUP-1"})
 	if err != nil || !found || o.RequestID != "DUP-1" {
 		t.Fatalf("lookup of DUP-1: %+v %v %v", o, found, err)
 	}
 	assertState(t, s, 98, 2)
+}
+
+// A request id is its buyer's: two buyers' purchases under one id are two
+// orders, in one batch too, and each buyer's lookup finds its own; the same
+// buyer's id twice is one, anonymous buyers (no user id) share one space.
+func TestRequestIDsArePerBuyer(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	alice := &service.Order{GoodsNo: 1, RequestID: "req-1", UserID: "alice"}
+	if err := s.SellAtomic(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := s.SellBatch(ctx, 0, []*service.Order{
+		{GoodsNo: 1, RequestID: "req-1", UserID: "mallory"},
+		{GoodsNo: 1, RequestID: "req-1"},
+		{GoodsNo: 1, RequestID: "req-1", UserID: "alice"},
+		{GoodsNo: 1, RequestID: "req-2"},
+		{GoodsNo: 1, RequestID: "req-2"},
+	}, sellAll, noGuard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dups int
+	for _, e := range refused {
+		if !errors.Is(e, service.ErrDuplicateRequest) {
+			t.Errorf("refused: %v, want only duplicates", e)
+		}
+		dups++
+	}
+	if dups != 2 {
+		t.Errorf("%d of the batch refused as duplicates, want 2 (alice's req-1 and the second anonymous req-2)", dups)
+	}
+	for _, k := range []service.RequestKey{{UserID: "alice", RequestID: "req-1"}, {UserID: "mallory", RequestID: "req-1"}, {RequestID: "req-1"}} {
+		o, found, err := s.OrderByRequestID(ctx, k)
+		if err != nil || !found || o.UserID != k.UserID {
+			t.Errorf("lookup of %+v: %+v found %v err %v", k, o, found, err)
+		}
+		if k.UserID == "alice" && o.ID != alice.ID {
+			t.Errorf("alice's req-1 is order %d, she bought %d", o.ID, alice.ID)
+		}
+	}
+	if _, found, err := s.OrderByRequestID(ctx, service.RequestKey{UserID: "bob", RequestID: "req-1"}); err != nil || found {
+		t.Errorf("bob's req-1, never sent: found %v err %v", found, err)
+	}
+	if err := s.SellAtomic(ctx, &service.Order{GoodsNo: 1, RequestID: "req-1", UserID: "mallory"}); !errors.Is(err, service.ErrDuplicateRequest) {
+		t.Errorf("mallory's req-1 again: %v, want ErrDuplicateRequest", err)
+	}
+	assertState(t, s, 96, 4)
 }
 
 // An owner reads and pays its own orders only: another buyer's is not

@@ -81,12 +81,12 @@ func commitError(err error, committing bool) error {
 	return err
 }
 
-// OrderByRequestID reads the order of requestID; found is false when there
-// is none. The read locks the request id's index entry (shared), so it waits
-// for a transaction still inserting that order to commit or roll back rather
-// than missing it.
-func (s *Store) OrderByRequestID(ctx context.Context, requestID string) (order service.Order, found bool, err error) {
-	return s.lockedOrder(ctx, "request_id = ?", requestID)
+// OrderByRequestID reads the order of a buyer's request id; found is false
+// when there is none. The read locks the key's index entry (shared), so it
+// waits for a transaction still inserting that order to commit or roll back
+// rather than missing it.
+func (s *Store) OrderByRequestID(ctx context.Context, key service.RequestKey) (order service.Order, found bool, err error) {
+	return s.lockedOrder(ctx, "request_id = ? AND request_owner = ?", key.RequestID, key.UserID)
 }
 
 // lockedOrder reads the order matching where (a unique key's condition)

@@ -52,7 +52,7 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 		if !errors.Is(err, service.ErrAlreadyBought) {
 			t.Fatalf("second order of buyer u1: %v, want ErrAlreadyBought", err)
 		}
-		got, found, err := s.OrderByRequestID(ctx, "a")
+		got, found, err := s.OrderByRequestID(ctx, first.Key())
 		if err != nil || !found || got.ID != first.ID || got.UserID != "u1" || !got.OnePerBuyer || got.Status != service.OrderUnpaid {
 			t.Fatalf("the first order as stored: %+v found %v err %v; as sold: %+v", got, found, err, first)
 		}

@@ -38,6 +38,10 @@ type SaleTotals struct {
 }
 
 // Order is an order_info row: one per successful purchase.
+//
+// A request id is its buyer's: the purchase's idempotency key is the pair
+// (UserID, RequestID) (Key), so another buyer's use of an id neither blocks
+// nor reveals this buyer's.
 type Order struct {
 	ID        uint64
 	GoodsNo   int32
@@ -59,6 +63,15 @@ type Order struct {
 	PaidAt    *time.Time
 	ExpiredAt *time.Time
 }
+
+// RequestKey is a purchase's idempotency key: a request id and its buyer
+// ("" when anonymous). The database keeps one order per key.
+type RequestKey struct {
+	UserID, RequestID string
+}
+
+// Key is the order's idempotency key.
+func (o *Order) Key() RequestKey { return RequestKey{o.UserID, o.RequestID} }
 
 // An order's states: placed unpaid, holding its piece of stock; then paid,
 // or expired by the sweeper, which returns the piece.
@@ -113,8 +126,9 @@ type Store interface {
 	// if it is above zero and inserts order. ErrSoldOut when it is not,
 	// ErrNotFound when there is no row, ErrDuplicateRequest, ErrCommitUnknown.
 	SellAtomic(ctx context.Context, order *Order) error
-	// OrderByRequestID reads the order of a request id, if there is one.
-	OrderByRequestID(ctx context.Context, requestID string) (order Order, found bool, err error)
+	// OrderByRequestID reads the order of a buyer's request id, if there is
+	// one (another buyer's order under the same id is not it).
+	OrderByRequestID(ctx context.Context, key RequestKey) (order Order, found bool, err error)
 	// ActiveOrderOfBuyer reads the order of goodsNo a buyer holds under the
 	// one-per-buyer rule, if there is one.
 	ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order Order, found bool, err error)
@@ -421,11 +435,8 @@ func (s *Shop) refuse(ctx context.Context, p PurchaseRequest, err error) (*Order
 	}
 	refusal := errors.Is(err, ErrSoldOut) || errors.Is(err, ErrNotStarted) || errors.Is(err, ErrEnded)
 	if errors.Is(err, ErrDuplicateRequest) || errors.Is(err, ErrAlreadyBought) || p.ClientRequestID && refusal {
-		o, found, lerr := s.store.OrderByRequestID(ctx, p.RequestID)
+		o, found, lerr := s.store.OrderByRequestID(ctx, RequestKey{p.UserID, p.RequestID})
 		switch {
-		case lerr == nil && found && o.UserID != p.UserID:
-			// Another buyer's request id: its order is not shown.
-			return nil, fmt.Errorf("%w: it is another buyer's", ErrDuplicateRequest)
 		case lerr == nil && found && o.GoodsNo != p.GoodsNo:
 			return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID)
 		case lerr == nil && found:
@@ -450,10 +461,8 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.OutcomeTimeout)
 	defer cancel()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		o, found, err := s.store.OrderByRequestID(ctx, order.RequestID)
+		o, found, err := s.store.OrderByRequestID(ctx, order.Key())
 		switch {
-		case err == nil && found && o.UserID != order.UserID:
-			return nil, fmt.Errorf("%w: it is another buyer's", ErrDuplicateRequest)
 		case err == nil && found && o.GoodsNo != order.GoodsNo:
 			// The id bought another goods before (a batch answers its
 			// duplicates too with the cut-off commit).

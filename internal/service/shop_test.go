@@ -171,20 +171,20 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 	}
 	f.sizes = append(f.sizes, len(orders))
 	candidates := map[int32][]*service.Order{}
-	seen := map[string]bool{}
+	seen := map[service.RequestKey]bool{}
 	for _, o := range f.orders {
-		seen[o.RequestID] = true
+		seen[o.Key()] = true
 	}
 	for _, o := range orders {
 		if _, ok := claimed[o.GoodsNo]; !ok {
 			refused[o] = service.ErrNotFound
 			continue
 		}
-		if seen[o.RequestID] {
+		if seen[o.Key()] {
 			refused[o] = service.ErrDuplicateRequest
 			continue
 		}
-		seen[o.RequestID] = true
+		seen[o.Key()] = true
 		candidates[o.GoodsNo] = append(candidates[o.GoodsNo], o)
 	}
 	chosen := map[int32][]*service.Order{}
@@ -242,14 +242,14 @@ func (f *fakeStore) SellAtomic(ctx context.Context, o *service.Order) error {
 	return f.write(g, g.Stock-1, o, func() error { return nil })
 }
 
-func (f *fakeStore) OrderByRequestID(_ context.Context, id string) (service.Order, bool, error) {
+func (f *fakeStore) OrderByRequestID(_ context.Context, key service.RequestKey) (service.Order, bool, error) {
 	if f.lookupErr != nil {
 		return service.Order{}, false, f.lookupErr
 	}
 	f.data.RLock()
 	defer f.data.RUnlock()
 	for _, o := range f.orders {
-		if o.RequestID == id {
+		if o.Key() == key {
 			return o, true, nil
 		}
 	}

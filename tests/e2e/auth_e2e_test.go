@@ -127,15 +127,25 @@ func TestWhoMayDoWhat(t *testing.T) {
 				t.Errorf("%s %s %v: %d %s, want %d %s", tc.method, tc.url, tc.header, a.status, a.Code, tc.status, tc.code)
 			}
 		}
-		// alice's retry replays her order; mallory sending alice's request
-		// id hears nothing of it.
+		// A request id is its buyer's. alice's retry replays her order; eve
+		// sending alice's request id buys for herself and hears nothing of
+		// alice's order; eve taking the id carol will use next blocks
+		// neither carol's purchase (of another goods) nor its retry. (Each buyer stays within
+		// the buyer limit's burst of 3.)
 		first := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("alice"), "X-Request-ID", "alice-req-1")
 		again := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("alice"), "X-Request-ID", "alice-req-1")
 		if first.status != 200 || again.status != 200 || again.OrderID != first.OrderID {
 			t.Fatalf("alice's purchase and its retry: %d %s order %d, %d %s order %d", first.status, first.Code, first.OrderID, again.status, again.Code, again.OrderID)
 		}
-		if a := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("mallory"), "X-Request-ID", "alice-req-1"); a.status != 409 || a.Code != "duplicate_request" || a.OrderID != 0 {
-			t.Errorf("mallory replaying alice's request id: %d %s order %d, want 409 duplicate_request and no order", a.status, a.Code, a.OrderID)
+		if a := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("eve"), "X-Request-ID", "alice-req-1"); a.status != 200 || a.UserID != "eve" || a.OrderID == first.OrderID {
+			t.Errorf("eve sending alice's used request id: %d %s buyer %q order %d, want 200 with an order of her own (alice's is %d)", a.status, a.Code, a.UserID, a.OrderID, first.OrderID)
+		}
+		squat := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", token("eve"), "X-Request-ID", "carol-req-1")
+		mine := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("carol"), "X-Request-ID", "carol-req-1")
+		retry := send(t, http.MethodGet, in.URL+"/goods-stock/2", "Authorization", token("carol"), "X-Request-ID", "carol-req-1")
+		if squat.status != 200 || mine.status != 200 || mine.UserID != "carol" || mine.OrderID == squat.OrderID || retry.status != 200 || retry.OrderID != mine.OrderID {
+			t.Errorf("eve took carol-req-1 first (%d %s order %d); carol's purchase under it: %d %s order %d, its retry %d %s order %d; want her own order, replayed",
+				squat.status, squat.Code, squat.OrderID, mine.status, mine.Code, mine.OrderID, retry.status, retry.Code, retry.OrderID)
 		}
 
 		// A bot: 40 purchases at once with one token; then an honest buyer.
