@@ -138,6 +138,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
 	paths := coord.NewPaths(cfg.Lock.Path, cfg.Lock.Stripes)
 	var zc *zklock.Client
+	var roots *coord.Roots
 	if useLock || elect || allot {
 		conn, err := connectZooKeeper(ctx, cfg, zk.Options{
 			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
@@ -157,9 +158,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		m.ZooKeeperState(zk.StateConnected)
 		defer zc.Listen(m.ZooKeeperState)()
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(conn)})
+		if roots, err = claimRoots(ctx, cfg, conn, db, useLock, elect, allot, log); err != nil {
+			return err
+		}
+		checks = append(checks, handler.Check{Name: "zookeeper paths", Check: roots.Err})
 	}
 	if useLock {
-		locker = coord.NewLocker(zc, paths)
+		l := coord.NewLocker(zc, paths)
+		l.NoAuth = roots.NoAuth
+		locker = l
 		if msg := lockPathAdvice(cfg.Purchase.Strategy, paths); msg != "" {
 			log.Warn(msg, "lockPath", cfg.Lock.Path, "strategy", cfg.Purchase.Strategy)
 		}
@@ -218,6 +225,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	id := coord.ParticipantID(cfg.Leader.ID, ln.Addr())
 	var elected handler.Election = coord.NoElection{ID: id}
+	var election *coord.Election
 	if elect {
 		e, err := coord.StartElection(zc, cfg.Leader.Path, id, orders, m.Leading, log)
 		if err != nil {
@@ -225,7 +233,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return fmt.Errorf("leader election: %w", err)
 		}
 		defer e.Close() // before the ZooKeeper client closes: leave the election
-		elected = e
+		elected, election = e, e
+		checks = append(checks, handler.Check{Name: "leader election", Check: e.Check})
 	} else if cfg.Orders.PayTimeout > 0 {
 		sctx, stopSweeping := context.WithCancel(ctx)
 		swept := make(chan struct{})
@@ -250,6 +259,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sampled := make(chan struct{})
 	go func() { defer close(sampled); sample(sampleCtx, shop, zc, locker != nil, paths, m, log) }()
 	defer func() { stopSampling(); <-sampled }()
+	if roots != nil {
+		watched := make(chan struct{})
+		go func() { defer close(watched); watchCoordination(sampleCtx, roots, election, m) }()
+		defer func() { stopSampling(); <-watched }()
+	}
 
 	services := handler.Services{Shop: shop, Orders: orders, Election: elected, Observer: m, Metrics: m.Handler(), Dashboard: dash,
 		TrustedProxies: cfg.Server.TrustedProxies}
@@ -297,6 +311,34 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// claimRoots makes the ZooKeeper paths the shop sells, elects and leases
+// under its own (coord.Roots), or says why it cannot: an error stops the
+// start.
+func claimRoots(ctx context.Context, cfg Config, conn *zk.Client, db string, lock, elect, allot bool, log *slog.Logger) (*coord.Roots, error) {
+	var rs []coord.Root
+	if lock {
+		rs = append(rs, coord.Root{Path: coord.RootOf(cfg.Lock.Path), Setting: "lock.path"})
+	}
+	if elect {
+		rs = append(rs, coord.Root{Path: cfg.Leader.Path, Setting: "leader.path", Exclusive: true})
+	}
+	if allot {
+		rs = append(rs, coord.Root{Path: cfg.Allot.Path, Setting: "allot.path", Exclusive: true})
+	}
+	roots := coord.NewRoots(conn, db, log, rs...)
+	if err := roots.Claim(ctx); err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if cfg.ZooKeeper.Auth != "" && strings.Count(r.Path, "/") == 1 {
+			log.Warn("a ZooKeeper path of the shop sits right under /, which anyone may write: an outsider may delete it while it is empty "+
+				"and make it again as his; the shop then refuses to sell there and says so (/readyz, seckill_zookeeper_paths_owned), "+
+				"but cannot take it back. Give it a directory the shop owns (zookeeper.namespace, e.g. /seckill-prod)", "path", r.Path, "setting", r.Setting)
+		}
+	}
+	return roots, nil
 }
 
 func zkReady(c *zk.Client) func(ctx context.Context) error {

@@ -281,6 +281,7 @@ func TestComposeMonitoring(t *testing.T) {
 	m.SampledGoods(1, metrics.GoodsSample{OrdersByStatus: map[string]int64{"unpaid": 0}})
 	m.ZooKeeperState(zk.StateConnected)
 	m.AdmissionStats(func() metrics.Admission { return metrics.Admission{} })
+	m.CoordinationStats(func() metrics.Coordination { return metrics.Coordination{Electing: true} })
 	families, err := m.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +305,8 @@ func TestComposeMonitoring(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"seckill_stock", "seckill_orders_total", "seckill_purchases_total", "seckill_lock_wait_seconds",
-		"seckill_lock_queue_length", "seckill_zookeeper_state", "seckill_leader", "seckill_admission_limit", "seckill_admission_refused_total"} {
+		"seckill_lock_queue_length", "seckill_zookeeper_state", "seckill_leader", "seckill_admission_limit", "seckill_admission_refused_total",
+		"seckill_zookeeper_paths_owned", "seckill_leader_queued", "seckill_leader_participants", "seckill_zookeeper_noauth_total"} {
 		if !used[want] {
 			t.Errorf("no panel shows %s", want)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/coord"
@@ -103,4 +104,44 @@ func sampleSale(ctx context.Context, shop *service.Shop, m *metrics.Metrics, log
 		}
 	}
 	m.SampledSale(s)
+}
+
+// watchCoordination checks, every 5 s until ctx ends, that the shop's
+// ZooKeeper paths are still its own (one deleted is made again) and how many
+// instances queue in the election, and exports both (CoordinationStats).
+// A round costs two reads a path and, with an election, one listing.
+func watchCoordination(ctx context.Context, roots *coord.Roots, e *coord.Election, m *metrics.Metrics) {
+	var participants atomic.Int64
+	participants.Store(-1)
+	m.CoordinationStats(func() metrics.Coordination {
+		c := metrics.Coordination{NoAuth: roots.Refused(), Electing: e != nil, Participants: int(participants.Load())}
+		if err := roots.Err(ctx); err != nil {
+			c.PathsProblem = err.Error()
+		}
+		if e != nil {
+			if err := e.Check(ctx); err != nil {
+				c.ElectionErr = err.Error()
+			}
+		}
+		return c
+	})
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		roots.Recheck(qctx)
+		if e != nil {
+			n, err := e.Participants(qctx)
+			if err != nil {
+				n = -1 // unknown
+			}
+			participants.Store(int64(n))
+		}
+		cancel()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -2,9 +2,11 @@ package coord
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
@@ -52,6 +54,30 @@ func (e *Election) Status(ctx context.Context) (bool, string, string, error) {
 		leaderID = ids[0]
 	}
 	return e.sel.HasLeadership(), leaderID, e.id, nil
+}
+
+// Check is nil while this instance is queued in the election or leads it,
+// and why not when it could not queue (readiness: an instance that cannot
+// take part cannot take over the sweeping).
+func (e *Election) Check(context.Context) error {
+	since, err := e.sel.QueueError()
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("leader election: could not queue for %s: %w", time.Since(since).Round(time.Second), err)
+}
+
+// Queued reports whether this instance is queued in the election or leads it.
+func (e *Election) Queued() bool {
+	_, err := e.sel.QueueError()
+	return err == nil
+}
+
+// Participants is how many instances queue in the election, the leader
+// among them.
+func (e *Election) Participants(ctx context.Context) (int, error) {
+	ids, err := e.sel.Participants(ctx)
+	return len(ids), err
 }
 
 // Close leaves the election (a term in progress ends first).

@@ -8,10 +8,12 @@ package coord
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
 
@@ -29,6 +31,9 @@ const StripePlaceholder = "{stripe}"
 type Locker struct {
 	client *zklock.Client
 	Paths
+	// NoAuth, if set, is told when ZooKeeper refuses a purchase's lock
+	// (zk.ErrNoAuth: a node on its path has an ACL not the shop's).
+	NoAuth func(error)
 }
 
 // NewLocker returns the purchase lock on c at the paths of p.
@@ -72,6 +77,9 @@ func (l *Locker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error)
 	m := zklock.NewMutex(l.client, l.Path(goodsNo))
 	m.FetchTokenEarly() // every purchase fences its transaction with the token
 	if err := m.Acquire(ctx); err != nil {
+		if l.NoAuth != nil && errors.Is(err, zk.ErrNoAuth) {
+			l.NoAuth(err)
+		}
 		return nil, err
 	}
 	return mutexLease{m}, nil

@@ -369,7 +369,7 @@ func (h *handler) readyz(c *gin.Context) {
 	for _, ch := range h.checks {
 		if err := ch.Check(ctx); err != nil {
 			h.log.Warn("not ready", "check", ch.Name, "err", err)
-			answer(c, http.StatusServiceUnavailable, Response{Code: api.NotReady, Message: ch.Name + " is not answering"})
+			answer(c, http.StatusServiceUnavailable, Response{Code: api.NotReady, Message: ch.Name + ": not ready (the shop's log says why)"})
 			return
 		}
 	}

@@ -61,6 +61,9 @@ type Metrics struct {
 	sale     saleState
 	// admission, when set, is the purchase admission's numbers.
 	admission func() Admission
+	// coordination, when set, says what keeps this instance from taking
+	// part in the sale or the election (Coordination).
+	coordination func() Coordination
 }
 
 // historyLen is how many points of a goods' history an instance keeps: a
@@ -186,6 +189,45 @@ func (m *Metrics) AdmissionStats(stats func() Admission) {
 	)
 	m.mu.Lock()
 	m.admission = stats
+	m.mu.Unlock()
+}
+
+// Coordination is this instance's standing on ZooKeeper beyond the
+// connection: whether the paths it sells and elects under are its own, the
+// refusals (NoAuth) it met there, and its place in the election.
+type Coordination struct {
+	PathsProblem string // "" while the shop's ZooKeeper paths are its own
+	NoAuth       int64  // ZooKeeper's NoAuth refusals met on a purchase's way
+	Electing     bool   // this instance takes part in an election
+	ElectionErr  string // "" while it is queued in the election, or leads it
+	Participants int    // instances queued in the election, as last sampled (-1: could not be read)
+}
+
+// CoordinationStats exports stats: seckill_zookeeper_paths_owned,
+// seckill_zookeeper_noauth_total and, when the instance elects,
+// seckill_leader_queued and seckill_leader_participants. Their problems go
+// on the dashboard.
+func (m *Metrics) CoordinationStats(stats func() Coordination) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_zookeeper_paths_owned",
+			Help: "1 while the ZooKeeper paths the shop sells and elects under are its own (made with its ACL), 0 when one is not (a purchase or the election is refused there)."},
+			func() float64 { return map[bool]float64{true: 1}[stats().PathsProblem == ""] }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_zookeeper_noauth_total",
+			Help: "ZooKeeper refusals (NoAuth) met on a purchase's way: a node on its path has an ACL that is not the shop's."},
+			func() float64 { return float64(stats().NoAuth) }),
+	)
+	if stats().Electing {
+		m.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_leader_queued",
+				Help: "1 while this instance is queued in the sweeper's election (or leads it), 0 while it cannot queue."},
+				func() float64 { return map[bool]float64{true: 1}[stats().ElectionErr == ""] }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_leader_participants",
+				Help: "Instances queued in this database's sweeper election, as this instance last read it: 0 means no instance sweeps this database's expired orders, -1 that it could not be read."},
+				func() float64 { return float64(stats().Participants) }),
+		)
+	}
+	m.mu.Lock()
+	m.coordination = stats
 	m.mu.Unlock()
 }
 
@@ -402,6 +444,9 @@ type Snapshot struct {
 	// Admission is this instance's purchase admission: in progress, the
 	// limit, its measured rate and the buyers refused busy.
 	Admission Admission `json:"admission"`
+	// Problems are what keeps this instance from selling or sweeping, for
+	// a person to read (the ZooKeeper paths, the election).
+	Problems []string `json:"problems"`
 }
 
 // Snapshot returns the live numbers of goodsNo from memory: no query, no lock.
@@ -415,10 +460,23 @@ func (m *Metrics) Snapshot(goodsNo int32) Snapshot {
 	}
 	s.Goods, s.Sampled = m.samples[goodsNo]
 	s.Sale, s.AllOutcomes = m.saleSnapshot()
-	admission := m.admission
+	admission, coordination := m.admission, m.coordination
 	m.mu.Unlock()
 	if admission != nil {
 		s.Admission = admission()
+	}
+	s.Problems = []string{}
+	if coordination != nil {
+		c := coordination()
+		if c.PathsProblem != "" {
+			s.Problems = append(s.Problems, c.PathsProblem)
+		}
+		if c.ElectionErr != "" {
+			s.Problems = append(s.Problems, c.ElectionErr)
+		}
+		if c.Electing && c.Participants == 0 {
+			s.Problems = append(s.Problems, "no instance is queued in the sweeper's election: nobody expires this database's unpaid orders")
+		}
 	}
 	s.LockWaitP50, s.LockWaitP99, s.LockWaits = m.recentWaits(now)
 	return s

@@ -217,3 +217,47 @@ func TestALabelFloodCannotPushARealGoodsOut(t *testing.T) {
 		}
 	}
 }
+
+// What keeps an instance from selling or sweeping is exported and put on
+// the dashboard in words; nothing is said while all is well.
+func TestCoordinationProblemsAreExportedAndSaid(t *testing.T) {
+	m := metrics.New("seed", nil)
+	c := metrics.Coordination{Electing: true, Participants: 2}
+	m.CoordinationStats(func() metrics.Coordination { return c })
+	gauges := func() map[string]float64 {
+		families, err := m.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			if !strings.HasPrefix(f.GetName(), "seckill_zookeeper_paths") && !strings.HasPrefix(f.GetName(), "seckill_zookeeper_noauth") &&
+				!strings.HasPrefix(f.GetName(), "seckill_leader_") {
+				continue
+			}
+			if x := f.GetMetric()[0]; x.GetGauge() != nil {
+				got[f.GetName()] = x.GetGauge().GetValue()
+			} else if x.GetCounter() != nil {
+				got[f.GetName()] = x.GetCounter().GetValue()
+			}
+		}
+		return got
+	}
+	want := map[string]float64{"seckill_zookeeper_paths_owned": 1, "seckill_zookeeper_noauth_total": 0, "seckill_leader_queued": 1, "seckill_leader_participants": 2}
+	if got := gauges(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("all well: %v, want %v", got, want)
+	}
+	if p := m.Snapshot(1).Problems; len(p) != 0 {
+		t.Errorf("all well, the dashboard says %q", p)
+	}
+	c = metrics.Coordination{PathsProblem: "zookeeper path /Locks (lock.path) is not this shop's", NoAuth: 3, Electing: true,
+		ElectionErr: "leader election: could not queue", Participants: 0}
+	want = map[string]float64{"seckill_zookeeper_paths_owned": 0, "seckill_zookeeper_noauth_total": 3, "seckill_leader_queued": 0, "seckill_leader_participants": 0}
+	if got := gauges(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("a path taken, the election refused: %v, want %v", got, want)
+	}
+	p := m.Snapshot(1).Problems
+	if len(p) != 3 || !strings.Contains(p[0], "/Locks") || !strings.Contains(p[1], "could not queue") || !strings.Contains(p[2], "nobody expires") {
+		t.Errorf("the dashboard says %q; want the path, the election and that nobody sweeps", p)
+	}
+}

@@ -16,7 +16,22 @@ type (
 	Event = gozk.Event
 	// EventType says what happened to a watched node.
 	EventType = gozk.EventType
+	// ACL is one entry of a node's access control list.
+	ACL = gozk.ACL
 )
+
+// Permissions of an ACL entry.
+const (
+	PermRead   = gozk.PermRead
+	PermWrite  = gozk.PermWrite
+	PermCreate = gozk.PermCreate
+	PermDelete = gozk.PermDelete
+	PermAdmin  = gozk.PermAdmin
+	PermAll    = gozk.PermAll
+)
+
+// ContainerOwner is the ephemeralOwner ZooKeeper gives a container node.
+const ContainerOwner = int64(-1 << 63)
 
 // Event types the recipes tell apart.
 const (
@@ -31,6 +46,8 @@ var (
 	ErrNoNode     = gozk.ErrNoNode
 	ErrNodeExists = gozk.ErrNodeExists
 	ErrBadVersion = gozk.ErrBadVersion
+	ErrNoAuth     = gozk.ErrNoAuth
+	ErrNotEmpty   = gozk.ErrNotEmpty
 )
 
 // The single requests. Each is sent once and answered within ctx: when ctx
@@ -91,6 +108,26 @@ func (c *Client) Set(ctx context.Context, p string, data []byte, version int32) 
 // exist).
 func (c *Client) CreatePersistent(ctx context.Context, p string, data []byte) (string, error) {
 	return call(ctx, func() (string, error) { return c.conn.Create(p, data, gozk.FlagPersistent, c.acl) }, nil)
+}
+
+// GetACL reads p's ACL and stat.
+func (c *Client) GetACL(ctx context.Context, p string) ([]ACL, *Stat, error) {
+	r, err := call(ctx, func() (aclRead, error) {
+		acl, st, err := c.conn.GetACL(p)
+		return aclRead{acl, st}, err
+	}, nil)
+	return r.acl, r.stat, err
+}
+
+// Delete deletes p if its version is version (-1: any), once.
+func (c *Client) Delete(ctx context.Context, p string, version int32) error {
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, c.conn.Delete(p, version) }, nil)
+	return err
+}
+
+type aclRead struct {
+	acl  []ACL
+	stat *Stat
 }
 
 // SessionID is the id of the connection's current session (0 before the

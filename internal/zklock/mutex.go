@@ -54,6 +54,7 @@ type Mutex struct {
 type mutexOptions struct {
 	data      []byte       // node data; nil: the client's NodeData
 	forbidden func() error // checked before acquiring (the read/write lock's no-upgrade rule)
+	queued    func()       // told when our node is in the queue, before it waits
 }
 
 // NewMutex returns a handle on the lock at lockPath. It does no I/O; the path
@@ -122,6 +123,15 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) error {
 		hooks.ownWatch = pre.watch
 	}
 	m.mu.Unlock()
+	if queued := m.opts.queued; queued != nil {
+		early := hooks.created
+		hooks.created = func(node string) {
+			queued()
+			if early != nil {
+				early(node)
+			}
+		}
+	}
 	node, s, err := m.q.enter(ctx, data, wait, hooks)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {

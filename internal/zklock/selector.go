@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -28,6 +29,8 @@ type LeaderSelector struct {
 	started     bool
 	closed      bool
 	interrupt   context.CancelFunc
+	queueErr    error // why the last attempt to queue failed; nil once queued
+	queueErrAt  time.Time
 	wake        chan struct{}
 	stop        chan struct{}
 	done        chan struct{}
@@ -91,6 +94,25 @@ func (s *LeaderSelector) Interrupt() {
 	}
 }
 
+// inQueue: our node is in the queue.
+func (s *LeaderSelector) inQueue() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queueErr != nil {
+		s.c.Logger().Info("leader election: queued again", "path", s.p, "participantId", s.id,
+			"after", time.Since(s.queueErrAt).Round(time.Millisecond).String())
+	}
+	s.queueErr = nil
+}
+
+// QueueError is why the participant could not queue, and since when; nil
+// while it is queued or leading, or has not tried yet.
+func (s *LeaderSelector) QueueError() (since time.Time, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queueErrAt, s.queueErr
+}
+
 // HasLeadership reports whether a term of this participant is running.
 func (s *LeaderSelector) HasLeadership() bool {
 	s.mu.Lock()
@@ -152,8 +174,16 @@ func (s *LeaderSelector) run(bg context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			// Could not queue (connection trouble): try again after a pause.
-			s.c.Logger().Warn("leader election: could not queue; trying again", "path", s.p, "participantId", s.id, "try", n+1, "err", err)
+			// Could not queue (connection trouble, or a path the client may
+			// not write): try again after a pause. QueueError tells it; the
+			// log says it once, and when it is over.
+			s.mu.Lock()
+			if s.queueErr == nil {
+				s.queueErrAt = time.Now()
+				s.c.Logger().Error("leader election: could not queue; trying again until it can", "path", s.p, "participantId", s.id, "err", err)
+			}
+			s.queueErr = err
+			s.mu.Unlock()
 			if s.c.SleepOrStop(ctx, s.stop, n) {
 				return
 			}
@@ -169,7 +199,7 @@ func (s *LeaderSelector) run(bg context.Context) {
 
 // term waits for the lock, runs one term of leadership and releases.
 func (s *LeaderSelector) term(ctx context.Context) error {
-	m := newMutex(s.c, s.p, lockMarker, standardRule(lockMarker, 1), mutexOptions{data: []byte(s.id)})
+	m := newMutex(s.c, s.p, lockMarker, standardRule(lockMarker, 1), mutexOptions{data: []byte(s.id), queued: s.inQueue})
 	if err := m.Acquire(ctx); err != nil {
 		return err
 	}

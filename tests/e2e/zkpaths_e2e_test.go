@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os/exec"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
+)
+
+// outsider is a ZooKeeper client with an identity of its own, not the
+// shop's.
+func outsider(t *testing.T, s e2e.Stack) *gozk.Conn {
+	t.Helper()
+	conn, _, err := gozk.Connect(s.ZKServers, 10*time.Second, gozk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	if err := conn.AddAuth("digest", []byte("outsider:not-the-shops")); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// makeAll makes p and its missing ancestors with acl.
+func makeAll(t *testing.T, conn *gozk.Conn, p string, acl []gozk.ACL) {
+	t.Helper()
+	if p == "/" {
+		return
+	}
+	makeAll(t, conn, path.Dir(p), gozk.WorldACL(gozk.PermAll))
+	if _, err := conn.Create(p, nil, 0, acl); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+		t.Fatalf("the outsider makes %s: %v", p, err)
+	}
+}
+
+// serveExit runs shop serve, which must stop on its own within a minute,
+// and returns its output and exit status.
+func serveExit(t *testing.T, s e2e.Stack, env ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Binary, "serve", "--server.addr", "127.0.0.1:0")
+	cmd.Env = append(append([]string{}, s.Env...), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("shop serve: %v (it should have refused to start)\n%s", err, out)
+	}
+	return string(out), 0
+}
+
+// TestTheShopOwnsItsZooKeeperPaths: the shop makes its lock and election
+// paths as persistent nodes with its ACL, refuses to start on a path an
+// outsider made first, and, when an outsider takes its lock path during a
+// sale, says so (/readyz 503, seckill_zookeeper_paths_owned 0, the NoAuth
+// counted, the dashboard) until the path is its own again; an election
+// that cannot queue does the same. The sale stays exact throughout.
+func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
+	auth := "SHOP_ZOOKEEPER_AUTH=digest:" + itest.ZKDigest
+
+	t.Run("squatted before the start", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, setting string
+			env           []string
+			squat         func(s e2e.Stack) string // the path the outsider takes
+			acl           []gozk.ACL
+			want          string
+		}{
+			{"the lock path, the outsider's ACL", "lock.path", []string{auth}, func(s e2e.Stack) string { return s.LockPath },
+				gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), "is not this shop's"},
+			{"the lock path, open to anyone", "lock.path", []string{auth}, func(s e2e.Stack) string { return s.LockPath },
+				gozk.WorldACL(gozk.PermAll), "lets world:anyone do cdwa"},
+			{"the lock path without zookeeper.auth", "lock.path", nil, func(s e2e.Stack) string { return s.LockPath },
+				append(gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), gozk.WorldACL(gozk.PermRead)...), "lets digest:outsider do cdrwa"},
+			{"the election's parent", "leader.path", []string{auth}, func(s e2e.Stack) string { return path.Dir(leaderPathOf(s)) },
+				gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), "refused to make"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				s := e2e.NewStack(t, tc.env...)
+				s.Shop(t, "migrate")
+				p := tc.squat(s)
+				squatter := outsider(t, s)
+				makeAll(t, squatter, p, tc.acl)
+				t.Cleanup(func() { _ = squatter.Delete(p, -1) }) // before the test's own cleanup, which may not read it
+				out, code := serveExit(t, s)
+				if code != 1 || !strings.Contains(out, p) || !strings.Contains(out, tc.setting) || !strings.Contains(out, tc.want) {
+					t.Fatalf("shop serve with %s taken: exit %d, want 1 and a line naming %s, %s and %q:\n%s", p, code, p, tc.setting, tc.want, out)
+				}
+				if strings.Contains(out, strings.SplitN(itest.ZKDigest, ":", 2)[1]) {
+					t.Errorf("the shop's ZooKeeper password is in its output")
+				}
+			})
+		}
+	})
+
+	t.Run("taken during a sale", func(t *testing.T) {
+		s := e2e.NewStack(t, auth, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2s")
+		s.Shop(t, "migrate")
+		s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
+		out := outsider(t, s)
+		// The lock path's parent is open to anyone, as ZooKeeper's / is.
+		makeAll(t, out, path.Dir(s.LockPath), gozk.WorldACL(gozk.PermAll))
+		in := s.Serve(t)
+		acl, _, err := out.GetACL(s.LockPath)
+		if err != nil || len(acl) != 2 || acl[0].Scheme != "digest" || acl[1] != gozk.WorldACL(gozk.PermRead)[0] {
+			t.Fatalf("the lock path's ACL as the shop made it: %+v %v; want its identity's and read-only for anyone", acl, err)
+		}
+		ok := 0
+		for range 10 {
+			if a := e2e.Ask(http.MethodGet, in.URL+"/goods-stock/1"); a.Status == 200 {
+				ok++
+			}
+		}
+		if _, err := out.Create(s.LockPath+"/_c_outsider-lock-", nil, gozk.FlagEphemeralSequential, gozk.WorldACL(gozk.PermAll)); !errors.Is(err, gozk.ErrNoAuth) {
+			t.Fatalf("the outsider queues on the shop's lock: %v, want NoAuth", err)
+		}
+		// Between purchases the lock path is empty: the open parent lets
+		// the outsider delete it and make it his.
+		if err := out.Delete(s.LockPath, -1); err != nil {
+			t.Fatalf("the outsider deletes the empty lock path: %v", err)
+		}
+		if _, err := out.Create(s.LockPath, nil, 0, gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops")); err != nil {
+			t.Fatal(err)
+		}
+		if a := e2e.Ask(http.MethodGet, in.URL+"/goods-stock/1"); a.Status != 503 || a.Code != "unavailable" {
+			t.Fatalf("a purchase on the outsider's path: %d %s, want 503 unavailable", a.Status, a.Code)
+		}
+		if r := e2e.Ask(http.MethodGet, in.URL+"/readyz"); r.Status != 503 || !strings.Contains(string(r.Body), "zookeeper paths") {
+			t.Errorf("/readyz after ZooKeeper refused a purchase: %d %s, want 503 naming the zookeeper paths", r.Status, r.Body)
+		}
+		if n := e2e.MetricValue(t, in.URL, "seckill_zookeeper_noauth_total"); n < 1 {
+			t.Errorf("seckill_zookeeper_noauth_total %v, want the refusal counted", n)
+		}
+		if !e2e.WaitUntil(15*time.Second, func() bool { return e2e.MetricValue(t, in.URL, "seckill_zookeeper_paths_owned") == 0 }) {
+			t.Errorf("seckill_zookeeper_paths_owned did not turn 0 within 15 s")
+		}
+		if a, d := e2e.AskJSON[struct{ Problems []string }](t, http.MethodGet, in.URL+"/dashboard/data?goods=1"); a.Status != 200 || len(d.Problems) == 0 ||
+			!strings.Contains(d.Problems[0], s.LockPath) {
+			t.Errorf("the dashboard's problems: %d %q, want one naming %s", a.Status, d.Problems, s.LockPath)
+		}
+		// The outsider leaves: the shop makes its path again and sells.
+		if err := out.Delete(s.LockPath, -1); err != nil {
+			t.Fatal(err)
+		}
+		if !e2e.WaitUntil(30*time.Second, func() bool { return e2e.Ask(http.MethodGet, in.URL+"/readyz").Status == 200 }) {
+			t.Fatalf("not ready within 30 s of the outsider leaving\n%s", in.Logs())
+		}
+		for range 10 {
+			if a := e2e.Ask(http.MethodGet, in.URL+"/goods-stock/1"); a.Status == 200 {
+				ok++
+			} else {
+				t.Errorf("a purchase once the path is the shop's again: %d %s", a.Status, a.Code)
+			}
+		}
+		if stock, orders := s.Counts(t); ok != 20 || stock != 80 || orders != 20 {
+			t.Errorf("%d sold, stock %d, %d order rows; want 20, 80, 20", ok, stock, orders)
+		}
+		if e2e.MetricValue(t, in.URL, "seckill_zookeeper_paths_owned") != 1 {
+			t.Errorf("seckill_zookeeper_paths_owned is not 1 again")
+		}
+	})
+
+	t.Run("an election that cannot queue", func(t *testing.T) {
+		// Without zookeeper.auth the paths are open to anyone: an outsider
+		// makes the election path his and deletes the shop's node in it.
+		s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
+		s.Shop(t, "migrate")
+		in := s.Serve(t)
+		out := outsider(t, s)
+		p := leaderPathOf(s)
+		if !e2e.WaitUntil(30*time.Second, func() bool { return e2e.MetricValue(t, in.URL, "seckill_leader_participants") == 1 }) {
+			t.Fatalf("seckill_leader_participants is not 1 within 30 s")
+		}
+		if _, err := out.SetACL(p, append(gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), gozk.WorldACL(gozk.PermRead)...), -1); err != nil {
+			t.Fatal(err)
+		}
+		kids, _, err := out.Children(p)
+		if err != nil || len(kids) != 1 {
+			t.Fatalf("the election's nodes: %v %v", kids, err)
+		}
+		if err := out.Delete(p+"/"+kids[0], -1); err != nil {
+			t.Fatal(err)
+		}
+		if !e2e.WaitUntil(30*time.Second, func() bool { return e2e.MetricValue(t, in.URL, "seckill_leader_queued") == 0 }) {
+			t.Fatalf("seckill_leader_queued did not turn 0 within 30 s\n%s", in.Logs())
+		}
+		if r := e2e.Ask(http.MethodGet, in.URL+"/readyz"); r.Status != 503 {
+			t.Errorf("/readyz while the election cannot queue: %d %s, want 503", r.Status, r.Body)
+		}
+		if !e2e.WaitUntil(15*time.Second, func() bool { return e2e.MetricValue(t, in.URL, "seckill_leader_participants") == 0 }) {
+			t.Errorf("seckill_leader_participants did not turn 0: nobody sweeps, and the metric should say so")
+		}
+		if n := strings.Count(in.Logs(), "could not queue; trying again"); n != 1 {
+			t.Errorf("%d log lines say the election could not queue, want 1 (and the metric, /readyz)", n)
+		}
+		if _, err := out.SetACL(p, gozk.WorldACL(gozk.PermAll), -1); err != nil {
+			t.Fatal(err)
+		}
+		if !e2e.WaitUntil(60*time.Second, func() bool {
+			return e2e.MetricValue(t, in.URL, "seckill_leader_queued") == 1 && e2e.Ask(http.MethodGet, in.URL+"/readyz").Status == 200
+		}) {
+			t.Fatalf("not queued and ready within 60 s of the ACL given back\n%s", in.Logs())
+		}
+	})
+}
+
+// leaderPathOf is the stack's leader.path.
+func leaderPathOf(s e2e.Stack) string {
+	for _, kv := range s.Env {
+		if v, ok := strings.CutPrefix(kv, "SHOP_LEADER_PATH="); ok {
+			return v
+		}
+	}
+	return ""
+}
