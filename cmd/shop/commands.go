@@ -130,6 +130,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	m := metrics.New(cfg.Purchase.Strategy, pool)
 	m.Pool("seckill_sales", store.SalesDB())
+	if d, err := store.Durability(ctx); err != nil {
+		log.Warn("could not read how mysql flushes its commits", "err", err)
+	} else {
+		m.MySQLDurable(d.Durable())
+		if !d.Durable() {
+			log.Warn("mysql acknowledges commits a crash can lose: a purchase answered 200 may be gone after the server crashes "+
+				"(on Galera: after every node crashes within a second); set innodb_flush_log_at_trx_commit=1 (docs/galera.md)", "servers", d.Lossy())
+		}
+	}
 	m.Track(cfg.Dashboard.Goods)
 
 	var locker service.Locker
@@ -195,6 +204,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Info("mysql is a Galera cluster node: causal claims, commits confirmed, the lock handed on after the commit (list the nodes in mysql.dsn for a writer node per goods)")
 	}
 	marks := service.NewSoldOutMarks(service.DefaultSoldOutFor)
+	marks.Expiring(cfg.Orders.PayTimeout, store.OldestUnpaid) // a mark ends before an expired order's piece can be back
 	var purchaser service.Purchaser
 	switch {
 	case cfg.Purchase.Strategy == "atomic":

@@ -231,6 +231,16 @@ func (m *Metrics) CoordinationStats(stats func() Coordination) {
 	m.mu.Unlock()
 }
 
+// MySQLDurable exports whether every MySQL server the sales write to
+// flushes its log at each commit (innodb_flush_log_at_trx_commit=1), as
+// read at the start: seckill_mysql_durable_commits.
+func (m *Metrics) MySQLDurable(durable bool) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_mysql_durable_commits",
+		Help: "1 when every MySQL server the sales write to flushes its log at each commit (innodb_flush_log_at_trx_commit=1), 0 when one acknowledges commits a crash can lose (read at the start)."})
+	g.Set(map[bool]float64{true: 1}[durable])
+	m.reg.MustRegister(g)
+}
+
 // Gather returns the metric families registered, as a scrape would.
 func (m *Metrics) Gather() ([]*dto.MetricFamily, error) { return m.reg.Gather() }
 

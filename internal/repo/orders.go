@@ -202,3 +202,16 @@ func (s *Store) OrderCounts(ctx context.Context, goodsNos []int32) (map[int32]ma
 	}
 	return counts, nil
 }
+
+// OldestUnpaid is the placing time of the oldest unpaid order of any goods
+// (ok false when there is none): one lookup at the start of the index on
+// (status, created_at). No piece can go back to a stock before that time
+// plus the pay timeout (service.SoldOutMarks).
+func (s *Store) OldestUnpaid(ctx context.Context) (placed time.Time, ok bool, err error) {
+	var t sql.NullTime
+	err = s.db.WithContext(ctx).Raw("SELECT MIN(created_at) FROM order_info WHERE status = ?", service.OrderUnpaid).Scan(&t).Error
+	if err != nil {
+		return time.Time{}, false, translate(err)
+	}
+	return t.Time, t.Valid, nil
+}

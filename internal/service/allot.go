@@ -347,6 +347,7 @@ func (a *Allot) left(goodsNo int32) int32 {
 // sell sells one batch and answers every buyer in it, or puts back in the
 // queue those who wait for stock other leases hold.
 func (a *Allot) sell(batch []*allotBuyer) {
+	since := time.Now() // before anything of the batch is read
 	ctx, cancel := a.opContext()
 	defer cancel()
 	answer := func(xs []*allotBuyer, err error) {
@@ -447,7 +448,7 @@ func (a *Allot) sell(batch []*allotBuyer) {
 	}
 	for _, no := range out {
 		if a.left(no) <= 0 {
-			a.soldOut.mark(no) // none left anywhere: the next buyers need not queue
+			a.soldOut.mark(no, since) // none left anywhere: the next buyers need not queue
 		}
 	}
 	for _, x := range sell {

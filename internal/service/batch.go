@@ -327,6 +327,7 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*batchBuyer, le
 		batch = append(batch, late...)
 		return orders
 	}
+	since := time.Now() // before the claim reads the rows
 	refused, err := b.store.SellBatch(ctx, token, orders, sale.choose, h.guard, more)
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
@@ -337,7 +338,7 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*batchBuyer, le
 	}
 	for goodsNo, n := range sale.left {
 		if n <= 0 {
-			b.soldOut.mark(goodsNo) // none left: the next buyers need not queue
+			b.soldOut.mark(goodsNo, since) // none left: the next buyers need not queue
 		}
 	}
 	for _, x := range batch {

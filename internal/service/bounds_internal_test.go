@@ -13,7 +13,7 @@ func TestSoldOutMarksAreBoundedAndQueuesGoWithTheirLastWaiter(t *testing.T) {
 	m := NewSoldOutMarks(time.Minute)
 	for g := int32(1); g <= 3*maxMarks; g++ {
 		_, done := m.whileInStock(g)
-		m.mark(g)
+		m.mark(g, time.Now())
 		done()
 	}
 	if marks, queues := m.remembered(); marks > maxMarks || queues != 0 {

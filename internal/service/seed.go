@@ -70,13 +70,14 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 		left = g.Stock - 1
 		return left, nil
 	}
+	since := time.Now() // before the claim reads the row
 	err = p.store.SellFenced(ctx, goodsNo, token, order, decide, h.guard)
 	if err == nil && left == 0 || errors.Is(err, ErrSoldOut) {
 		// This buyer got the last piece, or found none left under the
 		// lock: mark it before the release (deferred above), so that the
 		// buyers queued behind leave the queue before the lock passes on.
 		// The Shop would mark it too, but only once the release is done.
-		p.soldOut.mark(goodsNo)
+		p.soldOut.mark(goodsNo, since)
 	}
 	if errors.Is(err, ErrFenced) {
 		p.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)

@@ -371,9 +371,10 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 	defer func() { s.admission.done(time.Now()) }()
 	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer,
 		NewRequestID: !p.ClientRequestID}
+	since := time.Now()
 	bought, err := s.purchase(ctx, order)
 	if errors.Is(err, ErrSoldOut) {
-		s.soldOut.mark(p.GoodsNo)
+		s.soldOut.mark(p.GoodsNo, since)
 	}
 	if err != nil {
 		return s.refuse(ctx, p, err)

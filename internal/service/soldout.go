@@ -11,10 +11,21 @@ import (
 
 // SoldOutMarks remembers, per goods, that this instance saw it sold out, so
 // that later buyers are answered at once instead of queueing for the lock
-// to hear the same. During a sale the stock only goes down, so the answer
-// stays right until a restock; a mark is trusted for `ttl`, after which the
-// stock is read again, without the lock. That is how a restock reaches every
-// instance: nobody needs to tell them, each finds out within ttl and a read.
+// to hear the same. During a sale the stock only goes down, except when an
+// unpaid order expires and its piece goes back (orders.payTimeout): a mark
+// is trusted for `ttl`, and never past the moment the first piece could
+// come back (the expiry horizon, below), after which the stock is read
+// again, without the lock. That is how a restock reaches every instance:
+// nobody needs to tell them, each finds out within ttl and a read.
+//
+// The expiry horizon: a piece comes back only when an order unpaid at the
+// mark's observation expires, at the earliest payTimeout after the oldest
+// of them was placed. The marks read the oldest unpaid order of any goods
+// (one index lookup) now and then; a reading made before the observation
+// is a safe bound, since the oldest unpaid order only gets younger. A
+// sold_out answered from a mark is then one the buyer could have heard
+// from the database at that moment: the history checker's model
+// (tests/framework/history) holds the shop to that.
 type SoldOutMarks struct {
 	ttl    time.Duration // <0: never mark
 	probes singleflight.Group
@@ -22,7 +33,31 @@ type SoldOutMarks struct {
 	mu     sync.Mutex
 	until  map[int32]time.Time     // at most maxMarks (see mark)
 	queued map[int32]*queuedBuyers // per goods, the buyers waiting for its lock; gone with the last
+
+	expiry   expiryHorizon
+	horizons singleflight.Group
 }
+
+// expiryHorizon is what the marks know of when a piece may come back.
+type expiryHorizon struct {
+	payTimeout   time.Duration                                                    // 0: orders never expire, the horizon is infinite
+	oldestUnpaid func(ctx context.Context) (placed time.Time, ok bool, err error) // the oldest unpaid order's placing time, of any goods
+	readings     []horizonReading                                                 // the latest few, oldest first
+}
+
+// horizonReading is one reading of the expiry horizon: no piece comes back
+// before at, as read by a query that began at start.
+type horizonReading struct {
+	start, at time.Time
+}
+
+// ClockSkew is how far apart the clocks of the shop's instances may be:
+// an order's placing time is its buying instance's clock, its expiry the
+// sweeper's. A mark ends this much before the expiry horizon.
+const ClockSkew = time.Second
+
+// horizonEvery is how often a busy instance reads the expiry horizon.
+const horizonEvery = 250 * time.Millisecond
 
 // maxMarks bounds the goods an instance remembers as sold out: a sale of
 // more goods forgets the expired marks first, then any. A forgotten mark
@@ -50,22 +85,92 @@ func NewSoldOutMarks(ttl time.Duration) *SoldOutMarks {
 	return &SoldOutMarks{ttl: ttl, until: map[int32]time.Time{}}
 }
 
-// mark records that goodsNo was seen sold out now.
-func (m *SoldOutMarks) mark(goodsNo int32) {
+// Expiring tells the marks that orders expire payTimeout after they are
+// placed (0: never), and how to read the oldest unpaid order's placing
+// time. Call it before the sale starts.
+func (m *SoldOutMarks) Expiring(payTimeout time.Duration, oldestUnpaid func(ctx context.Context) (time.Time, bool, error)) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expiry = expiryHorizon{payTimeout: payTimeout, oldestUnpaid: oldestUnpaid}
+}
+
+// mark records that goodsNo was seen sold out by a read that began after
+// since. The buyers queued for its lock then are told at once; later
+// buyers are answered from the mark until ttl or the expiry horizon.
+func (m *SoldOutMarks) mark(goodsNo int32, since time.Time) {
 	if m == nil || m.ttl < 0 {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if q, ok := m.queued[goodsNo]; ok {
+		q.cancel()                // they waited across the observation: sold out is their answer
+		delete(m.queued, goodsNo) // whoever queues from now on waits on a fresh one
+	}
 	now := time.Now()
+	until := now.Add(m.ttl)
+	if h, ok := m.horizonLocked(since); !ok {
+		return
+	} else if h.Before(until) {
+		until = h
+	}
+	if !until.After(now) {
+		delete(m.until, goodsNo) // a piece may be back by now
+		return
+	}
 	if _, ok := m.until[goodsNo]; !ok && len(m.until) >= maxMarks {
 		forgetOne(m.until, func(until time.Time) bool { return now.After(until) })
 	}
-	m.until[goodsNo] = now.Add(m.ttl)
-	if q, ok := m.queued[goodsNo]; ok {
-		q.cancel()
-		delete(m.queued, goodsNo) // whoever queues from now on waits on a fresh one
+	m.until[goodsNo] = until
+}
+
+// horizonLocked is the expiry horizon of the newest reading that began
+// before since, less ClockSkew; ok is false when there is none (the marks
+// then trust no observation). m.mu is held.
+func (m *SoldOutMarks) horizonLocked(since time.Time) (time.Time, bool) {
+	if m.expiry.payTimeout <= 0 || m.expiry.oldestUnpaid == nil {
+		return time.Now().Add(m.ttl), true // nothing comes back
 	}
+	rs := m.expiry.readings
+	if len(rs) == 0 || time.Since(rs[len(rs)-1].start) > horizonEvery {
+		go m.readHorizon()
+	}
+	for i := len(rs) - 1; i >= 0; i-- {
+		if !rs[i].start.After(since) {
+			return rs[i].at.Add(-ClockSkew), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// readHorizon reads the expiry horizon once (one reading at a time).
+func (m *SoldOutMarks) readHorizon() {
+	_, _, _ = m.horizons.Do("", func() (any, error) {
+		m.mu.Lock()
+		e := m.expiry
+		m.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+		defer cancel()
+		start := time.Now()
+		placed, ok, err := e.oldestUnpaid(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			placed = start // every unpaid order is placed after the read began
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		r := horizonReading{start: start, at: placed.Add(e.payTimeout)}
+		m.expiry.readings = append(m.expiry.readings, r)
+		if n := len(m.expiry.readings); n > 8 {
+			m.expiry.readings = append([]horizonReading(nil), m.expiry.readings[n-8:]...)
+		}
+		return nil, nil
+	})
 }
 
 // forgetOne deletes an entry of m that stale says is stale, or else any.
@@ -140,39 +245,67 @@ func (m *SoldOutMarks) seen(goodsNo int32) bool {
 }
 
 // check reports whether goodsNo is sold out as far as this instance knows:
-// marked within ttl or, when its mark has expired, still without stock by a
-// read of the row without the lock. One such read per goods is in flight at
-// a time, its answer shared by the buyers who come meanwhile; it renews the
-// mark or, after a restock, removes it. Without it, every buyer in flight
-// when a mark expires would queue for the lock to hear "sold out" again.
+// marked and the mark still trusted or, when its mark has ended, still
+// without stock by a read of the row without the lock. One such read per
+// goods is in flight at a time, its answer shared by the buyers who came
+// before it began (a read that began before a buyer came may have missed a
+// piece that came back meanwhile: that buyer waits for the next); it
+// renews the mark or, after a restock, removes it. Without it, every buyer
+// in flight when a mark ends would queue for the lock to hear "sold out"
+// again.
 func (m *SoldOutMarks) check(ctx context.Context, store Store, goodsNo int32) bool {
-	marked, expired := m.state(goodsNo)
-	if !marked || !expired {
-		return marked
-	}
-	ch := m.probes.DoChan(strconv.Itoa(int(goodsNo)), func() (any, error) {
-		if marked, expired := m.state(goodsNo); !marked || !expired {
-			return marked, nil // settled by a read that ended as this one began
+	called := time.Now()
+	for range 2 { // the read in flight, if it began too early, then one of its own
+		marked, expired := m.state(goodsNo)
+		if !marked || !expired {
+			return marked
 		}
+		soldOut, began, ok := m.probe(ctx, store, goodsNo)
+		if !ok {
+			return false // the purchase answers for the ended request, or finds out for itself
+		}
+		if !began.Before(called) {
+			return soldOut
+		}
+	}
+	return false // the purchase finds out for itself
+}
+
+// probeResult is a probe's answer: sold out or not, by a read that began
+// at began.
+type probeResult struct {
+	soldOut bool
+	began   time.Time
+}
+
+// probe joins or starts the read of goodsNo's stock; ok is false when it
+// failed or ctx ended first.
+func (m *SoldOutMarks) probe(ctx context.Context, store Store, goodsNo int32) (soldOut bool, began time.Time, ok bool) {
+	ch := m.probes.DoChan(strconv.Itoa(int(goodsNo)), func() (any, error) {
+		start := time.Now()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		defer cancel()
 		g, err := store.Goods(rctx, goodsNo)
 		if err != nil {
-			return false, err // the purchase will find out for itself
+			return nil, err // the purchase will find out for itself
 		}
 		if g.Stock < 1 {
-			m.mark(goodsNo)
-			return true, nil
+			m.mark(goodsNo, start)
+			return probeResult{true, start}, nil
 		}
 		m.mu.Lock()
 		delete(m.until, goodsNo)
 		m.mu.Unlock()
-		return false, nil
+		return probeResult{false, start}, nil
 	})
 	select {
 	case r := <-ch:
-		return r.Err == nil && r.Val.(bool)
+		if r.Err != nil {
+			return false, time.Time{}, false
+		}
+		res := r.Val.(probeResult)
+		return res.soldOut, res.began, true
 	case <-ctx.Done():
-		return false // the purchase answers for the ended request
+		return false, time.Time{}, false
 	}
 }

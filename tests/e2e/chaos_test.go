@@ -14,6 +14,7 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
+	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
 // The chaos scenarios: faults that happen in production, injected in the
@@ -62,10 +63,17 @@ var chaosEnv = []string{
 	"SHOP_ZOOKEEPER_RETRY_MAXRETRIES=29",
 	"SHOP_LOCK_ACQUIRETIMEOUT=5s",
 	"SHOP_LOG_LEVEL=info", // the harness reads the "listening" line
+	// Orders are paid and expired during the faults: the unpaid expire
+	// 2 s after their purchase and their pieces go back on sale.
+	"SHOP_ORDERS_PAYTIMEOUT=2s",
+	"SHOP_ORDERS_SWEEPINTERVAL=200ms",
 }
 
 // load sends cfg.buyers purchases of goods 1 at cfg.rate per second,
-// round-robin over the instances it still routes to.
+// round-robin over the instances it still routes to. Every other buyer
+// who bought pays at once (the others' orders expire); two readers read
+// the goods and the latest order all along. Every operation goes into the
+// history (rec), for the checker.
 type buyerLoad struct {
 	mu      sync.Mutex
 	bases   []string
@@ -73,6 +81,8 @@ type buyerLoad struct {
 	sent    atomic.Int64
 	wg      sync.WaitGroup
 	done    chan struct{}
+	rec     history.Recorder
+	last    atomic.Uint64 // the latest order placed
 }
 
 func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
@@ -81,28 +91,96 @@ func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
 		done:  make(chan struct{}),
 	}
 	interval := time.Duration(float64(time.Second) / cfg.rate)
+	buying := make(chan struct{})
 	go func() {
 		defer close(l.done)
+		var readers sync.WaitGroup
+		readers.Go(func() { l.read(cfg.buyers, buying) })
 		next := time.Now()
 		for i := range cfg.buyers {
 			time.Sleep(time.Until(next))
 			next = next.Add(interval)
-			l.mu.Lock()
-			base := l.bases[i%len(l.bases)]
-			l.mu.Unlock()
-			l.wg.Go(func() { l.buy(base) })
+			base := l.base(i)
+			l.wg.Go(func() { l.buy(base, i) })
 			l.sent.Add(1)
 		}
 		l.wg.Wait()
+		close(buying)
+		readers.Wait()
 	}()
 	return l
 }
 
-func (l *buyerLoad) buy(base string) {
-	a := e2e.Ask(http.MethodGet, base+"/goods-stock/1")
+// base is the instance the i-th request goes to.
+func (l *buyerLoad) base(i int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bases[i%len(l.bases)]
+}
+
+func (l *buyerLoad) buy(base string, i int) {
+	rid := fmt.Sprintf("chaos-%d", i)
+	a := e2e.Ask(http.MethodGet, base+"/goods-stock/1", "X-Request-ID", rid)
 	l.mu.Lock()
 	l.answers = append(l.answers, a)
 	l.mu.Unlock()
+	op := history.Op{Client: i, Kind: history.Buy, Goods: 1, RequestID: rid, Result: history.BuyResult(answerOf(a)), Call: a.Start, Ret: a.End}
+	if op.Result == history.OK {
+		var body struct{ OrderID uint64 }
+		if err := a.Decode(&body); err != nil || body.OrderID == 0 {
+			op.Result = history.Unknown // a 200 without its order id: the rows will tell
+		}
+		op.Order = body.OrderID
+	}
+	l.rec.Add(op)
+	if op.Result != history.OK {
+		return
+	}
+	l.last.Store(op.Order)
+	if i%2 == 0 {
+		p := e2e.Ask(http.MethodPost, fmt.Sprintf("%s/orders/%d/pay", base, op.Order))
+		l.rec.Add(history.Op{Client: i, Kind: history.Pay, Order: op.Order, Result: history.PayResult(answerOf(p)), Call: p.Start, Ret: p.End})
+	}
+}
+
+// read reads, until buying closes, the goods and the latest order, turn
+// about every 50 ms, from the instances in turn; its clients are numbered
+// from first on.
+func (l *buyerLoad) read(first int, buying <-chan struct{}) {
+	for i := 0; ; i++ {
+		select {
+		case <-buying:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		base := l.base(i / 2)
+		if i%2 == 0 {
+			a := e2e.Ask(http.MethodGet, base+"/goods/1")
+			var body struct{ Stock int32 }
+			op := history.Op{Client: first, Kind: history.ReadGoods, Goods: 1, Result: history.ReadResult(answerOf(a)), Call: a.Start, Ret: a.End}
+			if op.Result == history.OK && a.Decode(&body) == nil {
+				op.Stock = body.Stock
+				l.rec.Add(op)
+			}
+			continue
+		}
+		id := l.last.Load()
+		if id == 0 {
+			continue
+		}
+		a := e2e.Ask(http.MethodGet, fmt.Sprintf("%s/orders/%d", base, id))
+		var body struct{ Status string }
+		op := history.Op{Client: first + 1, Kind: history.ReadOrder, Order: id, Result: history.ReadResult(answerOf(a)), Call: a.Start, Ret: a.End}
+		if op.Result == history.OK && a.Decode(&body) == nil || op.Result == history.NotFound {
+			op.Status = body.Status
+			l.rec.Add(op)
+		}
+	}
+}
+
+// answerOf is what the history needs of an answer.
+func answerOf(a e2e.Answer) history.Answer {
+	return history.Answer{Status: a.Status, Code: a.Code, Err: a.Err}
 }
 
 // drop stops sending to base, as a load balancer does with a dead instance.
@@ -138,12 +216,14 @@ func (l *buyerLoad) wait(t *testing.T) []e2e.Answer {
 
 // chaosRow is one line of the table.
 type chaosRow struct {
-	scenario     string
-	codes        map[string]int // by answer code; "no answer" for transport errors
-	orders, sold int
-	oversold     int
-	orphans      int
-	recover      time.Duration // from the fault to the next sale asked for after it; <0: none
+	scenario      string
+	codes         map[string]int // by answer code; "no answer" for transport errors
+	orders, sold  int
+	oversold      int
+	orphans       int
+	recover       time.Duration // from the fault to the next sale asked for after it; <0: none
+	paid, expired int
+	history       history.Report // every operation checked against the model
 }
 
 // fault injects a fault into a running sale and returns when it began and
@@ -188,10 +268,26 @@ func runChaos(t *testing.T, cfg chaosConfig, s e2e.Stack, instances []*e2e.Insta
 		}
 	}
 	t.Log("answers by when they were asked, from the fault on:\n" + timeline(answers, began))
-	stock, orders := s.Counts(t)
-	row.orders, row.sold = orders, cfg.stock-stock
+	final := s.FinalRows(t)
+	stock, orders := int(final.Stock[1]), len(final.Orders)
+	for _, o := range final.Orders {
+		switch o.Status {
+		case "paid":
+			row.paid++
+		case "expired":
+			row.expired++
+		}
+	}
+	// An expired order gave its piece back: sold is what left the stock.
+	row.orders, row.sold = orders, cfg.stock-stock+row.expired
 	row.oversold = orders - row.sold
 	row.orphans = s.Orphans(t)
+	row.history = history.Check(l.rec.Ops(), map[int32]int32{1: int32(cfg.stock)}, final, 2*time.Minute,
+		e2e.InRoot(t, "out/history/"+strings.ReplaceAll(t.Name(), "/", "_")))
+	if !row.history.Legal {
+		t.Errorf("the history of %d operations is not the shop's: %q; porcupine's view: %v", row.history.Ops, row.history.Problems, row.history.HTML)
+	}
+	t.Logf("history: %d operations, legal %v, checked in %v", row.history.Ops, row.history.Legal, row.history.Took.Round(time.Millisecond))
 
 	if row.oversold != 0 {
 		t.Errorf("OVERSOLD %d: %d order rows for a stock that went down by %d", row.oversold, orders, row.sold)
@@ -333,7 +429,8 @@ func chaosTable(cfg chaosConfig, rows []chaosRow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d buyers at %.0f/s over two instances, stock %d; the fault strikes when buyer %d arrives\n\n",
 		cfg.buyers, cfg.rate, cfg.stock, cfg.stock/2)
-	fmt.Fprintf(&b, "%-32s %-52s %6s %5s %8s %7s %9s\n", "scenario", "answers by code", "orders", "sold", "oversold", "orphans", "recover s")
+	fmt.Fprintf(&b, "%-32s %-52s %6s %5s %8s %7s %9s %5s %7s %7s %5s %7s\n", "scenario", "answers by code", "orders", "sold", "oversold", "orphans",
+		"recover s", "paid", "expired", "ops", "legal", "check s")
 	for _, r := range rows {
 		codes := make([]string, 0, len(r.codes))
 		for c, n := range r.codes {
@@ -344,8 +441,13 @@ func chaosTable(cfg chaosConfig, rows []chaosRow) string {
 		if r.recover >= 0 {
 			rec = fmt.Sprintf("%.1f", r.recover.Seconds())
 		}
-		fmt.Fprintf(&b, "%-32s %-52s %6d %5d %8d %7d %9s\n", r.scenario, strings.Join(codes, ", "), r.orders, r.sold, r.oversold, r.orphans, rec)
+		legal := map[bool]string{true: "yes", false: "NO"}[r.history.Legal]
+		fmt.Fprintf(&b, "%-32s %-52s %6d %5d %8d %7d %9s %5d %7d %7d %5s %7.2f\n", r.scenario, strings.Join(codes, ", "), r.orders, r.sold, r.oversold,
+			r.orphans, rec, r.paid, r.expired, r.history.Ops, legal, r.history.Took.Seconds())
 	}
-	b.WriteString("\nrecover s: from the fault's start to the next sale asked for after it (a server down for 1s is in it).\n")
+	b.WriteString("\nrecover s: from the fault's start to the next sale asked for after it (a server down for 1s is in it).\n" +
+		"sold: the pieces that left the stock (orders less expired ones' pieces back). ops: purchases, payments, reads of the goods\n" +
+		"and of orders, with the final rows, checked against a model of the shop by porcupine (tests/framework/history); legal: the\n" +
+		"history is linearizable; check s: the checker's time.\n")
 	return b.String()
 }

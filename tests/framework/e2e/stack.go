@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
 // Stack is a database and a lock path of the test's own, with the shop's
@@ -242,4 +243,56 @@ func (s Stack) GoodsCounts(b testing.TB) (stock, orders map[int32]int) {
 		}
 	}
 	return stock, orders
+}
+
+// FinalRows is the database after a sale, as the history checker reads
+// it: every goods' stock and every order of the stack's database.
+func (s Stack) FinalRows(t testing.TB) history.Final {
+	t.Helper()
+	db, err := sql.Open("mysql", s.DSN+map[bool]string{true: "&", false: "?"}[strings.Contains(s.DSN, "?")]+"parseTime=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	waitAllotmentsBack(t, db)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := history.Final{Stock: map[int32]int32{}}
+	rows, err := db.QueryContext(ctx, "SELECT goods_no, stock FROM goods_stock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var g, stock int32
+		if err := rows.Scan(&g, &stock); err != nil {
+			t.Fatal(err)
+		}
+		f.Stock[g] = stock
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = db.QueryContext(ctx, "SELECT id, goods_no, request_id, status, created_at, paid_at, expired_at FROM order_info ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r history.Row
+		var paidAt, expiredAt sql.NullTime
+		if err := rows.Scan(&r.ID, &r.Goods, &r.RequestID, &r.Status, &r.CreatedAt, &paidAt, &expiredAt); err != nil {
+			t.Fatal(err)
+		}
+		if paidAt.Valid {
+			r.PaidAt = &paidAt.Time
+		}
+		if expiredAt.Valid {
+			r.ExpiredAt = &expiredAt.Time
+		}
+		f.Orders = append(f.Orders, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -1,0 +1,251 @@
+package history
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Row is an order_info row as the sale left it.
+type Row struct {
+	ID        uint64
+	Goods     int32
+	RequestID string
+	Status    string
+	// CreatedAt and PaidAt are the shop's clock as the sale and the
+	// payment read it, inside their transactions: each committed after.
+	CreatedAt time.Time
+	PaidAt    *time.Time
+	ExpiredAt *time.Time
+}
+
+// slack is how much earlier than the time a row records its transaction
+// may have taken effect: none, the clock being read inside it; a
+// millisecond for the database's rounding.
+const slack = time.Millisecond
+
+// notBefore moves an operation's call to t less slack when that is later:
+// the operation took effect when its transaction committed, after t. The
+// narrower windows spare the checker the orders of many purchases that
+// waited together (every subset of them, otherwise, to match a read of the
+// stock).
+func notBefore(o *Op, t time.Time) {
+	if t = t.Add(-slack); t.After(o.Call) && t.Before(o.Ret) {
+		o.Call = t
+	}
+}
+
+// Final is the database after the sale: each goods' stock and every order.
+type Final struct {
+	Stock  map[int32]int32
+	Orders []Row
+}
+
+// Report is the checker's verdict on a history.
+type Report struct {
+	Ops      int           // operations checked (the final rows' included)
+	Legal    bool          // every goods' history is linearizable
+	Took     time.Duration // the checker's time
+	Problems []string      // what is wrong, for a person
+	HTML     []string      // porcupine's visualisations of the failing histories
+}
+
+// Check completes ops with the final rows and checks each goods' history
+// against the model, starting from its initial stock. Each goods' check
+// gets timeout (porcupine's answer "unknown" counts as a failure). A
+// failing goods' history is written as porcupine's HTML visualisation into
+// htmlDir (made if missing) when htmlDir is not "".
+func Check(ops []Op, initial map[int32]int32, final Final, timeout time.Duration, htmlDir string) Report {
+	start := time.Now()
+	var r Report
+	byGoods := complete(ops, final, &r)
+	goods := make([]int32, 0, len(initial))
+	for g := range initial {
+		goods = append(goods, g)
+	}
+	slices.Sort(goods)
+	r.Legal = true
+	for _, g := range goods {
+		h, n := byGoods[g], indexOrders(byGoods[g])
+		r.Ops += len(h)
+		m := model(initial[g], n)
+		res, info := porcupine.CheckOperationsVerbose(m, h, timeout)
+		if res == porcupine.Ok {
+			continue
+		}
+		r.Legal = false
+		what := "not linearizable"
+		if res == porcupine.Unknown {
+			what = fmt.Sprintf("not decided within %v", timeout)
+		}
+		r.Problems = append(r.Problems, fmt.Sprintf("goods %d: the history of %d operations is %s", g, len(h), what))
+		if htmlDir != "" {
+			if err := os.MkdirAll(htmlDir, 0o755); err == nil {
+				p := filepath.Join(htmlDir, fmt.Sprintf("goods-%d.html", g))
+				if err := porcupine.VisualizePath(m, info, p); err == nil {
+					r.HTML = append(r.HTML, p)
+				}
+				writeOps(filepath.Join(htmlDir, fmt.Sprintf("goods-%d.txt", g)), h)
+			}
+		}
+	}
+	if len(r.Problems) > 0 {
+		r.Legal = false
+	}
+	r.Took = time.Since(start)
+	return r
+}
+
+// complete turns the recorded ops into porcupine's, per goods: outcomes the
+// clients never learned are settled with the final rows where they can be
+// (a purchase whose order exists happened, at some time until the end), a
+// payment of unknown outcome is left to the model to fork, refusals and
+// failed reads are dropped (they did nothing), every expiry is added, and
+// the final stock and each order's final status are read at the end.
+// Answers the rows contradict outright go to r.Problems.
+func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation {
+	var end time.Time
+	clients := 0
+	for _, o := range ops {
+		if o.Ret.After(end) {
+			end = o.Ret
+		}
+		clients = max(clients, o.Client+1)
+	}
+	end = end.Add(time.Millisecond)
+	byRequest := map[string]Row{}
+	for _, row := range final.Orders {
+		byRequest[row.RequestID] = row
+	}
+	out := map[int32][]porcupine.Operation{}
+	add := func(o Op) {
+		out[o.Goods] = append(out[o.Goods], porcupine.Operation{ClientId: o.Client, Input: o, Call: o.Call.UnixNano(), Return: o.Ret.UnixNano()})
+	}
+	orderGoods, byID := map[uint64]int32{}, map[uint64]Row{}
+	for _, row := range final.Orders {
+		orderGoods[row.ID] = row.Goods
+		byID[row.ID] = row
+	}
+	for _, o := range ops {
+		switch o.Kind {
+		case Buy:
+			row, exists := byRequest[o.RequestID]
+			switch o.Result {
+			case Unknown:
+				if !exists {
+					continue // did nothing
+				}
+				o.Result, o.Order, o.Ret = OK, row.ID, end
+				notBefore(&o, row.CreatedAt)
+			case Refused, SoldOut:
+				if exists {
+					r.Problems = append(r.Problems, fmt.Sprintf("%v, yet order %d holds its request id", o, row.ID))
+				}
+				if o.Result == Refused {
+					continue
+				}
+			case OK:
+				if !exists || row.ID != o.Order {
+					r.Problems = append(r.Problems, fmt.Sprintf("%v, but no order row holds it", o))
+				} else {
+					notBefore(&o, row.CreatedAt)
+				}
+			}
+		case Pay:
+			switch o.Result {
+			case Unknown:
+				o.Ret = end
+			case Refused:
+				continue
+			}
+			if g, ok := orderGoods[o.Order]; ok {
+				o.Goods = g
+			}
+			if row, ok := byID[o.Order]; ok && o.Result == OK && row.PaidAt != nil {
+				notBefore(&o, *row.PaidAt)
+			}
+		case ReadGoods, ReadOrder:
+			if o.Result == Unknown {
+				continue
+			}
+			if g, ok := orderGoods[o.Order]; ok && o.Kind == ReadOrder {
+				o.Goods = g
+			}
+		}
+		add(o)
+	}
+	// A sweep expires its orders in one transaction, with one time: one
+	// operation per goods and sweep, at one point (as many operations
+	// would let the checker try every order of them).
+	type sweep struct {
+		goods int32
+		at    time.Time
+	}
+	sweeps := map[sweep][]uint64{}
+	var order []sweep
+	for _, row := range final.Orders {
+		if row.Status == "expired" && row.ExpiredAt != nil {
+			k := sweep{row.Goods, *row.ExpiredAt}
+			if _, ok := sweeps[k]; !ok {
+				order = append(order, k)
+			}
+			sweeps[k] = append(sweeps[k], row.ID)
+		}
+	}
+	for _, k := range order {
+		add(Op{Client: clients, Kind: Expire, Goods: k.goods, Expired: sweeps[k], Result: OK, Call: k.at.Add(-time.Millisecond), Ret: end})
+	}
+	for _, row := range final.Orders {
+		add(Op{Client: clients + 1, Kind: ReadOrder, Goods: row.Goods, Order: row.ID, Result: OK, Status: row.Status,
+			Call: end.Add(time.Millisecond), Ret: end.Add(2 * time.Millisecond)})
+	}
+	for g, stock := range final.Stock {
+		add(Op{Client: clients + 2, Kind: ReadGoods, Goods: g, Result: OK, Stock: stock, Call: end.Add(3 * time.Millisecond), Ret: end.Add(4 * time.Millisecond)})
+	}
+	return out
+}
+
+// indexOrders gives each order of a goods' history an index into the
+// model's state and returns how many there are.
+func indexOrders(h []porcupine.Operation) int {
+	idx := map[uint64]int{}
+	for i := range h {
+		o := h[i].Input.(Op)
+		of := func(order uint64) int {
+			n, ok := idx[order]
+			if !ok {
+				n = len(idx)
+				idx[order] = n
+			}
+			return n
+		}
+		mo := modelOp{Op: o, idx: -1}
+		if o.Order != 0 {
+			mo.idx = of(o.Order)
+		}
+		for _, e := range o.Expired {
+			mo.idxs = append(mo.idxs, of(e))
+		}
+		h[i].Input = mo
+	}
+	return len(idx)
+}
+
+// writeOps writes a goods' completed history as text, an operation a line
+// by call time (times in ms from the first call), beside its
+// visualisation: for grep and for a person.
+func writeOps(path string, h []porcupine.Operation) {
+	ops := slices.Clone(h)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	var b strings.Builder
+	for _, o := range ops {
+		fmt.Fprintf(&b, "%10.3f %10.3f  %v\n", float64(o.Call-ops[0].Call)/1e6, float64(o.Return-ops[0].Call)/1e6, o.Input.(modelOp).Op)
+	}
+	_ = os.WriteFile(path, []byte(b.String()), 0o644)
+}
