@@ -15,6 +15,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
 // listDSN is dsn with its server replaced by the list addrs.
@@ -81,6 +82,7 @@ func TestGaleraNodeKilledMidSale(t *testing.T) {
 			defer cancel()
 			next := make(chan int)
 			var wg sync.WaitGroup
+			var rec history.Recorder
 			for w := range concurrency {
 				wg.Add(1)
 				go func() {
@@ -88,7 +90,9 @@ func TestGaleraNodeKilledMidSale(t *testing.T) {
 					for i := range next {
 						shop := (w + i) % 2
 						began := time.Now()
-						o, err := shops[shop].Purchase(sctx, service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprintf("k-%d", i)})
+						rid := fmt.Sprintf("k-%d", i)
+						o, err := shops[shop].Purchase(sctx, service.PurchaseRequest{GoodsNo: 1, RequestID: rid})
+						recordPurchase(&rec, i, rid, began, o, err)
 						mu.Lock()
 						switch {
 						case err == nil:
@@ -129,6 +133,7 @@ func TestGaleraNodeKilledMidSale(t *testing.T) {
 				}
 			}
 			c.Restart(t, 2)
+			checkHistory(t, &rec, stock, dsns[2])
 
 			for _, dsn := range []string{dsns[2], dsns[1]} { // node 3, and node 2 rejoined
 				check, err := sql.Open("mysql", dsn+"&wsrep_sync_wait=15")

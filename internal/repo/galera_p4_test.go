@@ -136,6 +136,34 @@ func sweep(ctx context.Context, s *repo.Store, mu *sync.Mutex, expired map[uint6
 	}
 }
 
+// recordPurchase adds a purchase through the service to rec: its order,
+// sold out, unknown when the commit's outcome is (or the request ended
+// first), refused otherwise (nothing written).
+func recordPurchase(rec *history.Recorder, client int, rid string, call time.Time, o *service.Order, err error) {
+	op := history.Op{Client: client, Kind: history.Buy, Goods: 1, RequestID: rid, Call: call, Ret: time.Now()}
+	switch {
+	case err == nil:
+		op.Result, op.Order = history.OK, o.ID
+	case errors.Is(err, service.ErrSoldOut):
+		op.Result = history.SoldOut
+	case errors.Is(err, service.ErrCommitUnknown), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		op.Result = history.Unknown
+	default:
+		op.Result = history.Refused
+	}
+	rec.Add(op)
+}
+
+// checkHistory checks rec against the final rows read through dsn.
+func checkHistory(t *testing.T, rec *history.Recorder, stock int32, dsn string) {
+	t.Helper()
+	report := history.Check(rec.Ops(), map[int32]int32{1: stock}, finalRows(t, dsn), time.Minute, "")
+	if !report.Legal {
+		t.Errorf("the history is not the shop's: %q", report.Problems)
+	}
+	t.Logf("history of %d operations legal %v (checked in %v)", report.Ops, report.Legal, report.Took.Round(time.Millisecond))
+}
+
 // finalRows reads goods 1's stock and every order through dsn, after the
 // node has applied everything the cluster committed.
 func finalRows(t *testing.T, dsn string) history.Final {

@@ -15,6 +15,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
 // memLocker is one lock per goods shared by the shops of a test, in this
@@ -152,20 +153,24 @@ func goodsState(t *testing.T, db *sql.DB) (orders map[uint64]bool, stock int) {
 // spread over the shops in turn, and checks the outcome through checkDSN:
 // every 200 has its order row in the cluster, no piece is sold twice, the
 // stock plus the orders is what it was.
-func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, round, stock, buyers, concurrency int) (phantoms, oversold int, tally *saleTally) {
+func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, checkDSN string, round, stock, buyers, concurrency int) (phantoms, oversold int, tally *saleTally) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tally = &saleTally{ok: map[uint64]string{}, refused: map[string]int{}, failures: map[string]int{}}
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var rec history.Recorder
 	for w := range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
 				shop := shops[(w+i)%len(shops)]
-				o, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprintf("r%d-%d", round, i)})
+				rid := fmt.Sprintf("r%d-%d", round, i)
+				call := time.Now()
+				o, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: rid})
+				recordPurchase(&rec, i, rid, call, o, err)
 				tally.add(o, err)
 			}
 		}()
@@ -175,6 +180,7 @@ func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, round, stock
 	}
 	close(next)
 	wg.Wait()
+	checkHistory(t, &rec, int32(stock), checkDSN)
 
 	stored, left := goodsState(t, check)
 	for id, rid := range tally.ok {
@@ -257,7 +263,7 @@ func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 				if err := a.SetStock(context.Background(), 1, stock, repo.StockReset{ClearOrders: true}); err != nil {
 					t.Fatal(err)
 				}
-				p, o, tally := galeraSale(t, shops, check, round, stock, buyers, concurrency)
+				p, o, tally := galeraSale(t, shops, check, dsns[2], round, stock, buyers, concurrency)
 				phantoms, oversold = phantoms+p, oversold+o
 				for msg, n := range tally.failures {
 					failures += n
