@@ -446,8 +446,8 @@ func chaosTable(cfg chaosConfig, rows []chaosRow) string {
 			r.orphans, rec, r.paid, r.expired, r.history.Ops, legal, r.history.Took.Seconds())
 	}
 	b.WriteString("\nrecover s: from the fault's start to the next sale asked for after it (a server down for 1s is in it).\n" +
-		"sold: the pieces that left the stock (orders less expired ones' pieces back). ops: purchases, payments, reads of the goods\n" +
-		"and of orders, with the final rows, checked against a model of the shop by porcupine (tests/framework/history); legal: the\n" +
-		"history is linearizable; check s: the checker's time.\n")
+		"sold: the stock at the start less at the end, plus the pieces expired orders gave back. ops: purchases, payments, reads\n" +
+		"of the goods and of orders, with the final rows, checked against a model of the shop by porcupine\n" +
+		"(tests/framework/history); legal: the history is linearizable; check s: the checker's time.\n")
 	return b.String()
 }
