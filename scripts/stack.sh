@@ -19,6 +19,10 @@
 #   scripts/stack.sh galera-node DIR N [BASE]  (re)start node N: it joins the running nodes (state
 #                                          transfer: IST or SST) and is waited for until Synced
 #   scripts/stack.sh galera-kill DIR N     SIGKILL node N (by the pid in DIR/nodeN/pid)
+#   scripts/stack.sh galera-recover DIR [BASE]  after every node crashed, as an operator would: each
+#                                          node's last committed position (mariadbd --wsrep-recover),
+#                                          the most advanced bootstraps, the others rejoin; prints
+#                                          "recovered: node N seqno S" for each and which bootstrapped
 #   scripts/stack.sh galera-down DIR       stop the cluster's nodes
 #   scripts/stack.sh redis                 Debian's redis-server on 127.0.0.1:REDIS_PORT, without
 #                                          persistence, for make bench-shop's Redis + Lua peer (up
@@ -384,6 +388,31 @@ SQL
 	echo "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
 }
 
+# galera_recover DIR BASE: restart a cluster none of whose nodes runs (all crashed) from its most
+# advanced node: each node's last committed seqno by mariadbd --wsrep-recover (grastate.dat says
+# -1 after a crash), the highest bootstraps (safe_to_bootstrap set), the others join it.
+galera_recover() {
+	local dir=$1 base=$2 n d seqno best="" best_seqno=-2
+	for n in 1 2 3; do
+		galera_running "$dir" "$n" && die "galera node $n runs: galera-recover is for a cluster whose nodes all stopped"
+	done
+	for n in 1 2 3; do
+		d=$dir/node$n
+		galera_cnf "$dir" "$n" "$base" >"$d/my.cnf"
+		/usr/sbin/mariadbd --defaults-file="$d/my.cnf" --wsrep-recover --log-error="$d/recover.log" >/dev/null 2>&1 || true
+		seqno=$(sed -n 's/.*WSREP: Recovered position: [^:]*:\(-\{0,1\}[0-9]*\).*/\1/p' "$d/recover.log" | tail -n 1)
+		[ -n "$seqno" ] || seqno=$(sed -n 's/^seqno: *//p' "$d/data/grastate.dat" 2>/dev/null)
+		[ -n "$seqno" ] || die "galera node $n: no recovered position (see $d/recover.log)"
+		echo "recovered: node $n seqno $seqno"
+		if [ "$seqno" -gt "$best_seqno" ]; then best=$n best_seqno=$seqno; fi
+	done
+	echo "bootstrap: node $best"
+	galera_start "$dir" "$best" "$base" --wsrep-new-cluster
+	galera_wait "$dir" "$best"
+	for n in 1 2 3; do [ "$n" = "$best" ] || galera_node "$dir" "$n" "$base"; done
+	log "galera cluster recovered from node $best (seqno $best_seqno)"
+}
+
 galera_kill() { # galera_kill DIR N
 	local f=$1/node$2/pid
 	[ -f "$f" ] || die "galera node $2: no pid file in $1/node$2"
@@ -454,6 +483,10 @@ galera-kill)
 	[ -n "${2:-}" ] && [ -n "${3:-}" ] || die "usage: $0 galera-kill DIR N"
 	galera_kill "$2" "$3"
 	;;
+galera-recover)
+	[ -n "${2:-}" ] || die "usage: $0 galera-recover DIR [BASE]"
+	galera_recover "$2" "${3:-23300}"
+	;;
 galera-down)
 	[ -n "${2:-}" ] || die "usage: $0 galera-down DIR"
 	for n in 3 2 1; do
@@ -473,5 +506,5 @@ status)
 	if port_open "$mysql_host" "$mysql_port"; then echo "mysql: up ($mysql_host:$mysql_port)"; else echo "mysql: down"; fi
 	if redis_ok; then echo "redis: up (127.0.0.1:$redis_port)"; else echo "redis: down"; fi
 	;;
-*) die "usage: $0 up|down|status|redis|tls [DIR]|ensemble DIR|ensemble-node DIR N|ensemble-down DIR|galera DIR|galera-node DIR N|galera-kill DIR N|galera-down DIR" ;;
+*) die "usage: $0 up|down|status|redis|tls [DIR]|ensemble DIR|ensemble-node DIR N|ensemble-down DIR|galera DIR|galera-node DIR N|galera-kill DIR N|galera-recover DIR [BASE]|galera-down DIR" ;;
 esac

@@ -175,6 +175,63 @@ func (c *GaleraCluster) Restart(t testing.TB, n int) {
 	}
 }
 
+// CrashAll SIGKILLs the three nodes by their PIDs as close together as
+// it can (all signals first, then the waits): a whole-cluster crash. It
+// returns how far apart the first and the last signal were.
+func (c *GaleraCluster) CrashAll(t testing.TB) time.Duration {
+	t.Helper()
+	pids := make([]int, 3)
+	for n := range 3 {
+		b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d", n+1), "pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pids[n], err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	for n, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill Galera node %d (pid %d): %v", n+1, pid, err)
+		}
+	}
+	spread := time.Since(start)
+	for n, pid := range pids {
+		KillPID(t, pid, fmt.Sprintf("Galera node %d", n+1)) // waits until it is gone (a second SIGKILL is harmless)
+		_ = os.Remove(filepath.Join(c.dir, fmt.Sprintf("node%d", n+1), "pid"))
+	}
+	return spread
+}
+
+// Recover restarts a cluster whose nodes all crashed as an operator would
+// (scripts/stack.sh galera-recover: the most advanced node bootstraps, the
+// others rejoin) and returns the script's report (each node's recovered
+// seqno, which bootstrapped).
+func (c *GaleraCluster) Recover(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(stackScript(t), "galera-recover", c.dir, c.base).CombinedOutput()
+	if err != nil {
+		t.Fatalf("recover the Galera cluster: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// SetGlobal runs SET GLOBAL setting on every node, as root over its socket.
+func (c *GaleraCluster) SetGlobal(t testing.TB, setting string) {
+	t.Helper()
+	client, err := exec.LookPath("mariadb")
+	if err != nil {
+		client = "mysql"
+	}
+	for n := 1; n <= 3; n++ {
+		sock := filepath.Join(c.dir, fmt.Sprintf("node%d", n), "mysqld.sock")
+		if out, err := exec.Command(client, "--no-defaults", "-uroot", "--socket="+sock, "-e", "SET GLOBAL "+setting).CombinedOutput(); err != nil {
+			t.Fatalf("SET GLOBAL %s on Galera node %d: %v\n%s", setting, n, err, out)
+		}
+	}
+}
+
 // KillPID SIGKILLs a server a test started (through a script: not the
 // test's child) and waits, at most 30 s, until it is gone or a zombie.
 func KillPID(t testing.TB, pid int, what string) {

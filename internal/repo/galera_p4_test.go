@@ -58,20 +58,15 @@ func TestGaleraPaymentRacingTheSweeperOnAnotherNode(t *testing.T) {
 					call := time.Now()
 					// Eligible whenever: the race, not the deadline, decides.
 					o, err := payer.PayOrder(ctx, id, "", time.Now(), time.Time{})
-					op := history.Op{Client: 1 + w, Kind: history.Pay, Order: id, Call: call, Ret: time.Now()}
+					res := recordPay(&rec, 1+w, id, call, o, err)
 					mu.Lock()
-					switch {
-					case err == nil && o.Status == service.OrderPaid:
-						op.Result = history.OK
+					switch res {
+					case history.OK:
 						paid[id] = true
-					case errors.Is(err, service.ErrOrderExpired):
-						op.Result = history.Expired
-					default:
-						op.Result = history.Unknown
+					case history.Unknown:
 						conflicts++
 					}
 					mu.Unlock()
-					rec.Add(op)
 				}
 			})
 		}
@@ -152,6 +147,21 @@ func recordPurchase(rec *history.Recorder, client int, rid string, call time.Tim
 		op.Result = history.Refused
 	}
 	rec.Add(op)
+}
+
+// recordPay adds a payment of order through the store to rec and returns
+// its result: paid, expired, or unknown (an error: the commit may or may
+// not have happened).
+func recordPay(rec *history.Recorder, client int, order uint64, call time.Time, o service.Order, err error) history.Result {
+	op := history.Op{Client: client, Kind: history.Pay, Order: order, Call: call, Ret: time.Now(), Result: history.Unknown}
+	switch {
+	case err == nil && o.Status == service.OrderPaid:
+		op.Result = history.OK
+	case errors.Is(err, service.ErrOrderExpired):
+		op.Result = history.Expired
+	}
+	rec.Add(op)
+	return op.Result
 }
 
 // checkHistory checks rec against the final rows read through dsn.

@@ -81,6 +81,12 @@ func TestTheCheckerJudgesHandMadeHistories(t *testing.T) {
 			name:  "an order paid and expired both",
 			ops:   []Op{buy(0, "a", 0, 10, OK, 1), pay(0, 1, 20, 30, OK)},
 			final: Final{Stock: map[int32]int32{1: 2}, Orders: []Row{row(1, "a", "expired", 25)}},
+			want:  "but the order is expired",
+		},
+		{
+			name:  "an order read expired, then paid",
+			ops:   []Op{buy(0, "a", 0, 10, OK, 1), readOrder(1, 1, 40, 50, "expired"), pay(0, 1, 60, 70, OK)},
+			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{row(1, "a", "paid")}},
 			want:  "not linearizable",
 		},
 		{
@@ -105,6 +111,12 @@ func TestTheCheckerJudgesHandMadeHistories(t *testing.T) {
 			name:  "a payment of unknown outcome that happened",
 			ops:   []Op{buy(0, "a", 0, 10, OK, 1), pay(0, 1, 20, 30, Unknown)},
 			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{row(1, "a", "paid")}},
+			legal: true,
+		},
+		{
+			name:  "a payment of unknown outcome that did not happen",
+			ops:   []Op{buy(0, "a", 0, 10, OK, 1), pay(0, 1, 20, 30, Unknown), readOrder(1, 1, 40, 50, "unpaid")},
+			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{row(1, "a", "unpaid")}},
 			legal: true,
 		},
 		{
