@@ -177,7 +177,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		l.NoAuth = roots.NoAuth
 		locker = l
 		if msg := lockPathAdvice(cfg.Purchase.Strategy, paths); msg != "" {
-			log.Warn(msg, "lockPath", cfg.Lock.Path, "strategy", cfg.Purchase.Strategy)
+			l.ManyGoods = func() {
+				log.Warn("purchases of several goods: "+msg+" (restart the instances with it)", "lockPath", cfg.Lock.Path, "strategy", cfg.Purchase.Strategy)
+			}
 		}
 	} else if !cfg.Lock.Enabled {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")

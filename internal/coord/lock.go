@@ -11,6 +11,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
@@ -34,6 +36,12 @@ type Locker struct {
 	// NoAuth, if set, is told when ZooKeeper refuses a purchase's lock
 	// (zk.ErrNoAuth: a node on its path has an ACL not the shop's).
 	NoAuth func(error)
+	// ManyGoods, if set, is called once, when purchases of a second goods
+	// come: the lock paths' advice for a sale of many goods is due then,
+	// not at every start.
+	ManyGoods func()
+	first     atomic.Int32 // the first goods purchased
+	many      sync.Once
 }
 
 // NewLocker returns the purchase lock on c at the paths of p.
@@ -74,6 +82,9 @@ func (l Paths) PerGoods() bool { return strings.Contains(l.path, GoodsNoPlacehol
 
 // Lock acquires a new mutex handle: each purchase is its own participant.
 func (l *Locker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error) {
+	if l.ManyGoods != nil && !l.first.CompareAndSwap(0, goodsNo) && l.first.Load() != goodsNo {
+		l.many.Do(l.ManyGoods)
+	}
 	m := zklock.NewMutex(l.client, l.Path(goodsNo))
 	m.FetchTokenEarly() // every purchase fences its transaction with the token
 	if err := m.Acquire(ctx); err != nil {

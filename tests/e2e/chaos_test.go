@@ -427,7 +427,7 @@ func TestChaos(t *testing.T) {
 // chaosTable formats the rows.
 func chaosTable(cfg chaosConfig, rows []chaosRow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d buyers at %.0f/s over two instances, stock %d; the fault strikes when buyer %d arrives\n\n",
+	fmt.Fprintf(&b, "%d buyers at %.0f/s over two instances, stock %d; the fault strikes when buyer %d arrives; one run a scenario\n\n",
 		cfg.buyers, cfg.rate, cfg.stock, cfg.stock/2)
 	fmt.Fprintf(&b, "%-32s %-52s %6s %5s %8s %7s %9s %5s %7s %7s %5s %7s\n", "scenario", "answers by code", "orders", "sold", "oversold", "orphans",
 		"recover s", "paid", "expired", "ops", "legal", "check s")

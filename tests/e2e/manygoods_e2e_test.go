@@ -226,3 +226,34 @@ func TestStoppedHolderOfABatchOfSeveralGoods(t *testing.T) {
 	p.CheckPerGoods(t, manyGoodsSet, 10, ok, nil)
 	p.CheckNoOrphans(t)
 }
+
+// The lock path's advice for a sale of many goods is given when purchases
+// of a second goods come, once, not at every start: a seed shop on the
+// shared /Locks selling one goods says nothing of it; a second goods
+// brings the advice and how to follow it.
+func TestTheLockPathAdviceComesWithASecondGoods(t *testing.T) {
+	s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=0s")
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1-2", "--stock", "10", "--clear-orders")
+	in := s.Serve(t)
+	const advice = "every goods shares this lock"
+	for range 3 {
+		if a := e2e.Ask(http.MethodGet, in.URL+"/goods-stock/1"); a.Status != 200 {
+			t.Fatalf("a purchase of goods 1: %d %s", a.Status, a.Code)
+		}
+	}
+	if bytes.Contains([]byte(in.Logs()), []byte(advice)) {
+		t.Fatalf("the advice for many goods after purchases of one:\n%s", in.Logs())
+	}
+	for range 3 {
+		if a := e2e.Ask(http.MethodGet, in.URL+"/goods-stock/2"); a.Status != 200 {
+			t.Fatalf("a purchase of goods 2: %d %s", a.Status, a.Code)
+		}
+	}
+	if n := bytes.Count([]byte(in.Logs()), []byte(advice)); n != 1 {
+		t.Fatalf("the advice %d times after purchases of two goods, want once:\n%s", n, in.Logs())
+	}
+	if !bytes.Contains([]byte(in.Logs()), []byte("restart the instances with it")) {
+		t.Errorf("the advice does not say how to follow it")
+	}
+}
