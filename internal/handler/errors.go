@@ -27,7 +27,7 @@ type Response struct {
 	// order endpoints').
 	OrderRequestID string `json:"orderRequestId,omitempty"`
 	Stock          *int32 `json:"stock,omitempty"`
-	IsActive       *int16 `json:"isActive,omitempty"`
+	IsActive       *bool  `json:"isActive,omitempty"` // the seed's smallint column, as a boolean
 	Orders         *int64 `json:"orders,omitempty"`
 	// The order endpoints' and the goods query's.
 	Status         string           `json:"status,omitempty"`

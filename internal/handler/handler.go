@@ -292,7 +292,8 @@ func (h *handler) goods(c *gin.Context) {
 		h.fail(c, goodsNo, err)
 		return
 	}
-	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &g.IsActive, Orders: &g.Orders,
+	active := g.IsActive != 0
+	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &active, Orders: &g.Orders,
 		OrdersByStatus: g.OrdersByStatus, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd)})
 }
 

@@ -234,6 +234,7 @@ func TestPurchaseAnswers(t *testing.T) {
 func TestGoodsAndProbes(t *testing.T) {
 	status, body, _ := do(t, newHandler(&fakeShop{}), "/goods/3")
 	if status != 200 || body.Stock == nil || *body.Stock != 5 || body.GoodsNo != 3 || body.Orders == nil || *body.Orders != 3 ||
+		body.IsActive == nil || !*body.IsActive ||
 		body.SaleStart != nil || body.SaleEnd == nil || body.SaleEnd.Hour() != 10 {
 		t.Fatalf("GET /goods/3 = %d %+v", status, body)
 	}
