@@ -518,3 +518,44 @@ func TestTheDefaultLabelSaysWhatWasSent(t *testing.T) {
 		}
 	}
 }
+
+// A run against a shop that asks for tokens, without one or with tokens it
+// refuses, says so and fails: every answer 401 measured nothing (exit 3,
+// naming --jwt-secret-file); some 401s are told on stderr, and in the
+// --expect-exact verdict. A secret the shop would refuse (under 32 bytes)
+// is refused before anything is sent.
+func TestA401RunSaysWhatTheShopAsksFor(t *testing.T) {
+	secret := []byte("a-test-secret-of-at-least-32-bytes!")
+	v, err := auth.NewJWT(auth.Options{HMACSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&fakeShop{stock: 100, locked: true, verify: v.Buyer})
+	defer srv.Close()
+	dir := t.TempDir()
+	wrong, short := filepath.Join(dir, "wrong.secret"), filepath.Join(dir, "short.secret")
+	if err := os.WriteFile(wrong, []byte(strings.Repeat("w", 40)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(short, []byte(strings.Repeat("s", 24)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no token", nil, 3, "20 of 20 purchases answered 401 unauthenticated: the shop asks for a bearer token (auth.mode=jwt): give --jwt-secret-file"},
+		{"no token, --expect-exact", []string{"--expect-exact"}, 3, "give --jwt-secret-file"},
+		{"another secret", []string{"--jwt-secret-file", wrong}, 3, "the shop refused the tokens: check that --jwt-secret-file"},
+		{"a secret the shop would refuse", []string{"--jwt-secret-file", short}, 2, "the secret has 24 bytes; the shop refuses an auth.hmacSecretFile of fewer than 32"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"--url", srv.URL, "--requests", "20", "--concurrency", "4", "--quiet"}, tc.args...), &out, &errOut)
+		var f *failure
+		if !errors.As(err, &f) || f.code != tc.code || !strings.Contains(f.msg, tc.want) {
+			t.Errorf("%s: %v (stderr %q), want exit %d saying %q", tc.name, err, errOut.String(), tc.code, tc.want)
+		}
+	}
+}

@@ -49,6 +49,35 @@ func main() {
 	}
 }
 
+// readJWTSecret reads --jwt-secret-file, refusing a secret the shop would
+// refuse (auth.MinSecretLen): its every token would be answered 401.
+func readJWTSecret(path string) ([]byte, error) {
+	secret, err := auth.ReadSecret(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(secret) < auth.MinSecretLen {
+		return nil, usageError("--jwt-secret-file %s: the secret has %d bytes; the shop refuses an auth.hmacSecretFile of fewer than %d, so it cannot be the shop's",
+			path, len(secret), auth.MinSecretLen)
+	}
+	return secret, nil
+}
+
+// authNote says why purchases were answered 401, "" when none was.
+func authNote(r *Result, signed bool) string {
+	n := r.ByStatus["401"]
+	if n == 0 {
+		return ""
+	}
+	why := "the shop asks for a bearer token (auth.mode=jwt): give --jwt-secret-file with its auth.hmacSecretFile, " +
+		"and --jwt-issuer / --jwt-audience as its auth.issuer / auth.audience"
+	if signed {
+		why = "the shop refused the tokens: check that --jwt-secret-file holds its auth.hmacSecretFile and that " +
+			"--jwt-issuer / --jwt-audience are its auth.issuer / auth.audience"
+	}
+	return fmt.Sprintf("%s: %d of %d purchases answered 401 unauthenticated: %s", r.Label, n, r.Sent, why)
+}
+
 // failure is a verdict that did not hold, or a usage mistake (exit 2); it
 // exits with its own code.
 type failure struct {
@@ -134,7 +163,7 @@ to buyers who had gone. It says so when it could not keep the rate.
 			}
 			o.Goods = set
 			if jwtSecretFile != "" {
-				secret, err := auth.ReadSecret(jwtSecretFile)
+				secret, err := readJWTSecret(jwtSecretFile)
 				if err != nil {
 					return err
 				}
@@ -193,8 +222,18 @@ to buyers who had gone. It says so when it could not keep the rate.
 			if err != nil {
 				return err
 			}
+			note := authNote(r, jwtSecretFile != "")
+			if answered := r.Sent - r.TransportErrors; note != "" && r.ByStatus["401"] == answered {
+				return &failure{note, 3} // nothing was measured
+			}
+			if note != "" {
+				fmt.Fprintln(stderr, note)
+			}
 			if exact {
 				if p := r.exactProblems(); len(p) > 0 {
+					if note != "" {
+						p = append(p, note)
+					}
 					return &failure{fmt.Sprintf("%s: not an exact sale: %s", r.Label, strings.Join(p, "; ")), 3}
 				}
 			}
@@ -263,7 +302,7 @@ func tokensCommand(stdout io.Writer) *cobra.Command {
 			if secretFile == "" || buyers < 1 {
 				return usageError("tokens needs --jwt-secret-file and --buyers of 1 or more")
 			}
-			secret, err := auth.ReadSecret(secretFile)
+			secret, err := readJWTSecret(secretFile)
 			if err != nil {
 				return err
 			}
