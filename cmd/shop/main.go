@@ -231,8 +231,13 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 				}
 			default:
 				set, err := api.ParseGoodsSet(goods)
-				if err != nil || !cmd.Flags().Changed("stock") || stock < 0 {
-					return fmt.Errorf("%w: stock set needs --goods N, a range N-M or a list (positive numbers) and --stock M (≥ 0), or --file", errUsage)
+				switch {
+				case err != nil:
+					return fmt.Errorf("%w: --goods: %w", errUsage, err)
+				case !cmd.Flags().Changed("stock"):
+					return fmt.Errorf("%w: stock set needs --stock M (the new stock of each goods, ≥ 0), or --file", errUsage)
+				case stock < 0:
+					return fmt.Errorf("%w: --stock %d: a stock is 0 or more", errUsage, stock)
 				}
 				for _, g := range set {
 					stocks = append(stocks, goodsStock{g, stock})
