@@ -356,23 +356,25 @@ func TestRunStartingWithOrdersPresent(t *testing.T) {
 	}
 }
 
-// A ramp longer than the sale: the buyers still waiting for their turn have
-// nothing left to send and the run ends with the last answer; the
-// throughput counts from the first request to the last answer, not over
-// the ramp (buyer 1 of 10 would start a minute in).
+// A ramp longer than the sale: once the goods answers sold out, the
+// purchases still due are sent at once and the run ends with the last
+// answer; the throughput counts from the first request to the last answer,
+// not over the ramp.
 func TestARampLongerThanTheSaleDoesNotStretchTheRun(t *testing.T) {
 	shop := &fakeShop{stock: 5, locked: true}
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
 	r, err := Run(context.Background(), Options{
-		Label: "ramp", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 40, Concurrency: 10, Ramp: 10 * time.Minute,
-		Timeout: 10 * time.Second, MaxDuration: 20 * time.Minute, Sample: 5 * time.Millisecond,
+		Label: "ramp", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 40, Concurrency: 10, Ramp: 4 * time.Second,
+		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Sent != 40 || r.Seconds >= 60 {
-		t.Fatalf("sent %d over %.1f s, want 40 before the second buyer's turn a minute in", r.Sent, r.Seconds)
+	// The sixth purchase, due at 0.6 s, hears sold out: the 34 still due
+	// over the next 3.4 s are sent at once.
+	if r.Sent != 40 || r.Seconds < 0.5 || r.Seconds >= 2 {
+		t.Fatalf("sent %d over %.1f s, want 40, the ramp's rest sent once the sale was over (0.6 s in)", r.Sent, r.Seconds)
 	}
 	if want := float64(r.Sent) / r.Seconds; r.Throughput < want*0.99 || r.Throughput > want*1.01 {
 		t.Errorf("throughput %.0f/s, want the %d answers over %.3f s: %.0f/s", r.Throughput, r.Sent, r.Seconds, want)
@@ -557,5 +559,24 @@ func TestA401RunSaysWhatTheShopAsksFor(t *testing.T) {
 		if !errors.As(err, &f) || f.code != tc.code || !strings.Contains(f.msg, tc.want) {
 			t.Errorf("%s: %v (stderr %q), want exit %d saying %q", tc.name, err, errOut.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// A ramp spreads the buyers however fast the answers come: 20 purchases
+// by 20 buyers over a 1 s ramp arrive over that second, not in the first
+// few milliseconds.
+func TestARampSpreadsTheBuyers(t *testing.T) {
+	shop := &fakeShop{stock: 100, locked: true}
+	srv := httptest.NewServer(shop)
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{
+		Label: "ramp", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 20, Concurrency: 20, Ramp: time.Second,
+		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sent != 20 || r.Seconds < 0.9 {
+		t.Fatalf("sent %d over %.3f s, want 20 spread over the 1 s ramp (the last due at 0.95 s)", r.Sent, r.Seconds)
 	}
 }

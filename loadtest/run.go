@@ -237,32 +237,34 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 func closedLoop(ctx context.Context, o Options, start time.Time, client *http.Client, latencies []time.Duration,
 	send func(i int) (gi int, url, user, token, rid string), answered func(gi, status int, code string), c *counters) time.Duration {
 	var next atomic.Int64
-	// taken is closed when the last request is taken: a buyer still
-	// waiting for its turn in the ramp has nothing left to send. lastAnswer
-	// is when the last answer came, in nanoseconds since start: the run's
-	// length for the throughput, however long the ramp was.
-	taken := make(chan struct{})
+	// lastAnswer is when the last answer came, in nanoseconds since start:
+	// the run's length for the throughput, however long the ramp was.
 	var lastAnswer atomic.Int64
+	// With a ramp, purchase i is not sent before start + Ramp*i/Requests:
+	// the buyers arrive spread over the ramp, however fast the answers
+	// come. Once every goods has answered sold out the sale is over, and
+	// the purchases still due are sent at once: a ramp longer than the
+	// sale does not stretch the run.
+	over := make(chan struct{})
+	soldOut := make([]atomic.Bool, len(o.Goods))
+	var goodsOut atomic.Int64
+	var closeOver sync.Once
 	var wg sync.WaitGroup
-	for w := range o.Concurrency {
+	for range o.Concurrency {
 		wg.Go(func() {
-			if o.Ramp > 0 {
-				delay := o.Ramp * time.Duration(w) / time.Duration(o.Concurrency)
-				select {
-				case <-time.After(delay):
-				case <-taken:
-					return
-				case <-ctx.Done():
-					return
-				}
-			}
 			for {
 				i := int(next.Add(1)) - 1
-				if i == o.Requests-1 {
-					close(taken)
-				}
 				if i >= o.Requests || ctx.Err() != nil {
 					return
+				}
+				if o.Ramp > 0 {
+					due := start.Add(o.Ramp * time.Duration(i) / time.Duration(o.Requests))
+					select {
+					case <-time.After(time.Until(due)):
+					case <-over:
+					case <-ctx.Done():
+						return
+					}
 				}
 				gi, url, user, token, rid := send(i)
 				t0 := time.Now()
@@ -279,6 +281,9 @@ func closedLoop(ctx context.Context, o Options, start time.Time, client *http.Cl
 					continue
 				}
 				answered(gi, status, code)
+				if code == "sold_out" && gi < len(soldOut) && !soldOut[gi].Swap(true) && int(goodsOut.Add(1)) == len(soldOut) {
+					closeOver.Do(func() { close(over) })
+				}
 			}
 		})
 	}
