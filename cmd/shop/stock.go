@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
@@ -19,22 +20,36 @@ type goodsStock struct {
 	goodsNo, stock int32
 }
 
-// setStock sets each goods' stock, one transaction per goods, one after
-// the other (run side by side, a goods' row creation and order deletion take
-// gap locks that deadlock with its neighbours'); it stops at the first
-// failure, the goods before it set.
+// setStock sets each goods' stock: one goods in one transaction; many in
+// chunks of a few hundred a transaction, one chunk after the other (run
+// side by side, row creations and order deletions take gap locks that
+// deadlock with their neighbours'), with progress every few seconds; it
+// stops at the first failure, or an interrupt, between chunks, and says
+// which goods are set.
 func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsStock, reset repo.StockReset) error {
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	for _, s := range stocks {
-		if err := store.SetStock(ctx, s.goodsNo, s.stock, reset); err != nil {
-			if len(stocks) == 1 {
-				return err
+	if len(stocks) == 1 {
+		if err := store.SetStock(ctx, stocks[0].goodsNo, stocks[0].stock, reset); err != nil {
+			return err
+		}
+	} else {
+		many := make([]repo.GoodsStock, len(stocks))
+		for i, s := range stocks {
+			many[i] = repo.GoodsStock{GoodsNo: s.goodsNo, Stock: s.stock}
+		}
+		start, last := time.Now(), time.Now()
+		err := store.SetStocks(ctx, many, reset, func(n int) {
+			if time.Since(last) >= 2*time.Second && n < len(many) {
+				last = time.Now()
+				log.Info("setting the stock", "done", n, "of", len(many), "elapsed", time.Since(start).Round(time.Second).String())
 			}
-			return fmt.Errorf("goods %d: %w", s.goodsNo, err)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	attrs := []any{"ordersCleared", reset.ClearOrders, "fenceReset", reset.ResetFence,

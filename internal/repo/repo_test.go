@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,5 +177,53 @@ func TestWarmOpensThePoolsConnections(t *testing.T) {
 	}
 	if n != 12+5 {
 		t.Errorf("the server has %d connections of the store's, want 17 (12 reads, 5 sales)", n)
+	}
+}
+
+// SetStocks sets many goods in chunks, a transaction each: the rows made
+// or updated, their orders cleared, progress after each chunk; ended
+// between chunks, the goods before are set and the rest untouched, and the
+// error says so.
+func TestSetStocksInChunks(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.SellAtomic(ctx, &service.Order{GoodsNo: 1, RequestID: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1200
+	many := make([]repo.GoodsStock, n)
+	for i := range many {
+		many[i] = repo.GoodsStock{GoodsNo: int32(i + 1), Stock: int32(i % 7)}
+	}
+	var progress []int
+	if err := s.SetStocks(ctx, many, repo.StockReset{ClearOrders: true}, func(done int) { progress = append(progress, done) }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(progress) != "[500 1000 1200]" {
+		t.Errorf("progress %v, want after each chunk of 500", progress)
+	}
+	for _, g := range []int32{1, 7, 501, 1200} {
+		got, err := s.Goods(ctx, g)
+		if err != nil || got.Stock != (g-1)%7 {
+			t.Errorf("goods %d: %+v %v, want stock %d", g, got, err, (g-1)%7)
+		}
+	}
+	if orders, err := s.CountOrders(ctx, 1); err != nil || orders != 0 {
+		t.Errorf("goods 1's orders after --clear-orders: %d %v", orders, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	big := make([]repo.GoodsStock, n)
+	for i := range big {
+		big[i] = repo.GoodsStock{GoodsNo: int32(i + 1), Stock: 99}
+	}
+	err := s.SetStocks(cctx, big, repo.StockReset{}, func(done int) { cancel() })
+	if err == nil || !strings.Contains(err.Error(), "goods 501 to 1000") || !strings.Contains(err.Error(), "the 500 goods before them are set") {
+		t.Fatalf("interrupted after the first chunk: %v", err)
+	}
+	if g, _ := s.Goods(ctx, 500); g.Stock != 99 {
+		t.Errorf("goods 500 (first chunk): stock %d, want 99", g.Stock)
+	}
+	if g, _ := s.Goods(ctx, 501); g.Stock != 500%7 {
+		t.Errorf("goods 501 (second chunk, not run): stock %d, want it unchanged (%d)", g.Stock, 500%7)
 	}
 }

@@ -44,32 +44,12 @@ func (s *Store) SetStock(ctx context.Context, goodsNo, stock int32, r StockReset
 
 func (s *Store) setStock(ctx context.Context, goodsNo, stock int32, r StockReset) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		set := map[string]any{"stock": stock}
-		if r.ResetFence {
-			set["fence"] = 0
-		}
-		for col, t := range map[string]*time.Time{"sale_start": r.SaleStart, "sale_end": r.SaleEnd} {
-			switch {
-			case t == nil:
-			case t.IsZero():
-				set[col] = nil
-			default:
-				set[col] = t.UTC()
-			}
-		}
-		res := tx.Model(&goodsStock{}).Where("goods_no = ?", goodsNo).Updates(set)
+		res := tx.Model(&goodsStock{}).Where("goods_no = ?", goodsNo).Updates(r.updates(stock))
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			active := int16(1)
-			row := goodsStock{GoodsNo: goodsNo, Stock: &stock, IsActive: &active}
-			if r.SaleStart != nil && !r.SaleStart.IsZero() {
-				row.SaleStart = r.SaleStart
-			}
-			if r.SaleEnd != nil && !r.SaleEnd.IsZero() {
-				row.SaleEnd = r.SaleEnd
-			}
+			row := r.newRow(goodsNo, stock)
 			if err := tx.Create(&row).Error; err != nil {
 				return err
 			}
@@ -89,6 +69,38 @@ func (s *Store) setStock(ctx context.Context, goodsNo, stock int32, r StockReset
 	})
 }
 
+// updates are the columns a reset sets on an existing row: the stock
+// (a value or an expression), the fence and the sale window as asked.
+func (r StockReset) updates(stock any) map[string]any {
+	set := map[string]any{"stock": stock}
+	if r.ResetFence {
+		set["fence"] = 0
+	}
+	for col, t := range map[string]*time.Time{"sale_start": r.SaleStart, "sale_end": r.SaleEnd} {
+		switch {
+		case t == nil:
+		case t.IsZero():
+			set[col] = nil
+		default:
+			set[col] = t.UTC()
+		}
+	}
+	return set
+}
+
+// newRow is the active row a reset makes for a goods that has none.
+func (r StockReset) newRow(goodsNo, stock int32) goodsStock {
+	active := int16(1)
+	row := goodsStock{GoodsNo: goodsNo, Stock: &stock, IsActive: &active}
+	if r.SaleStart != nil && !r.SaleStart.IsZero() {
+		row.SaleStart = r.SaleStart
+	}
+	if r.SaleEnd != nil && !r.SaleEnd.IsZero() {
+		row.SaleEnd = r.SaleEnd
+	}
+	return row
+}
+
 // ErrEmptyWindow: SetStock was asked for a sale window that ends before it
 // starts (with the bound it left as it was); nothing was changed.
 var ErrEmptyWindow = errors.New("the sale window would be empty")
@@ -98,4 +110,99 @@ func (s *Store) CountOrders(ctx context.Context, goodsNo int32) (int64, error) {
 	var n int64
 	err := s.db.WithContext(ctx).Model(&orderInfo{}).Where("goods_no = ?", goodsNo).Count(&n).Error
 	return n, translate(err)
+}
+
+// GoodsStock is one goods' new stock for SetStocks.
+type GoodsStock struct {
+	GoodsNo, Stock int32
+}
+
+// stockChunk is how many goods one SetStocks transaction sets. Measured
+// here (`shop stock set --goods 1-100000`): a transaction per goods made
+// ~575 goods/s (about 3 minutes); 500 a transaction made the 100 000 rows
+// in 2.3 s, and set them again with --clear-orders in 3.2 s.
+const stockChunk = 500
+
+// SetStocks sets many goods' stock as SetStock does, stockChunk goods a
+// transaction (rows updated with one statement, the missing inserted with
+// another, their orders deleted with a third), one chunk after the other,
+// and calls done with the number of goods set after each chunk. A failure
+// (or ctx ending) stops it between chunks: the goods of the chunks before
+// are set, the rest unchanged, and the error says which.
+func (s *Store) SetStocks(ctx context.Context, stocks []GoodsStock, r StockReset, done func(n int)) error {
+	for start := 0; start < len(stocks); start += stockChunk {
+		chunk := stocks[start:min(start+stockChunk, len(stocks))]
+		var err error
+		for attempt := 0; ; attempt++ {
+			err = s.setChunk(ctx, chunk, r)
+			var me *mysql.MySQLError
+			if attempt < 3 && errors.As(err, &me) && me.Number == erLockDeadlock {
+				continue
+			}
+			break
+		}
+		if err != nil {
+			if !errors.Is(err, ErrEmptyWindow) {
+				err = translate(err)
+			}
+			return fmt.Errorf("goods %d to %d: %w (the %d goods before them are set, they and the rest unchanged)",
+				chunk[0].GoodsNo, chunk[len(chunk)-1].GoodsNo, err, start)
+		}
+		if done != nil {
+			done(start + len(chunk))
+		}
+	}
+	return nil
+}
+
+func (s *Store) setChunk(ctx context.Context, chunk []GoodsStock, r StockReset) error {
+	nos := make([]int32, len(chunk))
+	stockOf := make([]any, 0, 2*len(chunk)+1)
+	caseSQL := "CASE goods_no"
+	for i, g := range chunk {
+		nos[i] = g.GoodsNo
+		caseSQL += " WHEN ? THEN ?"
+		stockOf = append(stockOf, g.GoodsNo, g.Stock)
+	}
+	caseSQL += " END"
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var existing []int32
+		if err := tx.Raw("SELECT DISTINCT goods_no FROM goods_stock WHERE goods_no IN ? FOR UPDATE", nos).Scan(&existing).Error; err != nil {
+			return err
+		}
+		if len(existing) > 0 {
+			if err := tx.Model(&goodsStock{}).Where("goods_no IN ?", existing).Updates(r.updates(gorm.Expr(caseSQL, stockOf...))).Error; err != nil {
+				return err
+			}
+		}
+		has := make(map[int32]bool, len(existing))
+		for _, g := range existing {
+			has[g] = true
+		}
+		var rows []goodsStock
+		for _, g := range chunk {
+			if !has[g.GoodsNo] {
+				rows = append(rows, r.newRow(g.GoodsNo, g.Stock))
+			}
+		}
+		if len(rows) > 0 {
+			if err := tx.Create(&rows).Error; err != nil {
+				return err
+			}
+		}
+		var empty goodsStock
+		err := tx.Select("goods_no", "sale_start", "sale_end").Where("goods_no IN ? AND sale_start IS NOT NULL AND sale_end IS NOT NULL AND sale_end <= sale_start", nos).
+			Limit(1).Find(&empty).Error
+		if err != nil {
+			return err
+		}
+		if empty.GoodsNo != 0 {
+			return fmt.Errorf("%w: goods %d would end at %s, not after its start at %s", ErrEmptyWindow, empty.GoodsNo,
+				empty.SaleEnd.UTC().Format(time.RFC3339), empty.SaleStart.UTC().Format(time.RFC3339))
+		}
+		if r.ClearOrders {
+			return tx.Where("goods_no IN ?", nos).Delete(&orderInfo{}).Error
+		}
+		return nil
+	})
 }
