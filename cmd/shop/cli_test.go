@@ -60,7 +60,8 @@ func TestCommandLineMistakesAreUsageErrors(t *testing.T) {
 	}{
 		{nil, "shop --help"},
 		{[]string{"serv"}, "did you mean serve?"},
-		{[]string{"stock"}, "stock set --help"},
+		{[]string{"stock"}, "set, list or remove"},
+		{[]string{"stock", "remove"}, "stock remove needs --goods"},
 		{[]string{"stock", "set"}, "--stock M"},
 		{[]string{"stock", "set", "--stock", "-5"}, "--stock -5: a stock is 0 or more"},
 		{[]string{"stock", "set", "--goods", "0", "--stock", "1"}, `--goods: goods "0": want positive 32-bit numbers`},

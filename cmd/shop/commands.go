@@ -277,7 +277,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer func() { stopSampling(); <-watched }()
 	}
 
-	services := handler.Services{Shop: shop, Orders: orders, Election: elected, Observer: m, Metrics: m.Handler(), Dashboard: dash,
+	services := handler.Services{Shop: shop, Catalog: service.NewCatalog(store), Orders: orders, Election: elected, Observer: m, Metrics: m.Handler(), Dashboard: dash,
 		TrustedProxies: cfg.Server.TrustedProxies}
 	if err := who(cfg, &services); err != nil {
 		ln.Close()

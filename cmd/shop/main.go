@@ -150,13 +150,13 @@ It needs MySQL (mysql.dsn) and, with the lock on, ZooKeeper (zookeeper.servers).
 
 	stockCmd := &cobra.Command{
 		Use:   "stock",
-		Short: "Change a goods' stock and sale window",
+		Short: "Set, list or remove goods: their stock and sale window",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("%w: stock takes the subcommand set; run shop stock set --help", errUsage)
+			return fmt.Errorf("%w: stock takes a subcommand: set, list or remove; run shop stock --help", errUsage)
 		},
 	}
-	stockCmd.AddCommand(stockSetCommand(load))
+	stockCmd.AddCommand(stockSetCommand(load), stockListCommand(load, stdout), stockRemoveCommand(load, stdout))
 
 	probeCmd := &cobra.Command{
 		Use:     "probe URL",

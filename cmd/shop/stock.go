@@ -9,7 +9,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
@@ -108,4 +111,90 @@ func readStockFile(name string) ([]goodsStock, error) {
 		return nil, fmt.Errorf("%s: more than %d goods", name, api.MaxGoodsSet)
 	}
 	return out, nil
+}
+
+// stockListCommand is `shop stock list`: every goods' row, a line each.
+func stockListCommand(load func(*cobra.Command) (Config, *slog.Logger, error), stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List the goods: number, stock, active, sale window",
+		Example: "  shop stock list",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := storeFor(cmd, load)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "goods\tstock\tactive\tsale start\tsale end")
+			for after := int32(0); ; {
+				page, err := store.ListGoods(cmd.Context(), after, 1000)
+				if err != nil {
+					return err
+				}
+				for _, g := range page {
+					fmt.Fprintf(w, "%d\t%d\t%v\t%s\t%s\n", g.GoodsNo, g.Stock, g.IsActive != 0, windowCell(g.SaleStart), windowCell(g.SaleEnd))
+				}
+				if len(page) < 1000 {
+					return w.Flush()
+				}
+				after = page[len(page)-1].GoodsNo
+			}
+		},
+	}
+	configFlags(cmd.Flags(), "mysql.dsn", "log.")
+	return cmd
+}
+
+// stockRemoveCommand is `shop stock remove --goods SET`: the goods' rows
+// and their orders deleted (test data, a demo's goods).
+func stockRemoveCommand(load func(*cobra.Command) (Config, *slog.Logger, error), stdout io.Writer) *cobra.Command {
+	var goods string
+	cmd := &cobra.Command{
+		Use:     "remove --goods N|N-M|LIST",
+		Short:   "Remove goods and their orders (test data: they leave the dashboard and GET /goods)",
+		Example: "  shop stock remove --goods 2-200",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("goods") {
+				return fmt.Errorf("%w: stock remove needs --goods N, a range N-M or a list", errUsage)
+			}
+			set, err := api.ParseGoodsSet(goods)
+			if err != nil {
+				return fmt.Errorf("%w: --goods: %w", errUsage, err)
+			}
+			store, err := storeFor(cmd, load)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			n, err := store.RemoveGoods(cmd.Context(), set)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "removed %d goods rows of the %d goods asked for, with their orders\n", n, len(set))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&goods, "goods", "", "goods to remove: a number, a range (2-200) or a list (2-10,42)")
+	configFlags(cmd.Flags(), "mysql.dsn", "log.")
+	return cmd
+}
+
+// windowCell is a bound of a row's sale window: open (NULL) or the time.
+func windowCell(t *time.Time) string {
+	if t == nil {
+		return "open"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// storeFor loads cmd's configuration and opens the store it names.
+func storeFor(cmd *cobra.Command, load func(*cobra.Command) (Config, *slog.Logger, error)) (*repo.Store, error) {
+	cfg, _, err := load(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return openStore(cmd.Context(), cfg)
 }

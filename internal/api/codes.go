@@ -18,6 +18,7 @@ const (
 	InvalidUserID     = "invalid_user_id"
 	InvalidOrderID    = "invalid_order_id"
 	InvalidTimeout    = "invalid_timeout"
+	InvalidPage       = "invalid_page"
 	NotStarted        = "not_started"
 	Ended             = "ended"
 	AlreadyBought     = "already_bought"
@@ -47,7 +48,7 @@ const (
 // All is every code above.
 var All = []string{
 	OK, Ready,
-	InvalidGoodsNo, InvalidRequestID, InvalidUserID, InvalidOrderID, InvalidTimeout, NotStarted, Ended, AlreadyBought,
+	InvalidGoodsNo, InvalidRequestID, InvalidUserID, InvalidOrderID, InvalidTimeout, InvalidPage, NotStarted, Ended, AlreadyBought,
 	RequestIDConflict, GoodsNotFound, OrderNotFound, OrderExpired, SoldOut, PurchaseFailed, DuplicateRequest,
 	LockTimeout, LockLost, Busy, OutcomeUnknown, Unavailable, Timeout, Canceled, NotReady, NoRoute,
 	MethodNotAllowed, Internal, Unauthenticated, BuyerMismatch, TooManyRequests,

@@ -44,6 +44,19 @@ type Response struct {
 	Leader        *bool  `json:"leader,omitempty"`
 	LeaderID      string `json:"leaderId,omitempty"`
 	ParticipantID string `json:"participantId,omitempty"`
+	// GET /goods': a page of the goods on sale, and the after of the next
+	// page (none on the last).
+	Goods []GoodsItem `json:"goods,omitempty"`
+	Next  int32       `json:"next,omitempty"`
+}
+
+// GoodsItem is one goods of GET /goods.
+type GoodsItem struct {
+	GoodsNo   int32      `json:"goodsNo"`
+	Stock     int32      `json:"stock"`
+	IsActive  bool       `json:"isActive"`
+	SaleStart *time.Time `json:"saleStart,omitempty"`
+	SaleEnd   *time.Time `json:"saleEnd,omitempty"`
 }
 
 // errorTable maps the service's errors to HTTP answers. The messages the
@@ -56,6 +69,7 @@ var errorTable = []struct {
 }{
 	{service.ErrInvalidGoodsNo, http.StatusBadRequest, api.InvalidGoodsNo, "goodsNo must be a positive 32-bit integer in decimal, without leading zeros"},
 	{ErrInvalidRequestID, http.StatusBadRequest, api.InvalidRequestID, "X-Request-ID must be 1-64 of A-Za-z0-9._:- (once), or absent"},
+	{service.ErrInvalidPage, http.StatusBadRequest, api.InvalidPage, "after must be a goods number ≥ 0 and limit 1–1000 (default 100)"},
 	{ErrInvalidTimeout, http.StatusBadRequest, api.InvalidTimeout, "X-Request-Timeout-Ms must be a whole number of milliseconds from 1 to 600000 (once), or absent"},
 	{service.ErrInvalidUserID, http.StatusBadRequest, api.InvalidUserID, "X-User-ID (or userId) must be 1-64 of A-Za-z0-9._:- (one value), or absent"},
 	{service.ErrUnauthenticated, http.StatusUnauthorized, api.Unauthenticated, "a valid bearer token is required (Authorization: Bearer <JWT>)"},

@@ -23,6 +23,11 @@ type Shop interface {
 	Stock(ctx context.Context, goodsNo int32) (service.StockInfo, error)
 }
 
+// Catalog is what the handler needs to list the goods on sale.
+type Catalog interface {
+	List(ctx context.Context, after int32, limit int) (goods []service.Goods, next int32, err error)
+}
+
 // Orders is what the handler needs of the order life cycle. owner is the
 // authenticated buyer, whose orders alone are read and paid; "" (no
 // Authenticator) reads and pays any.
@@ -68,6 +73,7 @@ type Dashboard interface {
 // its endpoints then do not exist.
 type Services struct {
 	Shop      Shop
+	Catalog   Catalog // GET /goods; nil: no such route
 	Orders    Orders
 	Election  Election
 	Observer  Observer
@@ -96,6 +102,7 @@ type Check struct {
 type handler struct {
 	logs                    *logLimiter
 	shop                    Shop
+	catalog                 Catalog
 	orders                  Orders
 	election                Election
 	observer                Observer
@@ -107,7 +114,7 @@ type handler struct {
 
 // New returns the HTTP handler of the shop.
 func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
-	h := &handler{logs: newLogLimiter(time.Second, 5), shop: s.Shop, orders: s.Orders, election: s.Election, observer: s.Observer,
+	h := &handler{logs: newLogLimiter(time.Second, 5), shop: s.Shop, catalog: s.Catalog, orders: s.Orders, election: s.Election, observer: s.Observer,
 		auth: s.Auth, buyerLimit: s.BuyerLimit, clientLimit: s.ClientLimit, checks: checks, log: log}
 	r := gin.New()
 	// Gin believes every proxy by default: X-Forwarded-For from anyone
@@ -131,6 +138,9 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 	}
 	r.GET("/goods/:goodsNo", h.goods)
 	r.GET("/goods/", h.goods)
+	if h.catalog != nil {
+		r.GET("/goods", h.listGoods)
+	}
 	if h.orders != nil {
 		r.GET("/orders/:orderId", h.order)
 		r.POST("/orders/:orderId/pay", h.pay)
@@ -295,6 +305,33 @@ func (h *handler) goods(c *gin.Context) {
 	active := g.IsActive != 0
 	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &active, Orders: &g.Orders,
 		OrdersByStatus: g.OrdersByStatus, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd)})
+}
+
+// listGoods is GET /goods?after=N&limit=M: a page of the goods on sale, in
+// goods number order; "next" is the after of the next page.
+func (h *handler) listGoods(c *gin.Context) {
+	after, limit := int64(0), int64(0)
+	var err error
+	if v, ok := c.GetQuery("after"); ok {
+		if after, err = strconv.ParseInt(v, 10, 32); err != nil {
+			after = -1
+		}
+	}
+	if v, ok := c.GetQuery("limit"); ok {
+		if limit, err = strconv.ParseInt(v, 10, 32); err != nil || limit == 0 {
+			limit = -1
+		}
+	}
+	goods, next, err := h.catalog.List(c.Request.Context(), int32(after), int(limit))
+	if err != nil {
+		h.fail(c, 0, err)
+		return
+	}
+	items := make([]GoodsItem, len(goods))
+	for i, g := range goods {
+		items[i] = GoodsItem{GoodsNo: g.GoodsNo, Stock: g.Stock, IsActive: g.IsActive != 0, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd)}
+	}
+	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", Goods: items, Next: next})
 }
 
 // utc is t in UTC, or nil.

@@ -557,3 +557,32 @@ func TestSoldOutAnswerIsCheap(t *testing.T) {
 		t.Errorf("a sold-out answer costs %.0f allocations, want at most 12", allocs)
 	}
 }
+
+// fakeCatalog lists goods 1..n through the service's catalog.
+type fakeCatalog struct{ n int32 }
+
+func (f fakeCatalog) ListGoods(_ context.Context, after int32, limit int) ([]service.Goods, error) {
+	var out []service.Goods
+	for g := after + 1; g <= f.n && len(out) < limit; g++ {
+		out = append(out, service.Goods{GoodsNo: g, Stock: g * 10, IsActive: 1})
+	}
+	return out, nil
+}
+
+// GET /goods lists the goods a page at a time; a bad page is a 400.
+func TestGoodsAreListedAPageAtATime(t *testing.T) {
+	h := handler.New(handler.Services{Shop: &fakeShop{}, Catalog: service.NewCatalog(fakeCatalog{n: 5})}, slog.New(slog.DiscardHandler))
+	status, body, _ := do(t, h, "/goods?limit=2")
+	if status != 200 || len(body.Goods) != 2 || body.Goods[0].GoodsNo != 1 || body.Goods[1].Stock != 20 || !body.Goods[0].IsActive || body.Next != 2 {
+		t.Fatalf("GET /goods?limit=2 = %d %+v", status, body)
+	}
+	status, body, _ = do(t, h, "/goods?after=4")
+	if status != 200 || len(body.Goods) != 1 || body.Goods[0].GoodsNo != 5 || body.Next != 0 {
+		t.Fatalf("GET /goods?after=4 = %d %+v (the last page has no next)", status, body)
+	}
+	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "after=-1", "after=x"} {
+		if status, body, _ := do(t, h, "/goods?"+q); status != 400 || body.Code != "invalid_page" {
+			t.Errorf("GET /goods?%s = %d %s, want 400 invalid_page", q, status, body.Code)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
 // StockReset says what else `shop stock set` resets besides the stock.
@@ -205,4 +207,44 @@ func (s *Store) setChunk(ctx context.Context, chunk []GoodsStock, r StockReset) 
 		}
 		return nil
 	})
+}
+
+// ListGoods reads up to limit goods' rows with goods numbers above after,
+// in goods number order (a goods' first row by id, as everywhere).
+func (s *Store) ListGoods(ctx context.Context, after int32, limit int) ([]service.Goods, error) {
+	var rows []goodsStock
+	err := s.db.WithContext(ctx).Where("goods_no > ? AND id IN (SELECT MIN(id) FROM goods_stock WHERE goods_no > ? GROUP BY goods_no)", after, after).
+		Order("goods_no").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]service.Goods, len(rows))
+	for i, row := range rows {
+		out[i] = row.goods()
+	}
+	return out, nil
+}
+
+// RemoveGoods deletes the rows of goods and their orders, stockChunk goods
+// a transaction, and returns how many goods rows it deleted. For test data
+// and demos: a removed goods' orders are gone with it.
+func (s *Store) RemoveGoods(ctx context.Context, goods []int32) (int64, error) {
+	var removed int64
+	for start := 0; start < len(goods); start += stockChunk {
+		chunk := goods[start:min(start+stockChunk, len(goods))]
+		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Where("goods_no IN ?", chunk).Delete(&orderInfo{}).Error; err != nil {
+				return err
+			}
+			res := tx.Where("goods_no IN ?", chunk).Delete(&goodsStock{})
+			if res.Error == nil {
+				defer func() { removed += res.RowsAffected }() // once the transaction is over
+			}
+			return res.Error
+		})
+		if err != nil {
+			return removed, fmt.Errorf("goods %d to %d: %w (the goods before them are removed, they and the rest not)", chunk[0], chunk[len(chunk)-1], translate(err))
+		}
+	}
+	return removed, nil
 }

@@ -341,3 +341,46 @@ func window(t *testing.T, s e2e.Stack) (start, end string) {
 	}
 	return start, end
 }
+
+// The goods on sale are listed (GET /goods, a page at a time, and shop
+// stock list) and removed with their orders (shop stock remove).
+func TestGoodsAreListedAndRemoved(t *testing.T) {
+	s := e2e.NewStack(t)
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1-3", "--stock", "5", "--clear-orders")
+	in := s.Serve(t)
+	if a := purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/2"); a.status != 200 {
+		t.Fatalf("a purchase of goods 2: %+v", a)
+	}
+	type page struct {
+		Goods []struct {
+			GoodsNo  int32 `json:"goodsNo"`
+			Stock    int32 `json:"stock"`
+			IsActive bool  `json:"isActive"`
+		} `json:"goods"`
+		Next int32 `json:"next"`
+	}
+	a, p := e2e.AskJSON[page](t, http.MethodGet, in.URL+"/goods?limit=2")
+	if a.Status != 200 || len(p.Goods) != 2 || p.Goods[0].GoodsNo != 1 || p.Goods[1].Stock != 4 || !p.Goods[1].IsActive || p.Next != 2 {
+		t.Fatalf("GET /goods?limit=2: %d %+v", a.Status, p)
+	}
+	if a, p := e2e.AskJSON[page](t, http.MethodGet, fmt.Sprintf("%s/goods?after=%d", in.URL, p.Next)); a.Status != 200 || len(p.Goods) != 1 || p.Goods[0].GoodsNo != 3 || p.Next != 0 {
+		t.Fatalf("the next page: %d %+v", a.Status, p)
+	}
+	out, code := s.ShopExit(t, "stock", "list")
+	if code != 0 || strings.Count(out, "\n") < 4 || !strings.Contains(out, "2      4") {
+		t.Fatalf("shop stock list: exit %d\n%s", code, out)
+	}
+	if out, code := s.ShopExit(t, "stock", "remove", "--goods", "2-3"); code != 0 || !strings.Contains(out, "removed 2 goods rows") {
+		t.Fatalf("shop stock remove: exit %d\n%s", code, out)
+	}
+	if a, p := e2e.AskJSON[page](t, http.MethodGet, in.URL+"/goods"); a.Status != 200 || len(p.Goods) != 1 || p.Goods[0].GoodsNo != 1 {
+		t.Fatalf("GET /goods after the removal: %d %+v", a.Status, p)
+	}
+	if _, orders := s.GoodsCounts(t); orders[2] != 0 {
+		t.Errorf("goods 2's orders after its removal: %d", orders[2])
+	}
+	if a := purchaseAs(t, http.MethodGet, in.URL+"/goods-stock/2"); a.status != 404 {
+		t.Errorf("a purchase of removed goods 2: %+v, want 404", a)
+	}
+}
