@@ -177,7 +177,7 @@ func rows(rs ...*Result) [][]string {
 		line("stock before -> after", func(r *Result) string { return fmt.Sprintf("%d -> %d", r.StockBefore, r.StockAfter) }),
 		line("order rows created", func(r *Result) string { return itoa(r.OrdersCreated) }),
 		line("orders expired meanwhile", func(r *Result) string { return itoa(r.Expired) }),
-		line("lock wait p50/p99 (ms, shops' metrics)", func(r *Result) string {
+		line("lock wait p50/p99 (ms, histogram est.)", func(r *Result) string {
 			if !r.ServerMetrics || r.LockWaitP50 == 0 && r.LockWaitP99 == 0 {
 				return "-"
 			}

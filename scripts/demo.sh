@@ -213,6 +213,7 @@ cluster)
 	;;
 up)
 	up
+	[ -n "${DEMO_QUIET:-}" ] && exit 0
 	cat >&2 <<MSG
 demo: stock of goods 1 is 100. Try:
   curl http://127.0.0.1:${ports%% *}/goods-stock/1     # buy one (an unpaid order expires after ${SHOP_ORDERS_PAYTIMEOUT:-15m})

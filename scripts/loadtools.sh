@@ -32,10 +32,29 @@ log_prefix=loadtools
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
+# serving: make serve's instances run (scripts/demo.sh's pid files, alive). The runs replace them
+# with their own; at the end they are started again as make serve starts them (stock 100), or,
+# when none ran, the runs' instances are stopped.
+serving=""
+for port in 8081 8082; do
+	pidf=${DEMO_STATE:-$root/.stack/demo}/shop-$port.pid
+	[ -f "$pidf" ] && alive "$(cat "$pidf")" && serving=1
+done
+leave() {
+	if [ -n "$serving" ]; then
+		log "starting make serve's instances again (stock 100), as they were before the runs"
+		scripts/demo.sh up
+	else
+		scripts/demo.sh down
+	fi
+}
+# The instances of the runs say nothing of what to try with them (DEMO_QUIET): make serve does.
+export DEMO_QUIET=1
+
 # start_shop starts the two instances for the seed's scenario: every buyer waits its turn (a closed
 # loop, as make demo's), so the admission's queue target is off (purchase.queueTarget=0s).
 start_shop() {
-	trap 'scripts/demo.sh down' EXIT
+	trap leave EXIT
 	SHOP_LOCK_ENABLED=true SHOP_PURCHASE_QUEUETARGET=0s scripts/demo.sh up
 	bin/shop stock set --goods 1 --stock "$stock" --clear-orders --reset-fence
 }
