@@ -207,6 +207,20 @@ func TestDashboardShowsTheSaleLive(t *testing.T) {
 		}
 		t.Logf("screenshot: %s", f)
 	}
+
+	// Another goods, chosen in the page's address (?goods=N), not by the
+	// server's dashboard.goods.
+	s.Shop(t, "stock", "set", "--goods", "2", "--stock", "7")
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/dashboard?goods=2")); err != nil {
+		t.Fatalf("open the dashboard of goods 2: %v", err)
+	}
+	if !e2e.WaitUntil(30*time.Second, func() bool {
+		g, err1 := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#goods")))
+		v, err2 := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`td[data-peer="0"][data-field="stock"]`)))
+		return err1 == nil && err2 == nil && strings.TrimSpace(g) == "2" && strings.TrimSpace(v) == "7"
+	}) {
+		t.Errorf("/dashboard?goods=2 does not show goods 2 with its stock 7")
+	}
 }
 
 // buyPaced sends n purchases of goods 1, conc at a time, round-robin over
