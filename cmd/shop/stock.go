@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -151,10 +152,11 @@ func stockListCommand(load func(*cobra.Command) (Config, *slog.Logger, error), s
 // and their orders deleted (test data, a demo's goods).
 func stockRemoveCommand(load func(*cobra.Command) (Config, *slog.Logger, error), stdout io.Writer) *cobra.Command {
 	var goods string
+	var withOrders bool
 	cmd := &cobra.Command{
-		Use:     "remove --goods N|N-M|LIST",
-		Short:   "Remove goods and their orders (test data: they leave the dashboard and GET /goods)",
-		Example: "  shop stock remove --goods 2-200",
+		Use:     "remove --goods N|N-M|LIST [--with-orders]",
+		Short:   "Remove goods (test data: they leave the dashboard and GET /goods); goods with orders only with --with-orders",
+		Example: "  shop stock remove --goods 2-200 --with-orders",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("goods") {
@@ -169,15 +171,19 @@ func stockRemoveCommand(load func(*cobra.Command) (Config, *slog.Logger, error),
 				return err
 			}
 			defer store.Close()
-			n, err := store.RemoveGoods(cmd.Context(), set)
+			n, err := store.RemoveGoods(cmd.Context(), set, withOrders)
+			if errors.Is(err, repo.ErrGoodsHaveOrders) {
+				return fmt.Errorf("%w (nothing removed): their orders would go with them; say so with --with-orders", err)
+			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "removed %d goods rows of the %d goods asked for, with their orders\n", n, len(set))
+			fmt.Fprintf(stdout, "removed %d goods rows of the %d goods asked for%s\n", n, len(set), map[bool]string{true: ", with their orders"}[withOrders])
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&goods, "goods", "", "goods to remove: a number, a range (2-200) or a list (2-10,42)")
+	cmd.Flags().BoolVar(&withOrders, "with-orders", false, "remove goods that have orders, and their orders")
 	configFlags(cmd.Flags(), "mysql.dsn", "log.")
 	return cmd
 }

@@ -57,6 +57,8 @@ type GoodsItem struct {
 	IsActive  bool       `json:"isActive"`
 	SaleStart *time.Time `json:"saleStart,omitempty"`
 	SaleEnd   *time.Time `json:"saleEnd,omitempty"`
+	// OrdersByStatus counts the goods' orders: unpaid, paid, expired.
+	OrdersByStatus map[string]int64 `json:"ordersByStatus"`
 }
 
 // errorTable maps the service's errors to HTTP answers. The messages the

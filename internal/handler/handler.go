@@ -25,7 +25,7 @@ type Shop interface {
 
 // Catalog is what the handler needs to list the goods on sale.
 type Catalog interface {
-	List(ctx context.Context, after int32, limit int) (goods []service.Goods, next int32, err error)
+	List(ctx context.Context, after int32, limit int) (page []service.Listed, next int32, err error)
 }
 
 // Orders is what the handler needs of the order life cycle. owner is the
@@ -155,6 +155,7 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 		r.GET("/dashboard", gin.WrapF(s.Dashboard.Page))
 		r.GET("/dashboard/data", gin.WrapF(s.Dashboard.Data))
 	}
+	r.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", api.OpenAPI) })
 	r.GET("/healthz", h.healthz)
 	r.GET("/readyz", h.readyz)
 	// HEAD answers what GET would, without the body (HTTP's rule), on every
@@ -329,7 +330,8 @@ func (h *handler) listGoods(c *gin.Context) {
 	}
 	items := make([]GoodsItem, len(goods))
 	for i, g := range goods {
-		items[i] = GoodsItem{GoodsNo: g.GoodsNo, Stock: g.Stock, IsActive: g.IsActive != 0, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd)}
+		items[i] = GoodsItem{GoodsNo: g.GoodsNo, Stock: g.Stock, IsActive: g.IsActive != 0, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd),
+			OrdersByStatus: g.OrdersByStatus}
 	}
 	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", Goods: items, Next: next})
 }

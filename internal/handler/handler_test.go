@@ -569,11 +569,20 @@ func (f fakeCatalog) ListGoods(_ context.Context, after int32, limit int) ([]ser
 	return out, nil
 }
 
+func (f fakeCatalog) OrderCounts(_ context.Context, nos []int32) (map[int32]map[string]int64, error) {
+	out := map[int32]map[string]int64{}
+	for _, g := range nos {
+		out[g] = map[string]int64{"paid": int64(g)}
+	}
+	return out, nil
+}
+
 // GET /goods lists the goods a page at a time; a bad page is a 400.
 func TestGoodsAreListedAPageAtATime(t *testing.T) {
 	h := handler.New(handler.Services{Shop: &fakeShop{}, Catalog: service.NewCatalog(fakeCatalog{n: 5})}, slog.New(slog.DiscardHandler))
 	status, body, _ := do(t, h, "/goods?limit=2")
-	if status != 200 || len(body.Goods) != 2 || body.Goods[0].GoodsNo != 1 || body.Goods[1].Stock != 20 || !body.Goods[0].IsActive || body.Next != 2 {
+	if status != 200 || len(body.Goods) != 2 || body.Goods[0].GoodsNo != 1 || body.Goods[1].Stock != 20 || !body.Goods[0].IsActive || body.Next != 2 ||
+		body.Goods[1].OrdersByStatus["paid"] != 2 || len(body.Goods[1].OrdersByStatus) != 3 {
 		t.Fatalf("GET /goods?limit=2 = %d %+v", status, body)
 	}
 	status, body, _ = do(t, h, "/goods?after=4")

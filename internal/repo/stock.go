@@ -225,10 +225,32 @@ func (s *Store) ListGoods(ctx context.Context, after int32, limit int) ([]servic
 	return out, nil
 }
 
-// RemoveGoods deletes the rows of goods and their orders, stockChunk goods
-// a transaction, and returns how many goods rows it deleted. For test data
-// and demos: a removed goods' orders are gone with it.
-func (s *Store) RemoveGoods(ctx context.Context, goods []int32) (int64, error) {
+// ErrGoodsHaveOrders: RemoveGoods was asked to remove goods that have
+// orders, without withOrders; nothing was removed.
+var ErrGoodsHaveOrders = errors.New("goods have orders")
+
+// RemoveGoods deletes the rows of goods, stockChunk goods a transaction,
+// and returns how many goods rows it deleted. Goods with orders are
+// refused (ErrGoodsHaveOrders, before anything is deleted) unless
+// withOrders: then their orders go with them (test data, a demo's goods).
+func (s *Store) RemoveGoods(ctx context.Context, goods []int32, withOrders bool) (int64, error) {
+	if !withOrders {
+		for start := 0; start < len(goods); start += stockChunk {
+			chunk := goods[start:min(start+stockChunk, len(goods))]
+			var first struct {
+				GoodsNo int32
+				N       int64
+			}
+			err := s.db.WithContext(ctx).Raw("SELECT goods_no, COUNT(*) AS n FROM order_info WHERE goods_no IN ? GROUP BY goods_no ORDER BY goods_no LIMIT 1", chunk).
+				Scan(&first).Error
+			if err != nil {
+				return 0, translate(err)
+			}
+			if first.N > 0 {
+				return 0, fmt.Errorf("%w: goods %d has %d orders", ErrGoodsHaveOrders, first.GoodsNo, first.N)
+			}
+		}
+	}
 	var removed int64
 	for start := 0; start < len(goods); start += stockChunk {
 		chunk := goods[start:min(start+stockChunk, len(goods))]

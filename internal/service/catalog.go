@@ -10,6 +10,14 @@ type CatalogStore interface {
 	// ListGoods reads up to limit goods' rows with goods numbers above
 	// after, in goods number order.
 	ListGoods(ctx context.Context, after int32, limit int) ([]Goods, error)
+	// OrderCounts counts the orders of goodsNos by status.
+	OrderCounts(ctx context.Context, goodsNos []int32) (map[int32]map[string]int64, error)
+}
+
+// Listed is a goods of the catalog: its row and its orders by status.
+type Listed struct {
+	Goods
+	OrdersByStatus map[string]int64
 }
 
 // Catalog lists the goods on sale, a page at a time (GET /goods).
@@ -31,19 +39,35 @@ var ErrInvalidPage = fmt.Errorf("service: a page of goods needs after ≥ 0 and 
 // List returns the goods after goods number after, at most limit of them
 // (0: DefaultPage), in goods number order; next is the after of the next
 // page, 0 when this one is the last.
-func (c *Catalog) List(ctx context.Context, after int32, limit int) (goods []Goods, next int32, err error) {
+func (c *Catalog) List(ctx context.Context, after int32, limit int) (page []Listed, next int32, err error) {
 	if limit == 0 {
 		limit = DefaultPage
 	}
 	if after < 0 || limit < 1 || limit > MaxPage {
 		return nil, 0, ErrInvalidPage
 	}
-	goods, err = c.store.ListGoods(ctx, after, limit)
+	goods, err := c.store.ListGoods(ctx, after, limit)
+	if err != nil || len(goods) == 0 {
+		return nil, 0, err
+	}
+	nos := make([]int32, len(goods))
+	for i, g := range goods {
+		nos[i] = g.GoodsNo
+	}
+	counts, err := c.store.OrderCounts(ctx, nos) // one read for the page
 	if err != nil {
 		return nil, 0, err
+	}
+	page = make([]Listed, len(goods))
+	for i, g := range goods {
+		byStatus := map[string]int64{OrderUnpaid: 0, OrderPaid: 0, OrderExpired: 0}
+		for st, n := range counts[g.GoodsNo] {
+			byStatus[st] = n
+		}
+		page[i] = Listed{Goods: g, OrdersByStatus: byStatus}
 	}
 	if len(goods) == limit {
 		next = goods[len(goods)-1].GoodsNo
 	}
-	return goods, next, nil
+	return page, next, nil
 }

@@ -371,8 +371,11 @@ func TestGoodsAreListedAndRemoved(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") < 4 || !strings.Contains(out, "2      4") {
 		t.Fatalf("shop stock list: exit %d\n%s", code, out)
 	}
-	if out, code := s.ShopExit(t, "stock", "remove", "--goods", "2-3"); code != 0 || !strings.Contains(out, "removed 2 goods rows") {
-		t.Fatalf("shop stock remove: exit %d\n%s", code, out)
+	if out, code := s.ShopExit(t, "stock", "remove", "--goods", "2-3"); code == 0 || !strings.Contains(out, "goods 2 has 1 orders") || !strings.Contains(out, "--with-orders") {
+		t.Fatalf("shop stock remove of goods with an order, without --with-orders: exit %d\n%s", code, out)
+	}
+	if out, code := s.ShopExit(t, "stock", "remove", "--goods", "2-3", "--with-orders"); code != 0 || !strings.Contains(out, "removed 2 goods rows") {
+		t.Fatalf("shop stock remove --with-orders: exit %d\n%s", code, out)
 	}
 	if a, p := e2e.AskJSON[page](t, http.MethodGet, in.URL+"/goods"); a.Status != 200 || len(p.Goods) != 1 || p.Goods[0].GoodsNo != 1 {
 		t.Fatalf("GET /goods after the removal: %d %+v", a.Status, p)

@@ -18,7 +18,7 @@ import (
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
-// TestTheOpenAPIDescriptionMatchesALiveInstance: docs/openapi.yaml is a
+// TestTheOpenAPIDescriptionMatchesALiveInstance: internal/api/openapi.yaml is a
 // valid OpenAPI 3.1 document whose answer codes are the shop's (api.All),
 // and a live instance's answers to a round of requests — a purchase, its
 // replay, a sold out, bad input, goods read and listed, an order read and
@@ -28,12 +28,12 @@ import (
 func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	ctx := context.Background()
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromFile("../../docs/openapi.yaml")
+	doc, err := loader.LoadFromData(api.OpenAPI)
 	if err != nil {
-		t.Fatalf("docs/openapi.yaml: %v", err)
+		t.Fatalf("internal/api/openapi.yaml: %v", err)
 	}
 	if err := doc.Validate(loader.Context); err != nil {
-		t.Fatalf("docs/openapi.yaml is not a valid OpenAPI document: %v", err)
+		t.Fatalf("internal/api/openapi.yaml is not a valid OpenAPI document: %v", err)
 	}
 	var codes []string
 	for _, c := range doc.Components.Schemas["Answer"].Value.Properties["code"].Value.Enum {
@@ -43,11 +43,14 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		t.Errorf("the description's codes %v, the shop's %v", codes, slices.Sorted(slices.Values(api.All)))
 	}
 
-	// The dashboard's page is text, as text/plain is to kin-openapi.
-	openapi3filter.RegisterBodyDecoder("text/html", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
-		b, err := io.ReadAll(r)
-		return string(b), err
-	})
+	// The dashboard's page and this description are text, as text/plain is
+	// to kin-openapi.
+	for _, ct := range []string{"text/html", "application/yaml"} {
+		openapi3filter.RegisterBodyDecoder(ct, func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			b, err := io.ReadAll(r)
+			return string(b), err
+		})
+	}
 	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
@@ -127,6 +130,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		{http.MethodGet, "/healthz", false, nil, 200},
 		{http.MethodGet, "/readyz", false, nil, 200},
 		{http.MethodGet, "/metrics", false, nil, 200},
+		{http.MethodGet, "/openapi.yaml", false, nil, 200},
 		{http.MethodGet, "/dashboard", false, nil, 200},
 		{http.MethodGet, "/dashboard/data?goods=1&history=1", false, nil, 200},
 	} {
