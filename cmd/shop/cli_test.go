@@ -67,6 +67,8 @@ func TestCommandLineMistakesAreUsageErrors(t *testing.T) {
 		{[]string{"stock", "set", "--goods", "0", "--stock", "1"}, `--goods: goods "0": want positive 32-bit numbers`},
 		{[]string{"stock", "set", "--goods", "5-1", "--stock", "1"}, `--goods: goods range "5-1" runs backwards`},
 		{[]string{"stock", "set", "--goods", "abc", "--stock", "1"}, `--goods: goods "abc"`},
+		{[]string{"stock", "set", "--goods", "1-100001", "--stock", "1"}, "more than 100000 goods in one set (--max-goods raises the bound)"},
+		{[]string{"stock", "set", "--goods", "1-20", "--stock", "1", "--max-goods", "10"}, "more than 10 goods"},
 		{[]string{"stock", "set", "--stock", "1", "--end", "soon"}, "--end"},
 		{[]string{"serve", "--lock.enabled=maybe"}, "lock.enabled"},
 		{[]string{"serve", "--demo.maxSleep", "soon"}, "demo.maxSleep"},

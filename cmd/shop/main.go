@@ -210,6 +210,7 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 	var goods, file string
 	var reset repo.StockReset
 	var saleStart, saleEnd string
+	var maxGoods int
 	cmd := &cobra.Command{
 		Use:   "set --goods N --stock M | --file goods.csv",
 		Short: "Set the stock of one goods or many (e.g. between load tests), creating rows if needed",
@@ -230,8 +231,10 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 					return fmt.Errorf("%w: --file: %w", errUsage, err)
 				}
 			default:
-				set, err := api.ParseGoodsSet(goods)
+				set, err := api.ParseGoodsSetMax(goods, maxGoods)
 				switch {
+				case err != nil && strings.Contains(err.Error(), "more than"):
+					return fmt.Errorf("%w: --goods: %w (--max-goods raises the bound)", errUsage, err)
 				case err != nil:
 					return fmt.Errorf("%w: --goods: %w", errUsage, err)
 				case !cmd.Flags().Changed("stock"):
@@ -268,6 +271,7 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&goods, "goods", "1", "goods: a number, a range (1-200) or a list (1-10,42)")
+	fs.IntVar(&maxGoods, "max-goods", api.MaxGoodsSet, "the most goods one --goods may name (a mistyped range stops here)")
 	fs.Int32Var(&stock, "stock", 0, "new stock of each goods, ≥ 0 (required with --goods)")
 	fs.StringVar(&file, "file", "", "a CSV file of goodsNo,stock lines (a header line is allowed) instead of --goods and --stock")
 	fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")

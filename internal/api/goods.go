@@ -17,7 +17,11 @@ const MaxGoodsSet = 100_000
 // ("1-10,42,100-110"). The numbers are what the shop's path takes:
 // positive 32-bit integers. The result is in the order written, without
 // repeats.
-func ParseGoodsSet(s string) ([]int32, error) {
+func ParseGoodsSet(s string) ([]int32, error) { return ParseGoodsSetMax(s, MaxGoodsSet) }
+
+// ParseGoodsSetMax is ParseGoodsSet with another bound on the number of
+// goods.
+func ParseGoodsSetMax(s string, maxGoods int) ([]int32, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("no goods: want a number, a range such as 1-200, or a list of them")
 	}
@@ -39,8 +43,8 @@ func ParseGoodsSet(s string) ([]int32, error) {
 				return nil, fmt.Errorf("goods range %q runs backwards", part)
 			}
 		}
-		if int64(len(out))+int64(to)-int64(from)+1 > MaxGoodsSet {
-			return nil, fmt.Errorf("goods %q: more than %d goods in one set", s, MaxGoodsSet)
+		if int64(len(out))+int64(to)-int64(from)+1 > int64(maxGoods) {
+			return nil, fmt.Errorf("goods %q: more than %d goods in one set", s, maxGoods)
 		}
 		for g := int64(from); g <= int64(to); g++ {
 			if !seen[int32(g)] {
