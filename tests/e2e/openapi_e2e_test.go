@@ -7,14 +7,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -136,6 +141,43 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	} {
 		if status, body := ask(r.method, r.path, r.bad, r.header...); status != r.status {
 			t.Errorf("%s %s: %d %v, want %d", r.method, r.path, status, body, r.status)
+		}
+	}
+
+	// The refusals of a shop with tokens, limits and a sale not yet open.
+	secret := filepath.Join(t.TempDir(), "hs256.secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 40)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Shop(t, "stock", "set", "--goods", "3", "--stock", "5", "--start", "+1h")
+	jin := s.Serve(t, "SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE="+secret, "SHOP_LIMITS_BUYERRATE=0.01", "SHOP_LIMITS_BUYERBURST=1")
+	doc.Servers = openapi3.Servers{{URL: jin.URL}}
+	if router, err = gorillamux.NewRouter(doc); err != nil {
+		t.Fatal(err)
+	}
+	in = jin
+	token := func(buyer string) string {
+		tok, err := auth.MintHS256([]byte(strings.Repeat("k", 40)), buyer, "", "", time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + tok
+	}
+	for _, r := range []struct {
+		method, path string
+		header       []string
+		status       int
+		code         string
+	}{
+		{http.MethodPost, "/goods-stock/2", nil, 401, "unauthenticated"},
+		{http.MethodPost, "/goods-stock/2", []string{"Authorization", token("carol"), "X-User-ID", "dave"}, 403, "buyer_mismatch"},
+		{http.MethodPost, "/goods-stock/3", []string{"Authorization", token("erin")}, 409, "not_started"},
+		{http.MethodPost, "/goods-stock/2", []string{"Authorization", token("erin")}, 429, "too_many_requests"},
+		{http.MethodGet, fmt.Sprintf("/orders/%d", order), nil, 401, "unauthenticated"},
+		{http.MethodGet, fmt.Sprintf("/orders/%d", order), []string{"Authorization", token("frank")}, 404, "order_not_found"},
+	} {
+		if status, body := ask(r.method, r.path, false, r.header...); status != r.status || body["code"] != r.code {
+			t.Errorf("%s %s: %d %v, want %d %s", r.method, r.path, status, body, r.status, r.code)
 		}
 	}
 }
