@@ -21,6 +21,7 @@ type faultPair struct {
 	e2e.Stack
 	a, b   *e2e.Instance
 	db, zk *itest.Proxy
+	first  e2e.Answer // an allot pair's: A's first buyer's answer
 }
 
 func newFaultPair(t *testing.T, proxyZK bool, env ...string) faultPair {

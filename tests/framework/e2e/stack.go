@@ -141,6 +141,31 @@ func (s Stack) CheckNoOversell(t *testing.T, initial int, answers ...Answer) {
 	if stock < 0 {
 		t.Errorf("stock %d below zero", stock)
 	}
+	// And the answers one by one, against the model of the shop, when each
+	// says which request it answers (its requestId): an answer without one
+	// (no answer at all, or one a test made up) leaves the totals alone.
+	var rec history.Recorder
+	for i, a := range answers {
+		var body struct {
+			RequestID string `json:"requestId"`
+			OrderID   uint64 `json:"orderId"`
+		}
+		if a.Err != nil || a.Decode(&body) != nil || body.RequestID == "" {
+			t.Logf("answer %d names no request: the history is not checked, the totals are", i)
+			return
+		}
+		op := history.Op{Client: i, Kind: history.Buy, Goods: 1, RequestID: body.RequestID,
+			Result: history.BuyResult(history.Answer{Status: a.Status, Code: a.Code}), Call: a.Start, Ret: a.End}
+		if op.Result == history.OK {
+			op.Order = body.OrderID
+		}
+		rec.Add(op)
+	}
+	r := history.Check(rec.Ops(), map[int32]int32{1: int32(initial)}, s.FinalRows(t), time.Minute,
+		InRoot(t, "out/history/"+strings.ReplaceAll(t.Name(), "/", "_")))
+	if !r.Legal {
+		t.Errorf("the history of %d operations is not the shop's: %q (%v)", r.Ops, r.Problems, r.HTML)
+	}
 }
 
 // CheckNoOrphans checks that no lock node is left on the lock path (the
