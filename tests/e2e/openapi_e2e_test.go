@@ -60,6 +60,8 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
 	s.Shop(t, "stock", "set", "--goods", "2-3", "--stock", "5", "--clear-orders")
+	s.Shop(t, "stock", "set", "--goods", "4", "--stock", "5", "--clear-orders", "--end", "+1s")
+	start := time.Now() // goods 4's sale ends before start + 1 s
 	in := s.Serve(t)
 	doc.Servers = openapi3.Servers{{URL: in.URL}}
 	router, err := gorillamux.NewRouter(doc)
@@ -106,6 +108,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		return resp.StatusCode, fields
 	}
 
+	time.Sleep(time.Until(start.Add(1100 * time.Millisecond))) // goods 4's sale has ended
 	status, bought := ask(http.MethodPost, "/goods-stock/1", false, "X-Request-ID", "openapi-1", "X-User-ID", "alice")
 	if status != 200 || bought["orderId"] == nil {
 		t.Fatalf("the purchase: %d %v", status, bought)
@@ -120,6 +123,9 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		{http.MethodPost, "/goods-stock/1", false, []string{"X-Request-ID", "openapi-1", "X-User-ID", "alice"}, 200}, // the replay
 		{http.MethodGet, "/goods-stock/1", false, nil, 409},                                                          // sold out
 		{http.MethodGet, "/goods-stock/2", false, []string{"X-Request-Timeout-Ms", "5000", "X-User-ID", "bob"}, 200},
+		{http.MethodGet, "/goods-stock/2", false, []string{"X-User-ID", "bob"}, 409},                                 // already_bought
+		{http.MethodPost, "/goods-stock/2", false, []string{"X-Request-ID", "openapi-1", "X-User-ID", "alice"}, 409}, // request_id_conflict
+		{http.MethodGet, "/goods-stock/4", false, nil, 409},                                                          // ended
 		{http.MethodGet, "/goods-stock/01", true, nil, 400},
 		{http.MethodGet, "/goods-stock/9", false, nil, 404},
 		{http.MethodGet, "/goods-stock/2", true, []string{"X-Request-ID", "not valid!"}, 400},
