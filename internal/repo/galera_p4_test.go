@@ -174,8 +174,8 @@ func checkHistory(t *testing.T, rec *history.Recorder, stock int32, dsn string) 
 	t.Logf("history of %d operations legal %v (checked in %v)", report.Ops, report.Legal, report.Took.Round(time.Millisecond))
 }
 
-// finalRows reads goods 1's stock and every order through dsn, after the
-// node has applied everything the cluster committed.
+// finalRows reads the stock and every order through dsn, after the node
+// has applied everything the cluster committed.
 func finalRows(t *testing.T, dsn string) history.Final {
 	t.Helper()
 	db, err := sql.Open("mysql", dsn+"&parseTime=true&wsrep_sync_wait=15")
@@ -183,32 +183,8 @@ func finalRows(t *testing.T, dsn string) history.Final {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	f := history.Final{Stock: map[int32]int32{}}
-	var stock int32
-	if err := db.QueryRow("SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&stock); err != nil {
-		t.Fatal(err)
-	}
-	f.Stock[1] = stock
-	rows, err := db.Query("SELECT id, goods_no, request_id, status, created_at, paid_at, expired_at FROM order_info")
+	f, err := history.ReadFinal(context.Background(), db)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r history.Row
-		var paidAt, expiredAt sql.NullTime
-		if err := rows.Scan(&r.ID, &r.Goods, &r.RequestID, &r.Status, &r.CreatedAt, &paidAt, &expiredAt); err != nil {
-			t.Fatal(err)
-		}
-		if paidAt.Valid {
-			r.PaidAt = &paidAt.Time
-		}
-		if expiredAt.Valid {
-			r.ExpiredAt = &expiredAt.Time
-		}
-		f.Orders = append(f.Orders, r)
-	}
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return f

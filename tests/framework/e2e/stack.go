@@ -282,41 +282,8 @@ func (s Stack) FinalRows(t testing.TB) history.Final {
 	waitAllotmentsBack(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f := history.Final{Stock: map[int32]int32{}}
-	rows, err := db.QueryContext(ctx, "SELECT goods_no, stock FROM goods_stock")
+	f, err := history.ReadFinal(ctx, db)
 	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var g, stock int32
-		if err := rows.Scan(&g, &stock); err != nil {
-			t.Fatal(err)
-		}
-		f.Stock[g] = stock
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rows, err = db.QueryContext(ctx, "SELECT id, goods_no, request_id, status, created_at, paid_at, expired_at FROM order_info ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r history.Row
-		var paidAt, expiredAt sql.NullTime
-		if err := rows.Scan(&r.ID, &r.Goods, &r.RequestID, &r.Status, &r.CreatedAt, &paidAt, &expiredAt); err != nil {
-			t.Fatal(err)
-		}
-		if paidAt.Valid {
-			r.PaidAt = &paidAt.Time
-		}
-		if expiredAt.Valid {
-			r.ExpiredAt = &expiredAt.Time
-		}
-		f.Orders = append(f.Orders, r)
-	}
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return f
