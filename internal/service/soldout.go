@@ -93,8 +93,14 @@ func (m *SoldOutMarks) Expiring(payTimeout time.Duration, oldestUnpaid func(ctx 
 		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.expiry = expiryHorizon{payTimeout: payTimeout, oldestUnpaid: oldestUnpaid}
+	m.mu.Unlock()
+	if payTimeout > 0 && oldestUnpaid != nil {
+		// A first reading now: the first goods to sell out is then marked
+		// at once, instead of its next buyers queueing for the lock while
+		// a reading made after the observation (no bound for it) comes.
+		go m.readHorizon()
+	}
 }
 
 // mark records that goodsNo was seen sold out by a read that began after

@@ -52,7 +52,7 @@ func TestASoldOutMarkEndsBeforeAnExpiredPieceCanBeBack(t *testing.T) {
 	t.Run("no reading before the observation", func(t *testing.T) {
 		m := NewSoldOutMarks(time.Minute)
 		m.Expiring(payTimeout, func(context.Context) (time.Time, bool, error) { return time.Time{}, false, nil })
-		m.mark(1, time.Now())
+		m.mark(1, time.Now().Add(-time.Minute)) // observed before any reading began
 		if m.seen(1) {
 			t.Fatal("marked without knowing when a piece could be back")
 		}
