@@ -43,11 +43,12 @@ func StartElection(c *zklock.Client, path, id string, orders *service.Orders, le
 	return e, nil
 }
 
-// Status is GET /leader's answer.
+// Status is GET /leader's answer. A ZooKeeper that does not answer within
+// ctx (or at all) is service.ErrUnavailable.
 func (e *Election) Status(ctx context.Context) (bool, string, string, error) {
 	ids, err := e.sel.Participants(ctx)
 	if err != nil {
-		return false, "", e.id, err
+		return false, "", e.id, fmt.Errorf("%w: zookeeper: the election's participants: %w", service.ErrUnavailable, err)
 	}
 	leaderID := ""
 	if len(ids) > 0 {

@@ -390,8 +390,15 @@ func orderResponse(o service.Order) Response {
 		Status: o.Status, CreatedAt: &o.CreatedAt, PaidAt: o.PaidAt, ExpiredAt: o.ExpiredAt}
 }
 
+// statusTimeout bounds the answers about the shop's own state (/leader,
+// /readyz): a ZooKeeper or MySQL that does not answer is a 503 soon, not a
+// request that hangs as long as they are gone.
+const statusTimeout = 3 * time.Second
+
 func (h *handler) leader(c *gin.Context) {
-	leader, leaderID, self, err := h.election.Status(c.Request.Context())
+	ctx, cancel := context.WithTimeout(c.Request.Context(), statusTimeout)
+	defer cancel()
+	leader, leaderID, self, err := h.election.Status(ctx)
 	if err != nil {
 		h.fail(c, 0, err)
 		return
@@ -404,7 +411,7 @@ func (h *handler) healthz(c *gin.Context) {
 }
 
 func (h *handler) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), statusTimeout)
 	defer cancel()
 	for _, ch := range h.checks {
 		if err := ch.Check(ctx); err != nil {
