@@ -34,7 +34,7 @@ import (
 // A store that cannot be opened is named with the key that fixes it.
 func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
 	store, err := repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns, SaleConns: cfg.MySQL.SaleConns, TLSCA: cfg.MySQL.TLSCA,
-		IdleTransactionTimeout: cfg.IdleTransaction()})
+		Password: cfg.MySQL.Password, IdleTransactionTimeout: cfg.IdleTransaction()})
 	if err != nil {
 		return nil, fmt.Errorf("%w\n  check mysql.dsn (SHOP_MYSQL_DSN, --mysql.dsn); for the local MariaDB run: make stack-up", err)
 	}

@@ -38,6 +38,7 @@ type Config struct {
 		// IdleTransactionTimeout: 0 derives it (IdleTransaction).
 		IdleTransactionTimeout time.Duration
 		TLSCA                  string // "" : the DSN's tls parameter
+		Password               string // from mysql.passwordFile; "" : the DSN's
 	}
 	ZooKeeper struct {
 		Servers           []string

@@ -344,6 +344,12 @@ func TestEverySettingReachesItsOwnField(t *testing.T) {
 		kList:     {"h1:1,h2:2", "10.0.0.0/8"},
 		kFloat:    {"2.5"},
 	}
+	// A file's path, for the settings that read one (mysql.passwordFile).
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("pw"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	candidates[kString] = append(candidates[kString], secret)
 	// What a setting can be changed only with: set for its base and its
 	// change alike.
 	needs := map[string]map[string]string{"auth.mode": {"SHOP_AUTH_HMACSECRETFILE": "/s"}}
@@ -434,6 +440,31 @@ func TestZooKeeperAuthSetting(t *testing.T) {
 		_, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": bad})
 		if err == nil || !strings.Contains(err.Error(), "zookeeper.auth") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%q: %v; want a refusal naming the key, not the value", bad, err)
+		}
+	}
+}
+
+// mysql.passwordFile reads the DSN user's password from a file (a
+// Kubernetes Secret mounted as one); an empty or missing file is refused
+// without its content shown.
+func TestMySQLPasswordFileSetting(t *testing.T) {
+	dir := t.TempDir()
+	file, empty := filepath.Join(dir, "password"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(file, []byte("s3cret-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := load(t, map[string]string{"SHOP_MYSQL_PASSWORDFILE": file}); err != nil || c.MySQL.Password != "s3cret-from-file" {
+		t.Errorf("from a file: %q, %v", c.MySQL.Password, err)
+	}
+	if c, err := load(t, map[string]string{}); err != nil || c.MySQL.Password != "" {
+		t.Errorf("without one: %q, %v; want the DSN's", c.MySQL.Password, err)
+	}
+	for _, bad := range []string{empty, filepath.Join(dir, "missing")} {
+		if _, err := load(t, map[string]string{"SHOP_MYSQL_PASSWORDFILE": bad}); err == nil || !strings.Contains(err.Error(), "mysql.passwordFile") {
+			t.Errorf("%s: %v; want a refusal naming the key", bad, err)
 		}
 	}
 }

@@ -101,6 +101,25 @@ func (p *parser) oneOf(key string, allowed ...string) string {
 
 // zkAuth is zookeeper.auth: "", digest:user:password or file:PATH; the
 // user:password it names. Its errors never show the value.
+// secretFile is the content of the file key names, without its surrounding
+// white space ("" when no file is named); the content is never shown.
+func (p *parser) secretFile(key string) string {
+	path := p.optional(key)
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		p.fail(key, "cannot read the file it names: %v", err)
+		return ""
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		p.fail(key, "the file it names is empty")
+	}
+	return v
+}
+
 func (p *parser) zkAuth(key string) string {
 	v := p.optional(key)
 	if path, ok := strings.CutPrefix(v, "file:"); ok {

@@ -69,6 +69,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.MySQL.IdleTransactionTimeout = p.duration(k, true) }},
 	{"mysql.tlsCA", kString, "", "a PEM file of the CA that signed MySQL's certificate: every connection uses TLS and verifies the server with it (empty: the DSN's own tls parameter, plaintext without one)",
 		func(p *parser, k string, c *Config) { c.MySQL.TLSCA = p.optional(k) }},
+	{"mysql.passwordFile", kString, "", "a file holding the password of the DSN's user, which replaces the DSN's own: a secret kept out of the DSN (a Kubernetes Secret mounted as a file); empty: the DSN's",
+		func(p *parser, k string, c *Config) { c.MySQL.Password = p.secretFile(k) }},
 	{"zookeeper.servers", kList, "127.0.0.1:2181", "ZooKeeper ensemble, comma separated host:port",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Servers = p.list(k) }},
 	{"zookeeper.sessionTimeout", kDuration, zk.DefaultSessionTimeout.String(), "ZooKeeper session timeout (the seed's Curator sessionTimeoutMs)",

@@ -43,6 +43,9 @@ type Options struct {
 	// those CAs alone. Empty: the DSN's own tls parameter decides
 	// (plaintext without one).
 	TLSCA string
+	// Password, when set, replaces the DSN's password (a secret kept out
+	// of the DSN, read from a file by the caller).
+	Password string
 }
 
 // DefaultSaleConns is the default size of a sale pool. Sale transactions on
@@ -93,6 +96,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+	}
+	if opts.Password != "" {
+		cfg.Passwd = opts.Password
 	}
 	var fo *failover
 	if len(addrs) > 1 {
