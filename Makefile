@@ -38,7 +38,7 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
 
-## test: bring the stack and the Galera cluster up, install k6 and JMeter, vet, and run every test
+## test: bring the stack and the Galera cluster up, install k6, helm and JMeter, vet, and run every test
 ## with the race detector
 test: stack-up galera-up build loadtools fmt-check vet
 	$(GO) test -race -count=1 -timeout 25m ./...
@@ -114,7 +114,7 @@ demo: stack-up build
 cluster-demo: stack-up build
 	scripts/demo.sh cluster
 
-## loadtools: build k6 into bin/ (Go module proxy) and install Debian's JMeter, if missing
+## loadtools: build k6 and helm into bin/ (Go module proxy) and install Debian's JMeter, if missing
 loadtools:
 	scripts/loadtools.sh install
 

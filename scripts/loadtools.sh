@@ -15,6 +15,10 @@
 #                                                THREADS (1500) threads; fails unless every sample is a
 #                                                200 or a 409 that passed the plan's assertions
 #
+#   scripts/loadtools.sh helm                    build helm into bin/ if missing (HELM_VERSION), for the
+#                                                Helm chart's test
+#   scripts/loadtools.sh install                 k6, helm and JMeter, each if missing (make loadtools)
+#
 # k6 is built from the Go module proxy into bin/ if missing (K6_VERSION); JMeter is Debian's,
 # installed if missing, and started through loadtest/jmeter/JMeterLauncher.java: Debian's
 # JMeter 2.13 cannot load any plan with the XStream Debian ships beside it
@@ -24,6 +28,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 K6_VERSION=${K6_VERSION:-v1.8.1}
+HELM_VERSION=${HELM_VERSION:-v4.3.1}
 buyers=50
 stock=20
 users=30 # buyer mode
@@ -222,6 +227,15 @@ jmeter_plan() {
 	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
 }
 
+# install_helm builds helm (for the chart's test, tests/e2e/helm_chart_test.go) from the Go module
+# proxy into bin/ if missing: a few minutes once per machine.
+install_helm() {
+	if [ ! -x bin/helm ]; then
+		log "building helm $HELM_VERSION from the Go module proxy into bin/ (a few minutes the first time)"
+		GOBIN="$root/bin" go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+	fi
+}
+
 # jmeter_run USERS [PROPERTIES...]: one run of the plan (USERS 0: anonymous buyers) and its checks.
 jmeter_run() {
 	jmeter_plan 127.0.0.1 8081 $buyers "$@"
@@ -242,6 +256,7 @@ case "${1:-}" in
 k6) shift; k6 "$@" ;;
 jmeter) shift; jmeter "$@" ;;
 jmeter-open) shift; [ $# = 4 ] || { echo "usage: $0 jmeter-open HOST PORT RATE SECONDS" >&2; exit 2; }; cp=""; install_jmeter; jmeter_open "$@" ;;
-install) install_k6; cp=""; install_jmeter ;;
-*) echo "usage: $0 k6 [URLS [BUYERS]] | jmeter [HOST PORT [THREADS]] | jmeter-open HOST PORT RATE SECONDS | install" >&2; exit 2 ;;
+helm) install_helm ;;
+install) install_k6; install_helm; cp=""; install_jmeter ;;
+*) echo "usage: $0 k6 [URLS [BUYERS]] | jmeter [HOST PORT [THREADS]] | jmeter-open HOST PORT RATE SECONDS | helm | install" >&2; exit 2 ;;
 esac

@@ -84,6 +84,50 @@ func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return nil
 }
 
+// migrateWait returns once MySQL answers and has every schema version, or
+// fails after timeout naming what it last saw.
+func migrateWait(ctx context.Context, cfg Config, timeout time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	var logged time.Time
+	for {
+		last = schemaCurrent(ctx, cfg)
+		if last == nil {
+			log.Info("the schema is up to date")
+			return nil
+		}
+		if time.Since(logged) >= 10*time.Second {
+			log.Info("waiting for the schema", "why", last)
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migrate wait: not up to date after %v: %w", timeout, last)
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// schemaCurrent is nil when MySQL answers and has every schema version.
+func schemaCurrent(ctx context.Context, cfg Config) error {
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	states, err := store.MigrationStatus(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range states {
+		if !st.Applied {
+			return fmt.Errorf("version %d (%s) is not applied: run shop migrate", st.Version, st.File)
+		}
+	}
+	return nil
+}
+
 // migrateStatus prints the schema's versions and which the database has.
 func migrateStatus(ctx context.Context, cfg Config, stdout io.Writer) error {
 	store, err := openStore(ctx, cfg)

@@ -4,6 +4,7 @@
 //	shop serve                                  serve the HTTP API
 //	shop migrate                                apply the schema versions the database lacks
 //	shop migrate status                         list the schema versions and which are applied
+//	shop migrate wait [--timeout 10m]           wait until MySQL has every schema version
 //	shop stock set --goods N --stock M          set a goods' stock (e.g. between load tests)
 //	shop probe URL                              exit 0 if URL answers 200 (health checks)
 //
@@ -146,7 +147,22 @@ It needs MySQL (mysql.dsn) and, with the lock on, ZooKeeper (zookeeper.servers).
 		}),
 	}
 	configFlags(statusCmd.Flags(), "mysql.dsn", "log.")
-	migrateCmd.AddCommand(statusCmd)
+	var waitFor time.Duration
+	waitCmd := &cobra.Command{
+		Use:   "wait",
+		Short: "Wait until MySQL answers and has every schema version (a Kubernetes init container's step)",
+		Long: `wait exits 0 once MySQL answers and every version of the schema is applied, and 1
+after --timeout: an instance started before its migration (a Kubernetes pod whose
+migration Job has not run yet) waits in it instead of serving on an old schema.`,
+		Example: "  shop migrate wait --timeout 10m",
+		Args:    noArgs,
+		RunE: with(func(ctx context.Context, cfg Config, log *slog.Logger) error {
+			return migrateWait(ctx, cfg, waitFor, log)
+		}),
+	}
+	waitCmd.Flags().DurationVar(&waitFor, "timeout", 10*time.Minute, "how long to wait")
+	configFlags(waitCmd.Flags(), "mysql.dsn", "log.")
+	migrateCmd.AddCommand(statusCmd, waitCmd)
 
 	stockCmd := &cobra.Command{
 		Use:   "stock",

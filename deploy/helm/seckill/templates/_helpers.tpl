@@ -1,0 +1,105 @@
+{{/* The release's objects are named <release>-seckill (or the release's name when it holds "seckill"). */}}
+{{- define "seckill.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "seckill.labels" -}}
+app.kubernetes.io/name: seckill
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* selector labels of one component: shop, migrate, zookeeper */}}
+{{- define "seckill.selector" -}}
+app.kubernetes.io/name: seckill
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "seckill.image" -}}
+{{ .Values.shop.image.repository }}:{{ .Values.shop.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "seckill.secretName" -}}
+{{ .Values.secrets.existingSecret | default (printf "%s-secrets" (include "seckill.fullname" .)) }}
+{{- end -}}
+
+{{- define "seckill.mariadbName" -}}
+{{ include "seckill.fullname" . }}-mariadb
+{{- end -}}
+
+{{- define "seckill.zookeeperName" -}}
+{{ include "seckill.fullname" . }}-zookeeper
+{{- end -}}
+
+{{/* zookeeper.servers: the ensemble's pods by their stable names, or the user's */}}
+{{- define "seckill.zookeeperServers" -}}
+{{- if .Values.zookeeper.enabled -}}
+{{- $name := include "seckill.zookeeperName" . -}}
+{{- $servers := list -}}
+{{- range $i := until (int .Values.zookeeper.replicas) -}}
+{{- $servers = append $servers (printf "%s-%d.%s-headless.%s.svc:2181" $name $i $name $.Release.Namespace) -}}
+{{- end -}}
+{{- join "," $servers -}}
+{{- else -}}
+{{- required "zookeeper.servers: name your ensemble (host:port each) when zookeeper.enabled is false" (join "," .Values.zookeeper.servers) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* mysql.dsn: the operator's primary Service, or the user's DSN */}}
+{{- define "seckill.dsn" -}}
+{{- if .Values.mariadb.operator -}}
+{{ .Values.mariadb.username }}@tcp({{ include "seckill.mariadbName" . }}-primary.{{ .Release.Namespace }}.svc:3306)/{{ .Values.mariadb.database }}
+{{- else -}}
+{{ required "mariadb.dsn: the DSN of your database when mariadb.operator is false" .Values.mariadb.dsn }}
+{{- end -}}
+{{- end -}}
+
+{{/* The shop's config.yaml: the user's keys, and those the chart owns. */}}
+{{- define "seckill.config" -}}
+{{- $dir := "/etc/seckill/secrets" -}}
+{{- $own := dict
+  "server" (dict "addr" (printf "0.0.0.0:%d" (int .Values.shop.port)))
+  "mysql" (dict "dsn" (include "seckill.dsn" .) "passwordFile" (printf "%s/mysql-password" $dir))
+  "zookeeper" (dict "servers" (include "seckill.zookeeperServers" .)) -}}
+{{- if .Values.mysqlTLS -}}
+{{- $_ := set $own.mysql "tlsCA" (printf "%s/mysql-ca.pem" $dir) -}}
+{{- end -}}
+{{- if .Values.zookeeperAuth -}}
+{{- $_ := set $own.zookeeper "auth" (printf "file:%s/zookeeper-auth" $dir) -}}
+{{- end -}}
+{{- if eq .Values.auth.mode "jwt" -}}
+{{- $a := dict "mode" "jwt" -}}
+{{- if eq .Values.auth.jwtAlgorithm "rs256" -}}
+{{- $_ := set $a "publicKeyFile" (printf "%s/jwt-public-key" $dir) -}}
+{{- else if eq .Values.auth.jwtAlgorithm "hs256" -}}
+{{- $_ := set $a "hmacSecretFile" (printf "%s/jwt-hmac-secret" $dir) -}}
+{{- else -}}
+{{- fail "auth.jwtAlgorithm: hs256 or rs256" -}}
+{{- end -}}
+{{- $_ := set $own "auth" $a -}}
+{{- else if ne .Values.auth.mode "none" -}}
+{{- fail "auth.mode: none or jwt" -}}
+{{- end -}}
+{{- $user := deepCopy .Values.shop.config -}}
+{{- $shutdown := dig "server" "shutdownTimeout" "15s" $user -}}
+{{- if ne (printf "%ds" (int .Values.shop.shutdownTimeoutSeconds)) (toString $shutdown) -}}
+{{- fail (printf "shop.config.server.shutdownTimeout (%v) and shop.shutdownTimeoutSeconds (%d) disagree: the pod's grace period comes from the second; give the first in whole seconds (\"%ds\")" $shutdown (int .Values.shop.shutdownTimeoutSeconds) (int .Values.shop.shutdownTimeoutSeconds)) -}}
+{{- end -}}
+{{- toYaml (mergeOverwrite $user $own) -}}
+{{- end -}}
+
+{{/* pods' common security: not root, no privilege, nothing added */}}
+{{- define "seckill.containerSecurity" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+{{- end -}}
