@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,7 +232,7 @@ shop: {replicas: 6}
 					t.Errorf("no %s sale-seckill%s among the rendered objects", kind, suffix)
 				}
 			}
-			for _, p := range checkChart(objs) {
+			for _, p := range checkChart(objs, shopImage(t), knownKeys(t)) {
 				t.Error(p)
 			}
 		})
@@ -261,7 +262,8 @@ func TestTheChartChecksCatchABrokenChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := checkChart(base); len(p) > 0 {
+	img, known := shopImage(t), knownKeys(t)
+	if p := checkChart(base, img, known); len(p) > 0 {
 		t.Fatalf("the chart as it is: %v", p)
 	}
 	for _, c := range []struct {
@@ -275,6 +277,17 @@ func TestTheChartChecksCatchABrokenChart(t *testing.T) {
 		{"the container's port not the shop's", "server.addr", func(objs []object) {
 			d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
 			d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 9090
+		}},
+		{"the port left to the image (0.0.0.0:8080) while the chart's is another", "server.addr", func(objs []object) {
+			d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "SHOP_SERVER_ADDR" })
+			c.Ports[0].ContainerPort = 9090
+			c.StartupProbe.HTTPGet.Port = intstr.FromInt32(9090)
+		}},
+		{"a key the shop does not know", "lock2.pathh", func(objs []object) {
+			cm, _ := find[*corev1.ConfigMap](objs, "ConfigMap", "sale-seckill-config")
+			cm.Data["config.yaml"] += "\nlock2:\n  pathh: /x\n"
 		}},
 		{"a grace period shorter than server.shutdownTimeout", "terminationGracePeriodSeconds", func(objs []object) {
 			d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
@@ -298,7 +311,7 @@ func TestTheChartChecksCatchABrokenChart(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.breakIt(objs)
-		problems := strings.Join(checkChart(objs), "\n")
+		problems := strings.Join(checkChart(objs, img, known), "\n")
 		if !strings.Contains(problems, c.want) {
 			t.Errorf("%s: the checks said %q, want a problem naming %s", c.name, problems, c.want)
 		}
@@ -336,7 +349,7 @@ func setting(cfg map[string]any, key string) string {
 
 // checkChart is the shop's rules on a rendered chart: what a wrong value
 // would break at install or at a rolling update, found before either.
-func checkChart(objs []object) []string {
+func checkChart(objs []object, shopImage image, known map[string]bool) []string {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	d, ok := find[*appsv1.Deployment](objs, "Deployment", "")
@@ -353,8 +366,26 @@ func checkChart(objs []object) []string {
 	}
 	shop := pod.Containers[0]
 
-	// The probes reach the port the shop listens on (server.addr).
-	_, addrPort, _ := strings.Cut(setting(cfg, "server.addr"), ":")
+	// Every key of config.yaml is one the shop knows (it would refuse to
+	// start).
+	for _, key := range flatKeys(cfg, "") {
+		if !known[key] {
+			bad("config.yaml sets %s, a key the shop does not know (docs/configuration.md)", key)
+		}
+	}
+
+	// The probes reach the port the shop listens on: server.addr from the
+	// container's environment, else the image's, else config.yaml.
+	addr := setting(cfg, "server.addr")
+	if v, ok := shopImage.env["SHOP_SERVER_ADDR"]; ok {
+		addr = v
+	}
+	for _, e := range shop.Env {
+		if e.Name == "SHOP_SERVER_ADDR" {
+			addr = e.Value
+		}
+	}
+	_, addrPort, _ := strings.Cut(addr, ":")
 	port := func(p intstr.IntOrString) string {
 		if p.Type == intstr.String {
 			for _, cp := range shop.Ports {
@@ -367,7 +398,7 @@ func checkChart(objs []object) []string {
 		return fmt.Sprint(p.IntVal)
 	}
 	if len(shop.Ports) == 0 || fmt.Sprint(shop.Ports[0].ContainerPort) != addrPort {
-		bad("the container's port %v is not the one server.addr (%s) listens on", shop.Ports, setting(cfg, "server.addr"))
+		bad("the container's port %v is not the one server.addr (%s) listens on", shop.Ports, addr)
 	}
 	for _, pr := range []struct {
 		name, path string
@@ -377,7 +408,7 @@ func checkChart(objs []object) []string {
 		case pr.probe == nil || pr.probe.HTTPGet == nil:
 			bad("%s: none, or not an HTTP GET", pr.name)
 		case port(pr.probe.HTTPGet.Port) != addrPort:
-			bad("%s on port %s, the shop listens on %s (server.addr)", pr.name, port(pr.probe.HTTPGet.Port), addrPort)
+			bad("%s on port %s, the shop listens on %s (server.addr %s)", pr.name, port(pr.probe.HTTPGet.Port), addrPort, addr)
 		case pr.probe.HTTPGet.Path != pr.path:
 			bad("%s on %s, want %s", pr.name, pr.probe.HTTPGet.Path, pr.path)
 		}
@@ -488,4 +519,189 @@ func checkChart(objs []object) []string {
 		}
 	}
 	return problems
+}
+
+// flatKeys is a config's keys, dotted (lock.path), sorted.
+func flatKeys(m map[string]any, prefix string) []string {
+	var keys []string
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			keys = append(keys, flatKeys(sub, prefix+k+".")...)
+		} else {
+			keys = append(keys, prefix+k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// knownKeys is every key the shop knows: those of the repository's
+// config.yaml, which is generated from the shop's settings and lists each.
+func knownKeys(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(e2e.InRoot(t, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, k := range flatKeys(cfg, "") {
+		known[k] = true
+	}
+	if !known["server.shutdownTimeout"] || !known["lock.path"] {
+		t.Fatalf("config.yaml lists no settings: %v", known)
+	}
+	return known
+}
+
+// image is what the Dockerfile's shop stage gives a container: its
+// environment and its entrypoint.
+type image struct {
+	env        map[string]string
+	entrypoint []string
+}
+
+// shopImage reads the Dockerfile's last stage named shop.
+func shopImage(t *testing.T) image {
+	t.Helper()
+	b, err := os.ReadFile(e2e.InRoot(t, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, in := image{env: map[string]string{}}, false
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+		case fields[0] == "FROM":
+			in = len(fields) == 4 && strings.EqualFold(fields[2], "AS") && fields[3] == "shop"
+		case in && fields[0] == "ENV":
+			for _, kv := range fields[1:] {
+				k, v, _ := strings.Cut(kv, "=")
+				img.env[k] = v
+			}
+		case in && fields[0] == "ENTRYPOINT":
+			if err := yaml.Unmarshal([]byte(strings.TrimPrefix(line, "ENTRYPOINT")), &img.entrypoint); err != nil {
+				t.Fatalf("Dockerfile: %s: %v", line, err)
+			}
+		}
+	}
+	if len(img.entrypoint) == 0 {
+		t.Fatal("the Dockerfile has no stage shop with an ENTRYPOINT")
+	}
+	return img
+}
+
+// TestTheChartAndComposeAgree: what docker-compose.yml and the chart's
+// defaults share is the same — the ZooKeeper and MariaDB images, the Galera
+// settings (deploy/galera/galera.cnf against the MariaDB's myCnf), the
+// shop's port and readiness path, the migration's command, the Grafana
+// dashboard — and every SHOP_* variable compose sets is a setting the shop
+// knows.
+func TestTheChartAndComposeAgree(t *testing.T) {
+	objs, err := render(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(e2e.InRoot(t, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type composeService struct {
+		Image       string            `json:"image"`
+		Command     []string          `json:"command"`
+		Environment map[string]string `json:"environment"`
+		Healthcheck struct {
+			Test []string `json:"test"`
+		} `json:"healthcheck"`
+	}
+	var compose struct {
+		Services map[string]composeService `json:"services"`
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	service := func(name string) composeService {
+		s, ok := compose.Services[name]
+		if !ok {
+			t.Fatalf("docker-compose.yml has no service %s", name)
+		}
+		return s
+	}
+
+	zk, ok := find[*appsv1.StatefulSet](objs, "StatefulSet", "sale-seckill-zookeeper")
+	if !ok {
+		t.Fatal("no ZooKeeper StatefulSet")
+	}
+	if img := zk.Spec.Template.Spec.Containers[0].Image; img != service("zookeeper").Image || service("zk1").Image != img {
+		t.Errorf("ZooKeeper's image: compose %s and %s, the chart %s", service("zookeeper").Image, service("zk1").Image, img)
+	}
+	db, ok := find[*mariaDB](objs, "MariaDB", "")
+	if !ok {
+		t.Fatal("no MariaDB")
+	}
+	if db.Spec.Image != service("galera1").Image {
+		t.Errorf("MariaDB's image: compose's Galera nodes %s, the chart's %s", service("galera1").Image, db.Spec.Image)
+	}
+	cnf, err := os.ReadFile(e2e.InRoot(t, "deploy/galera/galera.cnf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := func(text string) map[string]string {
+		m := map[string]string{}
+		for _, line := range strings.Split(text, "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+				m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+		}
+		return m
+	}
+	chartCnf := settings(db.Spec.MyCnf)
+	for _, k := range []string{"binlog_format", "innodb_autoinc_lock_mode", "innodb_flush_log_at_trx_commit", "max_connections"} {
+		if want := settings(string(cnf))[k]; want == "" || chartCnf[k] != want {
+			t.Errorf("%s: galera.cnf %q, the chart's myCnf %q", k, want, chartCnf[k])
+		}
+	}
+
+	d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
+	c := d.Spec.Template.Spec.Containers[0]
+	shop1 := service("shop1")
+	if want := fmt.Sprintf("0.0.0.0:%d", c.Ports[0].ContainerPort); shop1.Environment["SHOP_SERVER_ADDR"] != want {
+		t.Errorf("the shop's address: compose %s, the chart %s", shop1.Environment["SHOP_SERVER_ADDR"], want)
+	}
+	if want := fmt.Sprintf("http://127.0.0.1:%d%s", c.Ports[0].ContainerPort, c.ReadinessProbe.HTTPGet.Path); !slices.Contains(shop1.Healthcheck.Test, want) {
+		t.Errorf("the readiness check: compose %v, the chart %s", shop1.Healthcheck.Test, want)
+	}
+	job, ok := find[*batchv1.Job](objs, "Job", "")
+	if !ok {
+		t.Fatal("no migration Job")
+	}
+	if args := job.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, service("migrate").Command) {
+		t.Errorf("the migration: compose %v, the chart %v", service("migrate").Command, args)
+	}
+	known := knownKeys(t)
+	for name, s := range compose.Services {
+		for k := range s.Environment {
+			key, ok := strings.CutPrefix(k, "SHOP_")
+			if !ok || k == "SHOP_CONFIG" {
+				continue
+			}
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(known)), func(known string) bool {
+				return strings.ToUpper(strings.ReplaceAll(known, ".", "_")) == key
+			}) {
+				t.Errorf("compose's %s sets %s, not a setting of the shop's", name, k)
+			}
+		}
+	}
+	composeBoard, err := os.ReadFile(e2e.InRoot(t, "deploy/grafana/dashboards/seckill.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartBoard, err := os.ReadFile(e2e.InRoot(t, chartDir+"/dashboards/seckill.json"))
+	if err != nil || !bytes.Equal(composeBoard, chartBoard) {
+		t.Errorf("the chart's dashboard is not deploy/grafana's (%v): cp deploy/grafana/dashboards/seckill.json %s/dashboards/", err, chartDir)
+	}
 }

@@ -61,11 +61,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
-{{/* The shop's config.yaml: the user's keys, and those the chart owns. */}}
+{{/* The shop's config.yaml: the user's keys, and those the chart owns. server.addr is not among
+them: the image sets SHOP_SERVER_ADDR, which outranks the file, so the Deployment sets it too. */}}
 {{- define "seckill.config" -}}
 {{- $dir := "/etc/seckill/secrets" -}}
 {{- $own := dict
-  "server" (dict "addr" (printf "0.0.0.0:%d" (int .Values.shop.port)))
   "mysql" (dict "dsn" (include "seckill.dsn" .) "passwordFile" (printf "%s/mysql-password" $dir))
   "zookeeper" (dict "servers" (include "seckill.zookeeperServers" .)) -}}
 {{- if .Values.mysqlTLS -}}

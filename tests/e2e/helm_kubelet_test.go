@@ -1,0 +1,369 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
+)
+
+// kubelet runs a rendered pod's containers on this machine as a kubelet
+// would, without one: each container's command is the image's entrypoint
+// (the Dockerfile's, its /shop being the shop binary built here) with the
+// container's args; its environment is the image's ENV, then the
+// container's env (values, the pod's name and namespace, resource limits);
+// its volumes are the rendered ConfigMap's and Secret's keys as files (the
+// Secret's with the volume's mode). The one liberty: a mount path is a
+// directory of the test's, and a path under a mount path in an env value,
+// an arg or a ConfigMap file is rewritten to it.
+type kubelet struct {
+	t       *testing.T
+	img     image
+	objs    []object
+	podName string
+}
+
+// container is one prepared container: its command and environment.
+type container struct {
+	name string
+	args []string
+	env  []string
+	dir  string // the working directory: the image's / (empty)
+}
+
+// prepare lays out c's volumes of pod under a directory of the test's and
+// returns the command that runs it.
+func (k kubelet) prepare(pod corev1.PodSpec, c corev1.Container) container {
+	t := k.t
+	t.Helper()
+	root := t.TempDir()
+	mounts := map[string]string{} // the container's path → the test's
+	var order []string
+	for _, m := range c.VolumeMounts {
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if i < 0 {
+			t.Fatalf("container %s mounts %s: no such volume", c.Name, m.Name)
+		}
+		host := filepath.Join(root, "volumes", m.Name)
+		if m.SubPath != "" {
+			host = filepath.Join(host, m.SubPath)
+		}
+		mounts[m.MountPath] = host
+		order = append(order, m.MountPath)
+	}
+	// Longest first: /etc/seckill/secrets before /etc/seckill/config.yaml's parent.
+	slices.SortFunc(order, func(a, b string) int { return len(b) - len(a) })
+	rewrite := func(s string) string {
+		for _, p := range order {
+			s = strings.ReplaceAll(s, p, mounts[p])
+		}
+		return s
+	}
+	for _, v := range pod.Volumes {
+		dir := filepath.Join(root, "volumes", v.Name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case v.ConfigMap != nil:
+			cm, ok := find[*corev1.ConfigMap](k.objs, "ConfigMap", v.ConfigMap.Name)
+			if !ok {
+				t.Fatalf("volume %s: no ConfigMap %s rendered", v.Name, v.ConfigMap.Name)
+			}
+			for key, data := range cm.Data {
+				writeFile(t, filepath.Join(dir, key), rewrite(data), 0o644)
+			}
+		case v.Secret != nil:
+			sec, ok := find[*corev1.Secret](k.objs, "Secret", v.Secret.SecretName)
+			if !ok {
+				t.Fatalf("volume %s: no Secret %s rendered", v.Name, v.Secret.SecretName)
+			}
+			mode := os.FileMode(0o644)
+			if v.Secret.DefaultMode != nil {
+				mode = os.FileMode(*v.Secret.DefaultMode)
+			}
+			for key, data := range sec.StringData {
+				writeFile(t, filepath.Join(dir, key), data, mode)
+			}
+			for key, data := range sec.Data {
+				writeFile(t, filepath.Join(dir, key), string(data), mode)
+			}
+		default:
+			t.Fatalf("volume %s: a kind this kubelet does not make", v.Name)
+		}
+	}
+
+	env := map[string]string{"HOSTNAME": k.podName}
+	for name, v := range k.img.env {
+		env[name] = v
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = rewrite(e.Value)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			env[e.Name] = k.podName
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+			env[e.Name] = "shop"
+		case e.ValueFrom.ResourceFieldRef != nil:
+			q, ok := c.Resources.Limits[corev1.ResourceName(strings.TrimPrefix(e.ValueFrom.ResourceFieldRef.Resource, "limits."))]
+			if !ok {
+				t.Fatalf("env %s: %s is not set", e.Name, e.ValueFrom.ResourceFieldRef.Resource)
+			}
+			env[e.Name] = fmt.Sprint(q.Value())
+		default:
+			t.Fatalf("env %s: a source this kubelet does not know", e.Name)
+		}
+	}
+	if len(c.Command) > 0 {
+		t.Fatalf("container %s overrides the image's entrypoint: this kubelet runs only the shop's", c.Name)
+	}
+	if !slices.Equal(k.img.entrypoint, []string{"/shop"}) {
+		t.Fatalf("the image's entrypoint %v is not /shop", k.img.entrypoint)
+	}
+	out := container{name: c.Name, dir: t.TempDir()}
+	out.args = append([]string{e2e.ShopBinary(t)}, c.Args...)
+	for i := range out.args[1:] {
+		out.args[i+1] = rewrite(out.args[i+1])
+	}
+	for name, v := range env {
+		out.env = append(out.env, name+"="+v)
+	}
+	return out
+}
+
+func writeFile(t *testing.T, path, data string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// running is a started container.
+type running struct {
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan error
+}
+
+// start starts c; the test's end kills it if it still runs.
+func (c container) start(t *testing.T) *running {
+	t.Helper()
+	cmd := exec.Command(c.args[0], c.args[1:]...)
+	cmd.Env, cmd.Dir = c.env, c.dir
+	r := &running{cmd: cmd, out: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	return r
+}
+
+// wait is the container's exit within d ("still running" when it did not end).
+func (r *running) wait(d time.Duration) (exited bool, err error) {
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return true, err
+	case <-time.After(d):
+		return false, nil
+	}
+}
+
+// probe runs an HTTP probe as the kubelet does: every periodSeconds, up to
+// failureThreshold failures; nil once it succeeds.
+func probe(c corev1.Container, p *corev1.Probe) error {
+	port := p.HTTPGet.Port
+	if port.Type == intstr.String {
+		i := slices.IndexFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == port.StrVal })
+		if i < 0 {
+			return fmt.Errorf("no port named %s", port.StrVal)
+		}
+		port = intstr.FromInt32(c.Ports[i].ContainerPort)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", port.IntVal, p.HTTPGet.Path)
+	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
+	period := time.Duration(max(p.PeriodSeconds, 10)) * time.Second
+	client := &http.Client{Timeout: timeout}
+	var last error
+	for range max(p.FailureThreshold, 3) {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %d", url, resp.StatusCode)
+		}
+		last = err
+		time.Sleep(period)
+	}
+	return fmt.Errorf("failed %d times: %v", max(p.FailureThreshold, 3), last)
+}
+
+// TestTheShopStartsAsTheChartsDeploymentSays renders the chart for an
+// external database and ZooKeeper (this machine's: a database and lock
+// paths of the test's own), then does what a kubelet would with the
+// rendered objects: the migration Job's container and the Deployment's pod
+// — its init container waits until the Job has migrated, its shop passes
+// the startup, liveness and readiness probes on the declared port and
+// path, sells 20 pieces to 60 buyers exactly (the stock set as `kubectl
+// exec` would: the container's command line, env and files), and, told to
+// stop after the preStop pause, exits 0 within the grace period. Then the
+// same pod with a config.yaml holding a key the shop does not know: its
+// init container stops at once, naming the key.
+func TestTheShopStartsAsTheChartsDeploymentSays(t *testing.T) {
+	s := e2e.NewStack(t)
+	userPass, hostDB, ok := strings.Cut(s.DSN, "@")
+	user, password, _ := strings.Cut(userPass, ":")
+	if !ok || password == "" {
+		t.Fatalf("the test database's DSN %q has no user:password@", s.DSN)
+	}
+	stackEnv := map[string]string{}
+	for _, kv := range s.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			stackEnv[k] = v
+		}
+	}
+	port := freePort(t)
+	values := fmt.Sprintf(`
+shop:
+  replicas: 1
+  port: %d
+  config:
+    lock: {path: %q}
+    leader: {path: %q}
+    allot: {path: %q}
+zookeeper: {enabled: false, servers: [%q]}
+mariadb: {operator: false, dsn: %q}
+secrets: {mysqlPassword: %q}
+`, port, s.LockPath, stackEnv["SHOP_LEADER_PATH"], stackEnv["SHOP_ALLOT_PATH"], strings.Join(s.ZKServers, ","), user+"@"+hostDB, password)
+	objs, err := render(t, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, known := shopImage(t), knownKeys(t)
+	if p := checkChart(objs, img, known); len(p) > 0 {
+		t.Fatalf("the rendered chart: %v", p)
+	}
+	d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
+	job, ok := find[*batchv1.Job](objs, "Job", "")
+	if !ok {
+		t.Fatal("no migration Job")
+	}
+	pod := d.Spec.Template.Spec
+	k := kubelet{t: t, img: img, objs: objs, podName: d.Name + "-5d8c7b9f6-x7k2p"}
+
+	// The instance's init container waits for the schema the Job makes.
+	if len(pod.InitContainers) != 1 {
+		t.Fatalf("the pod's init containers: %d, want the one that waits for the schema", len(pod.InitContainers))
+	}
+	waiting := k.prepare(pod, pod.InitContainers[0]).start(t)
+	if exited, err := waiting.wait(3 * time.Second); exited {
+		t.Fatalf("the init container ended (%v) before the schema was made:\n%s", err, waiting.out)
+	}
+	jk := kubelet{t: t, img: img, objs: objs, podName: job.Name + "-q4w9z"}
+	migrate := jk.prepare(job.Spec.Template.Spec, job.Spec.Template.Spec.Containers[0]).start(t)
+	if exited, err := migrate.wait(2 * time.Minute); !exited || err != nil {
+		t.Fatalf("the migration Job's container: exited %t, %v\n%s", exited, err, migrate.out)
+	}
+	if exited, err := waiting.wait(30 * time.Second); !exited || err != nil {
+		t.Fatalf("the init container after the migration: exited %t, %v\n%s", exited, err, waiting.out)
+	}
+
+	c := pod.Containers[0]
+	shop := k.prepare(pod, c)
+	serving := shop.start(t)
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+	}{{"startup", c.StartupProbe}, {"liveness", c.LivenessProbe}, {"readiness", c.ReadinessProbe}} {
+		if err := probe(c, p.probe); err != nil {
+			t.Fatalf("the %s probe: %v\n%s", p.name, err, serving.out)
+		}
+	}
+
+	// A short sale: kubectl exec's stock set, then 60 buyers for 20 pieces.
+	exec := shop
+	exec.args = []string{shop.args[0], "stock", "set", "--goods", "1", "--stock", "20", "--clear-orders"}
+	if out, err := runContainer(exec); err != nil {
+		t.Fatalf("shop stock set in the container: %v\n%s", err, out)
+	}
+	outcome := e2e.Buy(t, []string{fmt.Sprintf("http://127.0.0.1:%d", port)}, 60)
+	if outcome.Status[http.StatusOK] != 20 || outcome.Status[http.StatusConflict] != 40 {
+		t.Errorf("60 buyers for 20 pieces: %v, want 20 200s and 40 409s", outcome.Status)
+	}
+	if stock, orders := s.Counts(t); stock != 0 || orders != 20 {
+		t.Errorf("stock %d with %d order rows, want 0 and 20", stock, orders)
+	}
+
+	// Stopping: the preStop pause, then SIGTERM; the shop must be gone
+	// within the rest of the grace period, with exit status 0.
+	pause := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	time.Sleep(pause)
+	if err := serving.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest := time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second - pause
+	if exited, err := serving.wait(rest); !exited || err != nil {
+		t.Fatalf("after SIGTERM, within %v: exited %t, %v\n%s", rest, exited, err, serving.out)
+	}
+
+	// The same pod with a key the shop does not know never starts: its
+	// first container stops at once and names the key.
+	cm, _ := find[*corev1.ConfigMap](objs, "ConfigMap", "sale-seckill-config")
+	cm.Data["config.yaml"] += "lock2:\n  pathh: /x\n"
+	bad := k.prepare(pod, pod.InitContainers[0]).start(t)
+	if exited, err := bad.wait(30 * time.Second); !exited || err == nil || !strings.Contains(bad.out.String(), "lock2") {
+		t.Errorf("with an unknown key: exited %t, %v, want a failure naming lock2\n%s", exited, err, bad.out)
+	}
+}
+
+// runContainer runs a prepared container to its end (60 s at most).
+func runContainer(c container) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.args[0], c.args[1:]...)
+	cmd.Env, cmd.Dir = c.env, c.dir
+	return cmd.CombinedOutput()
+}
+
+// freePort is a TCP port free on every interface now (the shop binds
+// 0.0.0.0, as in a pod).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
