@@ -82,7 +82,7 @@ var (
 // the scripts of make demo and make failover; serve is failover's first
 // half; chaos, bench, bench-shop and the cluster demo are run by hand) and
 // docker compose (no Docker engine here: the compose tests check the file
-// statically).
+// statically), helm and kubectl (no Kubernetes API: the chart's tests).
 func TestTheReadmesCommandsRun(t *testing.T) {
 	root := e2e.BuiltRoot(t)
 	makefile, err := os.ReadFile("../../Makefile")
@@ -112,6 +112,11 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 					t.Errorf("README/docs: %s: the Makefile has no target %s", line, target)
 				}
 			}
+			continue
+		case fields[0] == "helm" || fields[0] == "kubectl":
+			// No Kubernetes API here: docs/kubernetes.md's install; the chart's
+			// tests (helm_chart_test.go, helm_kubelet_test.go) render it and
+			// run what it would start.
 			continue
 		case strings.Contains(line, "docker compose"), strings.HasPrefix(line, "scripts/loadtools.sh"),
 			strings.HasPrefix(line, "scripts/stack.sh tls"), // TestMySQLOverTLS runs it
