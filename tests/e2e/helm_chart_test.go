@@ -705,3 +705,37 @@ func TestTheChartAndComposeAgree(t *testing.T) {
 		t.Errorf("the chart's dashboard is not deploy/grafana's (%v): cp deploy/grafana/dashboards/seckill.json %s/dashboards/", err, chartDir)
 	}
 }
+
+// TestEveryChartValueIsDocumented: values.yaml documents each key on the
+// line above it.
+func TestEveryChartValueIsDocumented(t *testing.T) {
+	b, err := os.ReadFile(e2e.InRoot(t, chartDir+"/values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`^(\s*)([A-Za-z][A-Za-z0-9]*):`)
+	prev, block := "", -1 // block: the indentation of a block scalar's key while in it
+	keys := 0
+	for i, line := range strings.Split(string(b), "\n") {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		if block >= 0 && (strings.TrimSpace(line) == "" || indent > block) {
+			continue
+		}
+		block = -1
+		if m := key.FindStringSubmatch(line); m != nil {
+			keys++
+			if !strings.HasPrefix(strings.TrimSpace(prev), "#") {
+				t.Errorf("values.yaml:%d: %s has no comment above it", i+1, m[2])
+			}
+			if strings.HasSuffix(strings.TrimSpace(line), "|") {
+				block = indent
+			}
+		}
+		if strings.TrimSpace(line) != "" {
+			prev = line
+		}
+	}
+	if keys < 50 {
+		t.Errorf("found %d keys in values.yaml: the parsing lost them", keys)
+	}
+}
