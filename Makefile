@@ -114,7 +114,7 @@ demo: stack-up build
 cluster-demo: stack-up build
 	scripts/demo.sh cluster
 
-## loadtools: build k6 and helm into bin/ (Go module proxy) and install Debian's JMeter, if missing
+## loadtools: build k6, helm and kubectl-validate into bin/ (Go module proxy) and install Debian's JMeter, if missing
 loadtools:
 	scripts/loadtools.sh install
 

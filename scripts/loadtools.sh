@@ -15,8 +15,9 @@
 #                                                THREADS (1500) threads; fails unless every sample is a
 #                                                200 or a 409 that passed the plan's assertions
 #
-#   scripts/loadtools.sh helm                    build helm into bin/ if missing (HELM_VERSION), for the
-#                                                Helm chart's test
+#   scripts/loadtools.sh helm                    build helm and kubectl-validate into bin/ if missing
+#                                                (HELM_VERSION, KUBECTL_VALIDATE_VERSION), for the chart's
+#                                                tests
 #   scripts/loadtools.sh install                 k6, helm and JMeter, each if missing (make loadtools)
 #
 # k6 is built from the Go module proxy into bin/ if missing (K6_VERSION); JMeter is Debian's,
@@ -29,6 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 K6_VERSION=${K6_VERSION:-v1.8.1}
 HELM_VERSION=${HELM_VERSION:-v4.3.1}
+KUBECTL_VALIDATE_VERSION=${KUBECTL_VALIDATE_VERSION:-v0.0.4}
 buyers=50
 stock=20
 users=30 # buyer mode
@@ -227,12 +229,17 @@ jmeter_plan() {
 	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
 }
 
-# install_helm builds helm (for the chart's test, tests/e2e/helm_chart_test.go) from the Go module
-# proxy into bin/ if missing: a few minutes once per machine.
+# install_helm builds the chart's tools (tests/e2e/helm_chart_test.go) from the Go module proxy
+# into bin/ if missing, a few minutes each once per machine: helm, and kubectl-validate, which
+# embeds the Kubernetes API's OpenAPI schemas up to 1.30 and validates offline.
 install_helm() {
 	if [ ! -x bin/helm ]; then
 		log "building helm $HELM_VERSION from the Go module proxy into bin/ (a few minutes the first time)"
 		GOBIN="$root/bin" go install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+	fi
+	if [ ! -x bin/kubectl-validate ]; then
+		log "building kubectl-validate $KUBECTL_VALIDATE_VERSION from the Go module proxy into bin/ (a few minutes the first time)"
+		GOBIN="$root/bin" go install "sigs.k8s.io/kubectl-validate@$KUBECTL_VALIDATE_VERSION"
 	fi
 }
 

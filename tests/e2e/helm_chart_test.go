@@ -137,7 +137,40 @@ func render(t *testing.T, values string, extra ...string) ([]object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("helm template: %v\n%s", err, stderr.String())
 	}
-	return decodeAll(out)
+	objs, err := decodeAll(out)
+	if err != nil {
+		return nil, err
+	}
+	return objs, validateSchemas(t, out, filepath.Join(tmp, "builtin.yaml"))
+}
+
+// validateSchemas validates the Kubernetes API's own kinds of a rendered
+// stream against the API's OpenAPI schemas of 1.30 (the newest that
+// kubectl-validate v0.0.4 embeds, offline). The custom resources have no
+// schema here (the operators' CRDs are not served by the module proxy):
+// decodeAll alone checks them.
+func validateSchemas(t *testing.T, stream []byte, file string) error {
+	t.Helper()
+	bin := filepath.Join(e2e.Root(t), "bin", "kubectl-validate")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: run scripts/loadtools.sh helm (make loadtools builds it from the Go module proxy, once per machine)", bin)
+	}
+	var builtin []string
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(stream), -1) {
+		if strings.Contains(doc, "apiVersion: k8s.mariadb.com/") || strings.Contains(doc, "apiVersion: monitoring.coreos.com/") ||
+			strings.TrimSpace(doc) == "" {
+			continue
+		}
+		builtin = append(builtin, doc)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(builtin, "\n---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--version", "1.30", file).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl-validate --version 1.30: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // decodeAll decodes a stream of YAML documents strictly.
@@ -236,6 +269,19 @@ shop: {replicas: 6}
 				t.Error(p)
 			}
 		})
+	}
+	// The schemas catch what strict decoding cannot: a Deployment without
+	// its selector, a name that is no DNS subdomain.
+	for _, bad := range []string{
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: s}\nspec:\n  template:\n    spec:\n      containers: [{name: c}]\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Sale_Config}\n",
+	} {
+		if _, err := decodeAll([]byte(bad)); err != nil {
+			t.Fatalf("strict decoding refused %q: %v", bad, err)
+		}
+		if err := validateSchemas(t, []byte(bad), filepath.Join(t.TempDir(), "bad.yaml")); err == nil {
+			t.Errorf("kubectl-validate passed %q", bad)
+		}
 	}
 	// Values that cannot work are refused when rendering, naming the value.
 	for _, bad := range []struct{ values, want string }{
