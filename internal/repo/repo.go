@@ -25,8 +25,8 @@ import (
 
 // Options size the connection pool; the defaults are the seed's Druid pool.
 type Options struct {
-	MaxOpenConns int // default 100
-	MaxIdleConns int // default 10
+	MaxOpenConns int // default DefaultMaxOpenConns
+	MaxIdleConns int // default DefaultMaxIdleConns
 	// SaleConns sizes each sale pool (open and idle): how many sale
 	// transactions run at once. Default DefaultSaleConns.
 	SaleConns int
@@ -47,6 +47,15 @@ type Options struct {
 	// of the DSN, read from a file by the caller).
 	Password string
 }
+
+// The read pool's defaults (mysql.maxOpenConns, mysql.maxIdleConns): the
+// seed's Druid maxActive, and as many kept idle (Go closes every connection
+// returned beyond MaxIdleConns, and a burst then opens new ones faster than
+// MySQL's back_log takes them).
+const (
+	DefaultMaxOpenConns = 100
+	DefaultMaxIdleConns = DefaultMaxOpenConns
+)
 
 // DefaultSaleConns is the default size of a sale pool. Sale transactions on
 // many goods do not wait for each other's row locks: as many as the pool
@@ -156,10 +165,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("repo: %w", err)
 	}
 	if opts.MaxOpenConns <= 0 {
-		opts.MaxOpenConns = 100
+		opts.MaxOpenConns = DefaultMaxOpenConns
 	}
 	if opts.MaxIdleConns <= 0 {
-		opts.MaxIdleConns = 10
+		opts.MaxIdleConns = DefaultMaxIdleConns
 	}
 	if opts.SaleConns <= 0 {
 		opts.SaleConns = DefaultSaleConns

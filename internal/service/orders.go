@@ -45,10 +45,14 @@ type Orders struct {
 	now   func() time.Time
 }
 
+// DefaultSweepInterval is how often the elected instance sweeps
+// (orders.sweepInterval).
+const DefaultSweepInterval = time.Second
+
 // NewOrders returns the order life cycle on store.
 func NewOrders(store OrderStore, cfg OrdersConfig, log *slog.Logger) *Orders {
 	if cfg.SweepInterval <= 0 {
-		cfg.SweepInterval = time.Second
+		cfg.SweepInterval = DefaultSweepInterval
 	}
 	if cfg.SweepBatch <= 0 {
 		cfg.SweepBatch = 500
