@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -68,86 +65,6 @@ func connectZooKeeper(ctx context.Context, cfg Config, opts zk.Options, log *slo
 			"\n  (without ZooKeeper: purchase.strategy=atomic and leader.enabled=false)", service.ErrUnavailable, err)
 	}
 	return zc, nil
-}
-
-func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
-	store, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	applied, err := store.Migrate(ctx)
-	if err != nil {
-		return err
-	}
-	log.Info("schema up to date", "applied", applied)
-	return nil
-}
-
-// migrateWait returns once MySQL answers and has every schema version, or
-// fails after timeout naming what it last saw.
-func migrateWait(ctx context.Context, cfg Config, timeout time.Duration, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	var logged time.Time
-	for {
-		last = schemaCurrent(ctx, cfg)
-		if last == nil {
-			log.Info("the schema is up to date")
-			return nil
-		}
-		if time.Since(logged) >= 10*time.Second {
-			log.Info("waiting for the schema", "why", last)
-			logged = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("migrate wait: not up to date after %v: %w", timeout, last)
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-// schemaCurrent is nil when MySQL answers and has every schema version.
-func schemaCurrent(ctx context.Context, cfg Config) error {
-	store, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	states, err := store.MigrationStatus(ctx)
-	if err != nil {
-		return err
-	}
-	for _, st := range states {
-		if !st.Applied {
-			return fmt.Errorf("version %d (%s) is not applied: run shop migrate", st.Version, st.File)
-		}
-	}
-	return nil
-}
-
-// migrateStatus prints the schema's versions and which the database has.
-func migrateStatus(ctx context.Context, cfg Config, stdout io.Writer) error {
-	store, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	states, err := store.MigrationStatus(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%-8s %-8s %-25s %s\n", "version", "state", "applied at", "file")
-	for _, st := range states {
-		state, at := "pending", "-"
-		if st.Applied {
-			state, at = "applied", st.AppliedAt.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(stdout, "%-8d %-8s %-25s %s\n", st.Version, state, at, st.File)
-	}
-	return nil
 }
 
 // serve runs the HTTP API until ctx ends, then shuts down gracefully: stop
@@ -403,61 +320,6 @@ func zkReady(c *zk.Client) func(ctx context.Context) error {
 			return err
 		}
 		return c.Ping(ctx)
-	}
-}
-
-// limits are the HTTP server's bounds, derived where configured as 0.
-type limits struct {
-	write       time.Duration
-	connections int
-	perClient   int // connections one client address may hold
-}
-
-// httpLimits sizes the write timeout to the longest purchase (the wait for
-// the lock, the demo's sleep, finding out a cut-off commit's outcome, and
-// room for the transaction) and caps the connections below the open-file
-// limit, leaving room for the MySQL pool, ZooKeeper and the process's own
-// files: past the cap new connections wait in the listen backlog instead of
-// failing accept with "too many open files" and starving every buyer.
-func httpLimits(cfg Config) limits {
-	l := limits{write: cfg.Server.WriteTimeout, connections: cfg.Server.MaxConnections}
-	if l.write == 0 {
-		l.write = cfg.Lock.AcquireTimeout + cfg.Demo.MaxSleep + service.DefaultOutcomeTimeout + 30*time.Second
-	}
-	if l.connections == 0 {
-		var rl syscall.Rlimit
-		l.connections = 4096
-		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<30 {
-			// The store's pools: mysql.maxOpenConns, and mysql.saleConns
-			// per writer node (see repo.Open).
-			l.connections = max(64, int(rl.Cur)-cfg.MySQL.MaxOpenConns-3*cfg.MySQL.SaleConns-64)
-		}
-	}
-	l.perClient = cfg.Server.MaxConnectionsPerClient
-	if l.perClient == 0 {
-		l.perClient = max(1, l.connections/2)
-	}
-	return l
-}
-
-// trusted reports whether an address is one of server.trustedProxies (an
-// address or a CIDR each; parseConfig has checked them).
-func trusted(proxies []string) func(netip.Addr) bool {
-	var prefixes []netip.Prefix
-	for _, p := range proxies {
-		if pre, err := netip.ParsePrefix(p); err == nil {
-			prefixes = append(prefixes, pre.Masked())
-		} else if a, err := netip.ParseAddr(p); err == nil {
-			prefixes = append(prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-		}
-	}
-	return func(a netip.Addr) bool {
-		for _, pre := range prefixes {
-			if pre.Contains(a) {
-				return true
-			}
-		}
-		return false
 	}
 }
 

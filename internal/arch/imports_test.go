@@ -69,19 +69,7 @@ var layers = map[string][]string{
 func TestImportRules(t *testing.T) {
 	root := filepath.Join("..", "..")
 	files := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); p != root && (strings.HasPrefix(name, ".") || name == "bin" || name == "out" || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
+	err := walkGoFiles(root, func(p string) error {
 		rel, _ := filepath.Rel(root, p)
 		pkg := filepath.ToSlash(filepath.Dir(rel))
 		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
@@ -113,4 +101,24 @@ func TestImportRules(t *testing.T) {
 	if files < 50 {
 		t.Fatalf("read %d files; the walk lost the module", files)
 	}
+}
+
+// walkGoFiles calls f with the path of every non-test Go file under root,
+// leaving out hidden directories, bin, out and testdata.
+func walkGoFiles(root string, f func(path string) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); p != root && (strings.HasPrefix(name, ".") || name == "bin" || name == "out" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		return f(p)
+	})
 }

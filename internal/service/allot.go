@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -276,69 +275,6 @@ func (a *Allot) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), allotOpTimeout)
 }
 
-// ensureLease opens a lease if the instance has none, or a new one if its
-// session ended (the old one is closed by whoever reaps it).
-func (a *Allot) ensureLease(ctx context.Context) error {
-	if a.lease != 0 {
-		select {
-		case <-a.lost:
-			a.log.Warn("allot: the ZooKeeper session of the lease ended: a new lease", "lease", a.lease)
-			a.dropLease(ctx)
-		default:
-			return nil
-		}
-	}
-	node, lost, err := a.nodes.Create(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: lease node: %w", ErrUnavailable, err)
-	}
-	lease, err := a.store.OpenLease(ctx, node)
-	if err != nil {
-		_ = a.nodes.Delete(ctx, node)
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	a.lease, a.node, a.lost = lease, node, lost
-	return nil
-}
-
-// dropLease forgets the lease: its node is deleted if it is still there,
-// and the lease is closed by whoever reaps it.
-func (a *Allot) dropLease(ctx context.Context) {
-	if a.node != "" {
-		_ = a.nodes.Delete(ctx, a.node)
-	}
-	a.lease, a.node, a.lost = 0, "", nil
-	clear(a.held)
-	clear(a.goods)
-	clear(a.used)
-	clear(a.wanted)
-}
-
-// failed brings the worker's view of the lease in line with the store
-// after a transaction failed: a closed lease is dropped; after any other
-// failure (a commit whose outcome is unknown, say) the lease's counts are
-// read again.
-func (a *Allot) failed(ctx context.Context, err error) {
-	if errors.Is(err, ErrFenced) {
-		a.log.Warn("allot: the lease was closed under us", "lease", a.lease, "err", err)
-		a.dropLease(ctx)
-		return
-	}
-	held, open, rerr := a.store.LeaseState(ctx, a.lease)
-	switch {
-	case rerr != nil:
-		a.log.Warn("allot: the lease's counts could not be read again: a new lease", "lease", a.lease, "err", rerr)
-		a.dropLease(ctx)
-	case !open:
-		a.dropLease(ctx)
-	default:
-		clear(a.held)
-		for no, h := range held {
-			a.held[no] = h
-		}
-	}
-}
-
 func (a *Allot) left(goodsNo int32) int32 {
 	h := a.held[goodsNo]
 	return h.Granted - h.Sold
@@ -456,27 +392,6 @@ func (a *Allot) sell(batch []*allotBuyer) {
 	}
 }
 
-// ask asks other leases for the goods of want, which they hold: they give
-// them back once their own buyers leave them (readWanted). The ask is sent
-// aside, at most one at a time: a holder's row may be locked by its batch
-// in flight, or by a transaction of a stalled owner, and the worker does
-// not wait for it. An ask not sent is sent with the next retry.
-func (a *Allot) ask(want map[int64][]int32) {
-	if !a.asking.CompareAndSwap(false, true) {
-		return
-	}
-	a.asks.Add(1)
-	go func() {
-		defer a.asks.Done()
-		defer a.asking.Store(false)
-		ctx, cancel := a.opContext()
-		defer cancel()
-		if err := a.store.WantBack(ctx, want); err != nil {
-			a.log.Warn("allot: other leases not asked for their stock", "err", err)
-		}
-	}()
-}
-
 // grantSize is how much a grant takes of goods g, whose row has stock:
 // what the batch needs, or an eighth of the row if that is more (so that
 // the next batches need no grant), up to allotGrantMax. A share, not all: in
@@ -487,75 +402,6 @@ func grantSize(g Goods, need int32) int32 {
 		return 0
 	}
 	return max(need, min(g.Stock/allotGrantShare, allotGrantMax))
-}
-
-// readWanted notes, every half allotIdle, the goods other leases asked
-// the lease for.
-func (a *Allot) readWanted(now time.Time) {
-	if a.lease == 0 || len(a.held) == 0 || now.Sub(a.lastAsks) < allotIdle/2 {
-		return
-	}
-	a.lastAsks = now
-	ctx, cancel := a.opContext()
-	defer cancel()
-	goodsNos, err := a.store.Wanted(ctx, a.lease)
-	if err != nil {
-		a.log.Warn("allot: the lease's wanted list not read", "lease", a.lease, "err", err)
-		return
-	}
-	for _, no := range goodsNos {
-		if a.left(no) > 0 {
-			a.wanted[no] = now
-		}
-	}
-}
-
-// returnIdle puts back the stock of goods nobody here asked for lately:
-// after allotIdle of a goods another lease asked for (its buyers wait for
-// it), after AllotKeep of any other (holding it costs nothing, taking it
-// again a grant).
-func (a *Allot) returnIdle(now time.Time) {
-	if a.lease == 0 {
-		return
-	}
-	back := map[int32]int32{}
-	for no := range a.held {
-		idle := now.Sub(a.used[no])
-		asked, ok := a.wanted[no]
-		wanted := ok && now.Sub(asked) < a.cfg.AllotKeep
-		if n := a.left(no); n > 0 && (idle >= a.cfg.AllotKeep || wanted && idle >= allotIdle) {
-			back[no] = n
-		}
-	}
-	for no := range a.goods {
-		if a.left(no) <= 0 && now.Sub(a.used[no]) >= allotIdle {
-			delete(a.goods, no) // nothing held: the next grant reads the row again
-			delete(a.used, no)
-			delete(a.wanted, no)
-		}
-	}
-	if len(back) == 0 {
-		return
-	}
-	ctx, cancel := a.opContext()
-	defer cancel()
-	if err := a.store.ReturnAllotted(ctx, a.lease, a.held, back); err != nil {
-		a.log.Warn("allot: stock not put back", "lease", a.lease, "err", err)
-		a.failed(ctx, err)
-		return
-	}
-	for no, n := range back {
-		h := a.held[no]
-		h.Granted -= n
-		if h.Granted == h.Sold {
-			delete(a.held, no)
-		} else {
-			a.held[no] = h
-		}
-		delete(a.goods, no)
-		delete(a.used, no)
-		delete(a.wanted, no)
-	}
 }
 
 // readsRowsPerBatch: a buyer of a goods whose window the Shop lacks is let
@@ -595,51 +441,4 @@ func (a *Allot) readWindows(now time.Time) {
 		a.goods[no] = g
 		a.windows.Load().observe(g, now)
 	}
-}
-
-// reap closes, now and then, the open leases whose node is gone: their
-// owners' sessions ended, and what they held unsold goes back.
-func (a *Allot) reap(now time.Time) {
-	if now.Sub(a.lastReap) < allotReapEvery {
-		return
-	}
-	a.lastReap = now
-	ctx, cancel := a.opContext()
-	defer cancel()
-	leases, err := a.store.OpenLeases(ctx)
-	if err != nil {
-		a.log.Warn("allot: open leases not listed", "err", err)
-		return
-	}
-	for id, node := range leases {
-		if id == a.lease {
-			continue
-		}
-		ok, err := a.nodes.Exists(ctx, node)
-		if err != nil || ok {
-			continue
-		}
-		putBack, closed, err := a.store.CloseLease(ctx, id)
-		switch {
-		case err != nil:
-			a.log.Warn("allot: a dead owner's lease not closed", "lease", id, "err", err)
-		case closed:
-			a.log.Info("allot: closed the lease of a dead owner, its unsold stock put back", "lease", id, "putBack", putBack)
-		}
-	}
-}
-
-// closeLease puts back what the lease holds and closes it, at the end.
-func (a *Allot) closeLease() {
-	if a.lease == 0 {
-		return
-	}
-	ctx, cancel := a.opContext()
-	defer cancel()
-	if putBack, _, err := a.store.CloseLease(ctx, a.lease); err != nil {
-		a.log.Warn("allot: the lease not closed at the end (it is closed once its node is gone)", "lease", a.lease, "err", err)
-	} else {
-		a.log.Info("allot: lease closed", "lease", a.lease, "putBack", putBack)
-	}
-	a.dropLease(ctx)
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"net/netip"
+	"syscall"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/service"
+)
+
+// The HTTP edge's limits from the configuration: connections, timeouts, the
+// proxies trusted to name the client.
+
+// limits are the HTTP server's bounds, derived where configured as 0.
+type limits struct {
+	write       time.Duration
+	connections int
+	perClient   int // connections one client address may hold
+}
+
+// httpLimits sizes the write timeout to the longest purchase (the wait for
+// the lock, the demo's sleep, finding out a cut-off commit's outcome, and
+// room for the transaction) and caps the connections below the open-file
+// limit, leaving room for the MySQL pool, ZooKeeper and the process's own
+// files: past the cap new connections wait in the listen backlog instead of
+// failing accept with "too many open files" and starving every buyer.
+func httpLimits(cfg Config) limits {
+	l := limits{write: cfg.Server.WriteTimeout, connections: cfg.Server.MaxConnections}
+	if l.write == 0 {
+		l.write = cfg.Lock.AcquireTimeout + cfg.Demo.MaxSleep + service.DefaultOutcomeTimeout + 30*time.Second
+	}
+	if l.connections == 0 {
+		var rl syscall.Rlimit
+		l.connections = 4096
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err == nil && rl.Cur < 1<<30 {
+			// The store's pools: mysql.maxOpenConns, and mysql.saleConns
+			// per writer node (see repo.Open).
+			l.connections = max(64, int(rl.Cur)-cfg.MySQL.MaxOpenConns-3*cfg.MySQL.SaleConns-64)
+		}
+	}
+	l.perClient = cfg.Server.MaxConnectionsPerClient
+	if l.perClient == 0 {
+		l.perClient = max(1, l.connections/2)
+	}
+	return l
+}
+
+// trusted reports whether an address is one of server.trustedProxies (an
+// address or a CIDR each; parseConfig has checked them).
+func trusted(proxies []string) func(netip.Addr) bool {
+	var prefixes []netip.Prefix
+	for _, p := range proxies {
+		if pre, err := netip.ParsePrefix(p); err == nil {
+			prefixes = append(prefixes, pre.Masked())
+		} else if a, err := netip.ParseAddr(p); err == nil {
+			prefixes = append(prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return func(a netip.Addr) bool {
+		for _, pre := range prefixes {
+			if pre.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,0 +1,96 @@
+package service
+
+import "time"
+
+// Config tunes the purchase.
+type Config struct {
+	// Pause, if set, is how long a purchase sleeps between reading and
+	// writing the stock: the seed's race amplifier, the demo's random sleep
+	// (the batch strategy sleeps once per batch). Nil: no sleep.
+	Pause func() time.Duration
+	// AcquireTimeout bounds the wait for the lock. Default
+	// DefaultAcquireTimeout.
+	AcquireTimeout time.Duration
+	// UnlockTimeout bounds the release of the lock. Default
+	// DefaultUnlockTimeout.
+	UnlockTimeout time.Duration
+	// OutcomeTimeout bounds how long a purchase whose commit was cut off
+	// keeps asking the database whether its order exists. Default 10s.
+	OutcomeTimeout time.Duration
+	// MaxWaiting bounds the purchases in progress in this instance (for the
+	// locking strategies: the buyers waiting for the lock); a buyer beyond
+	// it is answered ErrBusy at once. 0: no bound.
+	MaxWaiting int
+	// QueueTarget is how long a buyer let in should wait at most: the
+	// purchases in progress are bounded by the instance's measured service
+	// rate times QueueTarget (and by MaxWaiting), a buyer beyond that bound
+	// is answered ErrBusy at once (see admission). 0: MaxWaiting alone.
+	QueueTarget time.Duration
+	// BatchMax bounds the buyers one batch sells to (the batch strategy).
+	// Default DefaultBatchMax.
+	BatchMax int
+	// OnePerBuyer: a buyer who gives an id holds at most one order of a
+	// goods that is not expired (enforced by the database).
+	OnePerBuyer bool
+	// WindowFor is how long a goods' sale window, read from the database,
+	// is trusted before it is read again: a changed window shows within
+	// it. Default DefaultWindowFor.
+	WindowFor time.Duration
+	// AllotKeep (allot) is how long an instance keeps unsold stock of a
+	// goods none of its buyers asked for lately, unless another instance
+	// asks for it. Default DefaultAllotKeep.
+	AllotKeep time.Duration
+	// ConflictRetries bounds how often a purchase that wrote nothing for a
+	// conflict (ErrConflict) or a broken connection (ErrConnectionLost) is
+	// tried again, after a short random wait, within the request's deadline.
+	// Default DefaultConflictRetries; negative: never.
+	ConflictRetries int
+	// HandOffAfterCommit makes the locking strategies release the lock
+	// only once the commit has answered, instead of during the commit. The
+	// overlap is safe on one server, where the next holder's locking read
+	// waits for this transaction's row lock; on a multi-primary cluster
+	// (Galera) row locks are local to a node, so the next holder, on
+	// another node, must start after the commit. The store says which.
+	HandOffAfterCommit bool
+}
+
+// The defaults of Config's fields and of NewSoldOutMarks.
+const (
+	DefaultAcquireTimeout = 10 * time.Second
+	DefaultUnlockTimeout  = 10 * time.Second
+	// DefaultOutcomeTimeout: how long a purchase whose commit was cut off
+	// may keep asking whether its order exists.
+	DefaultOutcomeTimeout = 10 * time.Second
+	// DefaultSoldOutFor: how long a goods seen sold out is answered sold
+	// out without asking the lock or the database; a restock shows after
+	// at most this long.
+	DefaultSoldOutFor      = time.Second
+	DefaultBatchMax        = 100
+	DefaultWindowFor       = time.Second
+	DefaultAllotKeep       = time.Second
+	DefaultConflictRetries = 5
+)
+
+func (c *Config) setDefaults() {
+	if c.AcquireTimeout <= 0 {
+		c.AcquireTimeout = DefaultAcquireTimeout
+	}
+	if c.UnlockTimeout <= 0 {
+		c.UnlockTimeout = DefaultUnlockTimeout
+	}
+	if c.OutcomeTimeout <= 0 {
+		c.OutcomeTimeout = DefaultOutcomeTimeout
+	}
+	if c.BatchMax <= 0 {
+		c.BatchMax = DefaultBatchMax
+	}
+	if c.WindowFor <= 0 {
+		c.WindowFor = DefaultWindowFor
+	}
+	if c.AllotKeep <= 0 {
+		c.AllotKeep = DefaultAllotKeep
+	}
+	if c.ConflictRetries == 0 {
+		c.ConflictRetries = DefaultConflictRetries
+	}
+}
