@@ -318,14 +318,6 @@ func fenceChecked(claimed map[int32]goodsStock, fence int64) (map[int32]goodsSto
 	return claimed, nil
 }
 
-// claimManySQL is claimSQL for several goods at once (%s: their numbers,
-// comma separated). It names the goods
-// index: for a quarter of a small table's goods (50 of 200) MariaDB planned
-// a full scan and a filesort, which read every row and, FOR UPDATE, locked
-// them all until the commit.
-const claimManySQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
-	"FORCE INDEX (idx_goods_stock_goods_no) WHERE goods_no IN (%s) ORDER BY goods_no, id FOR UPDATE"
-
 // batchCandidates sorts the batch's orders by goods, in the batch's order,
 // after refusing into refused those of goods without a row, those whose
 // request id was used, and those of buyers who hold an order of the goods.

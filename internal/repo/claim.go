@@ -82,9 +82,25 @@ func checkFence(row goodsStock, token int64) error {
 	return nil
 }
 
+// claimColumns are the columns a claim reads of a goods_stock row, in
+// goodsStock's order (readGoods, readRows scan them).
+const claimColumns = "id, goods_no, stock, isActive, fence, sale_start, sale_end"
+
 // claimSQL is the claim's locking read of the goods' row.
-const claimSQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
-	"WHERE goods_no = ? ORDER BY id LIMIT 1 FOR UPDATE"
+const claimSQL = "SELECT " + claimColumns + " FROM goods_stock WHERE goods_no = ? ORDER BY id LIMIT 1 FOR UPDATE"
+
+// claimManySQL is claimSQL for several goods at once (%s: their numbers,
+// comma separated). It names the goods
+// index: for a quarter of a small table's goods (50 of 200) MariaDB planned
+// a full scan and a filesort, which read every row and, FOR UPDATE, locked
+// them all until the commit.
+const claimManySQL = "SELECT " + claimColumns + " FROM goods_stock " +
+	"FORCE INDEX (idx_goods_stock_goods_no) WHERE goods_no IN (%s) ORDER BY goods_no, id FOR UPDATE"
+
+// claimRowsSQL is claimManySQL by the rows' primary keys (%s: the ids,
+// comma separated; MariaDB reads, and locks, them in id order).
+const claimRowsSQL = "SELECT " + claimColumns + " FROM goods_stock " +
+	"FORCE INDEX (PRIMARY) WHERE id IN (%s) ORDER BY id FOR UPDATE"
 
 // causal makes a statement a causal read on a cluster: the node first
 // applies every write-set the cluster had committed when it came. The

@@ -76,11 +76,6 @@ func (r *rowIDs) forget(goodsNos []int32) {
 	}
 }
 
-// claimRowsSQL is claimManySQL by the rows' primary keys (%s: the ids,
-// comma separated; MariaDB reads, and locks, them in id order).
-const claimRowsSQL = "SELECT id, goods_no, stock, isActive, fence, sale_start, sale_end FROM goods_stock " +
-	"FORCE INDEX (PRIMARY) WHERE id IN (%s) ORDER BY id FOR UPDATE"
-
 // readRows reads the answer of claimRowsSQL for the rows ids, which rowIDs
 // gave for goodsNos (in their order), to the end of its result set: ok
 // false, with nothing to use, when a row is gone or is now another goods'
