@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -12,9 +11,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	gormmysql "gorm.io/driver/mysql"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // A DSN may name several servers, tcp(host1:port1,host2:port2,...): the
@@ -86,33 +82,6 @@ func (f *failover) dial(ctx context.Context, network, _ string) (net.Conn, error
 		}
 	}
 	return nil, fmt.Errorf("none of %s answers: %w", strings.Join(f.addrs, ","), errors.Join(errs...))
-}
-
-// salePool is a pool for the sale transactions: several statements per
-// query for a tx, and GORM over the same connections.
-type salePool struct {
-	sql  *sql.DB
-	gorm *gorm.DB
-}
-
-func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return salePool{}, err
-	}
-	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(opts.SaleConns)
-	db.SetMaxIdleConns(opts.SaleConns)
-	db.SetConnMaxLifetime(30 * time.Minute)
-	g, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: db}), &gorm.Config{
-		Logger:                 logger.Discard,
-		SkipDefaultTransaction: true,
-	})
-	if err != nil {
-		db.Close()
-		return salePool{}, err
-	}
-	return salePool{sql: db, gorm: g}, nil
 }
 
 // On a Galera cluster that the DSN names by several nodes, the sales of

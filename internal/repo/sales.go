@@ -3,7 +3,6 @@ package repo
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -63,22 +62,6 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 	}
 	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
 	return nil
-}
-
-// commitError translates a transaction's error. When the connection failed
-// during the commit itself, the outcome is unknown: service.ErrCommitUnknown.
-//
-// Before the commit, a broken connection is service.ErrConnectionLost: the
-// server rolls back what the connection had open, so nothing was written.
-func commitError(err error, committing bool) error {
-	if !committing && connBroken(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: mysql: %w", service.ErrConnectionLost, err)
-	}
-	err = translate(err)
-	if committing && errors.Is(err, service.ErrUnavailable) && !errors.Is(err, service.ErrConflict) {
-		return fmt.Errorf("%w: %w", service.ErrCommitUnknown, err)
-	}
-	return err
 }
 
 // OrderByRequestID reads the order of a buyer's request id; found is false

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
@@ -216,4 +218,47 @@ func checkVerified(found int64, wrote int) error {
 	default:
 		return fmt.Errorf("%w: %d of the commit's %d orders are in the database", service.ErrCommitUnknown, found, wrote)
 	}
+}
+
+// salePool is a pool for the sale transactions: several statements per
+// query for a tx, and GORM over the same connections.
+type salePool struct {
+	sql  *sql.DB
+	gorm *gorm.DB
+}
+
+func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return salePool{}, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(opts.SaleConns)
+	db.SetMaxIdleConns(opts.SaleConns)
+	db.SetConnMaxLifetime(30 * time.Minute)
+	g, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: db}), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		db.Close()
+		return salePool{}, err
+	}
+	return salePool{sql: db, gorm: g}, nil
+}
+
+// commitError translates a transaction's error. When the connection failed
+// during the commit itself, the outcome is unknown: service.ErrCommitUnknown.
+//
+// Before the commit, a broken connection is service.ErrConnectionLost: the
+// server rolls back what the connection had open, so nothing was written.
+func commitError(err error, committing bool) error {
+	if !committing && connBroken(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: mysql: %w", service.ErrConnectionLost, err)
+	}
+	err = translate(err)
+	if committing && errors.Is(err, service.ErrUnavailable) && !errors.Is(err, service.ErrConflict) {
+		return fmt.Errorf("%w: %w", service.ErrCommitUnknown, err)
+	}
+	return err
 }
