@@ -99,8 +99,6 @@ func (p *parser) oneOf(key string, allowed ...string) string {
 	return s
 }
 
-// zkAuth is zookeeper.auth: "", digest:user:password or file:PATH; the
-// user:password it names. Its errors never show the value.
 // secretFile is the content of the file key names, without its surrounding
 // white space ("" when no file is named); the content is never shown.
 func (p *parser) secretFile(key string) string {
@@ -108,6 +106,12 @@ func (p *parser) secretFile(key string) string {
 	if path == "" {
 		return ""
 	}
+	return p.readSecret(key, path, "the file it names is empty")
+}
+
+// readSecret is the content of the file at path that key names, trimmed;
+// a file that cannot be read, or holds nothing, fails key (with ifEmpty).
+func (p *parser) readSecret(key, path, ifEmpty string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		p.fail(key, "cannot read the file it names: %v", err)
@@ -115,23 +119,19 @@ func (p *parser) secretFile(key string) string {
 	}
 	v := strings.TrimSpace(string(b))
 	if v == "" {
-		p.fail(key, "the file it names is empty")
+		p.fail(key, "%s", ifEmpty)
 	}
 	return v
 }
 
+// zkAuth is zookeeper.auth: "", digest:user:password or file:PATH; the
+// user:password it names. Its errors never show the value.
 func (p *parser) zkAuth(key string) string {
 	v := p.optional(key)
 	if path, ok := strings.CutPrefix(v, "file:"); ok {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			p.fail(key, "cannot read the file it names: %v", err)
-			return ""
-		}
-		v = strings.TrimSpace(string(b))
+		// Empty, it would leave every node open to anyone, silently.
+		v = p.readSecret(key, path, "the file it names is empty: want digest:user:password in it (or no zookeeper.auth, for nodes open to anyone)")
 		if v == "" {
-			// Empty, it would leave every node open to anyone, silently.
-			p.fail(key, "the file it names is empty: want digest:user:password in it (or no zookeeper.auth, for nodes open to anyone)")
 			return ""
 		}
 	}

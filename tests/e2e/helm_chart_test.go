@@ -156,7 +156,7 @@ func validateSchemas(t *testing.T, stream []byte, file string) error {
 		t.Fatalf("%s is missing: run scripts/loadtools.sh helm (make loadtools builds it from the Go module proxy, once per machine)", bin)
 	}
 	var builtin []string
-	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(stream), -1) {
+	for _, doc := range docSeparator.Split(string(stream), -1) {
 		if strings.Contains(doc, "apiVersion: k8s.mariadb.com/") || strings.Contains(doc, "apiVersion: monitoring.coreos.com/") ||
 			strings.TrimSpace(doc) == "" {
 			continue
@@ -173,11 +173,15 @@ func validateSchemas(t *testing.T, stream []byte, file string) error {
 	return nil
 }
 
+// docSeparator splits a YAML stream into documents; commentLine is a
+// comment line of one.
+var docSeparator, commentLine = regexp.MustCompile(`(?m)^---\s*$`), regexp.MustCompile(`(?m)^#.*$`)
+
 // decodeAll decodes a stream of YAML documents strictly.
 func decodeAll(stream []byte) ([]object, error) {
 	var objs []object
-	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(stream), -1) {
-		if strings.TrimSpace(regexp.MustCompile(`(?m)^#.*$`).ReplaceAllString(doc, "")) == "" {
+	for _, doc := range docSeparator.Split(string(stream), -1) {
+		if strings.TrimSpace(commentLine.ReplaceAllString(doc, "")) == "" {
 			continue
 		}
 		var head struct {
@@ -551,12 +555,13 @@ func checkChart(objs []object, shopImage image, known map[string]bool) []string 
 	// chart's Secret (a Secret of the user's is theirs to fill).
 	if sec, ok := find[*corev1.Secret](objs, "Secret", ""); ok {
 		for _, key := range []string{"mysql.passwordFile", "mysql.tlsCA", "zookeeper.auth", "auth.hmacSecretFile", "auth.publicKeyFile"} {
-			file, isFile := strings.CutPrefix(strings.TrimPrefix(setting(cfg, key), "file:"), "/etc/seckill/secrets/")
-			if setting(cfg, key) == "" {
+			value := setting(cfg, key)
+			if value == "" {
 				continue
 			}
+			file, isFile := strings.CutPrefix(strings.TrimPrefix(value, "file:"), "/etc/seckill/secrets/")
 			if !isFile {
-				bad("%s is %q, not a file of the mounted Secret", key, setting(cfg, key))
+				bad("%s is %q, not a file of the mounted Secret", key, value)
 				continue
 			}
 			if _, ok := sec.StringData[file]; !ok {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -210,11 +211,13 @@ func probe(c corev1.Container, p *corev1.Probe) error {
 		port = intstr.FromInt32(c.Ports[i].ContainerPort)
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d%s", port.IntVal, p.HTTPGet.Path)
-	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
-	period := time.Duration(max(p.PeriodSeconds, 10)) * time.Second
+	// Kubernetes' defaults for what the probe leaves unset.
+	timeout := time.Duration(cmp.Or(p.TimeoutSeconds, 1)) * time.Second
+	period := time.Duration(cmp.Or(p.PeriodSeconds, 10)) * time.Second
+	failures := cmp.Or(p.FailureThreshold, 3)
 	client := &http.Client{Timeout: timeout}
 	var last error
-	for range max(p.FailureThreshold, 3) {
+	for range failures {
 		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
@@ -226,7 +229,7 @@ func probe(c corev1.Container, p *corev1.Probe) error {
 		last = err
 		time.Sleep(period)
 	}
-	return fmt.Errorf("failed %d times: %v", max(p.FailureThreshold, 3), last)
+	return fmt.Errorf("failed %d times: %v", failures, last)
 }
 
 // TestTheShopStartsAsTheChartsDeploymentSays renders the chart for an
