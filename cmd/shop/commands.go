@@ -102,9 +102,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	m.Track(cfg.Dashboard.Goods)
 
+	st, ok := service.StrategyNamed(cfg.Purchase.Strategy)
+	if !ok {
+		return fmt.Errorf("config: purchase.strategy %q is not a strategy", cfg.Purchase.Strategy)
+	}
+	if !cfg.Lock.Enabled { // the seed's purchase without its lock (parseConfig allows no other)
+		st = service.UnlockedStrategy()
+	}
 	var locker service.Locker
-	allot := cfg.Purchase.Strategy == "allot"
-	useLock := cfg.Lock.Enabled && cfg.Purchase.Strategy != "atomic" && !allot
+	useLock, allot := st.Needs.Lock, st.Needs.Leases
 	elect := cfg.Leader.Enabled && cfg.Orders.PayTimeout > 0
 	paths := coord.NewPaths(cfg.Lock.Path, cfg.Lock.Stripes)
 	var zc *zklock.Client
@@ -137,7 +143,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		l := coord.NewLocker(zc, paths)
 		l.NoAuth = roots.NoAuth
 		locker = l
-		if msg := lockPathAdvice(cfg.Purchase.Strategy, paths); msg != "" {
+		if msg := lockPathAdvice(st, paths); msg != "" {
 			l.ManyGoods = func() {
 				log.Warn("purchases of several goods: "+msg+" (restart the instances with it)", "lockPath", cfg.Lock.Path, "strategy", cfg.Purchase.Strategy)
 			}
@@ -158,7 +164,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		// different Galera nodes, the next holder starts only after the
 		// commit has answered. A batch of several goods (a lock that goods
 		// share) goes to the writer of its lowest goods, not of each.
-		HandOffAfterCommit: !store.OneWriter() || store.Cluster() && cfg.Purchase.Strategy == "batch" && !paths.PerGoods(),
+		HandOffAfterCommit: !store.OneWriter() || store.Cluster() && st.BatchesAcrossGoods && !paths.PerGoods(),
 	}
 	switch {
 	case store.Cluster() && store.OneWriter():
@@ -168,24 +174,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	marks := service.NewSoldOutMarks(service.DefaultSoldOutFor)
 	marks.Expiring(cfg.Orders.PayTimeout, store.OldestUnpaid) // a mark ends before an expired order's piece can be back
-	var purchaser service.Purchaser
-	switch {
-	case cfg.Purchase.Strategy == "atomic":
-		purchaser = service.NewAtomic(store)
-	case allot:
-		a := service.NewAllot(store, coord.NewLeaseNodes(zc, cfg.Allot.Path), marks, scfg, log)
-		defer a.Close() // after the server's shutdown: the stock the lease holds goes back
-		purchaser = a
-	case !cfg.Lock.Enabled: // the seed's purchase without its lock (parseConfig allows no other)
-		purchaser = service.NewUnlocked(store, scfg)
-	case cfg.Purchase.Strategy == "batch":
-		b := service.NewBatch(store, locker, marks, scfg, log)
-		defer b.Close() // after the server's shutdown: the last batches are done
-		purchaser = b
-	default:
-		purchaser = service.NewSeed(store, locker, marks, scfg, log)
+	deps := service.Deps{Store: store, Locker: locker, Env: service.Env{Marks: marks, Config: scfg, Log: log}}
+	if allot {
+		deps.Leases = coord.NewLeaseNodes(zc, cfg.Allot.Path)
 	}
-	shop := service.New(store, purchaser, marks, scfg, log)
+	shop, err := service.New(st, deps)
+	if err != nil {
+		return err
+	}
+	defer shop.Close() // after the server's shutdown: the last batches are done, the stock a lease holds goes back
 	m.AdmissionStats(func() metrics.Admission {
 		a := shop.Admission()
 		return metrics.Admission{InFlight: a.InFlight, Limit: a.Limit, Rate: a.Rate, Refused: a.Refused}
@@ -347,12 +344,12 @@ func demoPause(maxSleep time.Duration) func() time.Duration {
 // it is. The seed's own /Locks stays the default (the seed's scenario sells
 // one goods, and Java Curator instances of the seed share that lock), so
 // the shop warns instead of refusing.
-func lockPathAdvice(strategy string, p coord.Paths) string {
+func lockPathAdvice(st service.Strategy, p coord.Paths) string {
 	switch {
-	case strategy == "seed" && !p.PerGoods():
+	case st.Needs.Lock && !st.BatchesAcrossGoods && !p.PerGoods():
 		return "every goods shares this lock, one buyer per hold: a sale of many goods is served one buyer at a time across all of them; " +
 			"set lock.path with {goodsNo} (/locks/goods/{goodsNo}) for a lock per goods"
-	case strategy == "batch" && p.PerGoods():
+	case st.Needs.Lock && st.BatchesAcrossGoods && p.PerGoods():
 		return "a lock per goods: a sale of many goods pays a lock hold and a transaction per goods' batch, about one buyer each; " +
 			"a path without {goodsNo} (the default /Locks) sells the waiting buyers of every goods under one hold"
 	}

@@ -407,7 +407,8 @@ func TestLockPathAdviceForASaleOfManyGoods(t *testing.T) {
 		{"batch", "/locks/stripe/{stripe}", false},
 		{"atomic", "/locks/goods/{goodsNo}", false},
 	} {
-		if got := lockPathAdvice(c.strategy, coord.NewPaths(c.path, 16)); (got != "") != c.warn {
+		st, _ := service.StrategyNamed(c.strategy)
+		if got := lockPathAdvice(st, coord.NewPaths(c.path, 16)); (got != "") != c.warn {
 			t.Errorf("%s on %s: advice %q, want a warning: %t", c.strategy, c.path, got, c.warn)
 		}
 	}

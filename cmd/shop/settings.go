@@ -95,10 +95,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Lock.Stripes = p.positive(k) }},
 	{"lock.acquireTimeout", kDuration, service.DefaultAcquireTimeout.String(), "how long a purchase waits for the lock (allot: for stock another instance holds) before answering 503",
 		func(p *parser, k string, c *Config) { c.Lock.AcquireTimeout = p.duration(k, false) }},
-	{"purchase.strategy", kString, "seed", "purchase strategy: seed (one buyer per lock hold), batch (one lock hold and one transaction per batch of buyers), atomic (no lock: a conditional UPDATE per buyer), allot (each instance sells in batches from stock allotted to its lease: no lock per batch)",
-		func(p *parser, k string, c *Config) {
-			c.Purchase.Strategy = p.oneOf(k, "seed", "batch", "atomic", "allot")
-		}},
+	{"purchase.strategy", kString, "seed", strategyDoc(),
+		func(p *parser, k string, c *Config) { c.Purchase.Strategy = p.oneOf(k, strategyNames()...) }},
 	{"purchase.maxWaiting", kInt, "1000", "the most purchases in progress per instance (buyers waiting for the lock), whatever purchase.queueTarget allows; beyond it 503 busy",
 		func(p *parser, k string, c *Config) { c.Purchase.MaxWaiting = p.positive(k) }},
 	{"purchase.queueTarget", kDuration, "300ms", "how long a buyer let in waits at most: the purchases in progress per instance follow its measured purchases/s times this, a buyer beyond them is answered 503 busy at once (0: purchase.maxWaiting alone)",
@@ -147,4 +145,27 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Demo.MaxSleep = p.duration(k, true) }},
 	{"log.level", kString, "info", "log level: debug, info, warn, error",
 		func(p *parser, k string, c *Config) { c.Log.Level = p.oneOf(k, "debug", "info", "warn", "error") }},
+}
+
+// strategyDoc is purchase.strategy's documentation: the registry's
+// strategies.
+func strategyDoc() string {
+	var b strings.Builder
+	b.WriteString("purchase strategy:")
+	for i, st := range service.Strategies() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(" " + st.Name + " (" + st.Summary + ")")
+	}
+	return b.String()
+}
+
+// strategyNames are the names purchase.strategy takes.
+func strategyNames() []string {
+	var names []string
+	for _, st := range service.Strategies() {
+		names = append(names, st.Name)
+	}
+	return names
 }

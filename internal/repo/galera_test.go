@@ -104,21 +104,16 @@ func newShops(t *testing.T, strategy string, locker service.Locker, cfg service.
 	t.Helper()
 	var shops []*service.Shop
 	for _, s := range stores {
-		marks := service.NewSoldOutMarks(-1)
-		var p service.Purchaser
-		switch strategy {
-		case "seed":
-			p = service.NewSeed(s, locker, marks, cfg, log)
-		case "batch":
-			b := service.NewBatch(s, locker, marks, cfg, log)
-			t.Cleanup(b.Close)
-			p = b
-		case "atomic":
-			p = service.NewAtomic(s)
-		default:
+		st, ok := service.StrategyNamed(strategy)
+		if !ok {
 			t.Fatalf("no strategy %q", strategy)
 		}
-		shops = append(shops, service.New(s, p, marks, cfg, log))
+		shop, err := service.New(st, service.Deps{Store: s, Locker: locker, Env: service.Env{Marks: service.NewSoldOutMarks(-1), Config: cfg, Log: log}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(shop.Close)
+		shops = append(shops, shop)
 	}
 	return shops
 }

@@ -75,13 +75,13 @@ type Allot struct {
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
-	windows atomic.Pointer[saleWindows] // the Shop's (see New)
-	asking  atomic.Bool                 // an ask (see ask) is on its way
+	windows *saleWindows // the Shop's (see Env); nil: none
+	asking  atomic.Bool  // an ask (see ask) is on its way
 	asks    sync.WaitGroup
 
 	mu      sync.Mutex
 	closed  bool
-	waiting []*allotBuyer
+	waiting buyerQueue
 
 	// The worker's own.
 	lease    int64
@@ -98,18 +98,21 @@ type Allot struct {
 	lastHousekeep time.Time
 }
 
-type allotBuyer struct {
-	batchBuyer
-	notBefore time.Time // waits for stock other leases hold
-	waitSince time.Time // since when; it waits at most AcquireTimeout
+var allotStrategy = Strategy{
+	Name:              "allot",
+	Summary:           "each instance sells in batches from stock allotted to its lease: no lock per batch",
+	Needs:             Needs{Leases: true},
+	ReadsRowsPerBatch: true,
+	New:               build(func(s AllotStore, d Deps) Purchaser { return NewAllot(s, d.Leases, d.Env) }),
 }
 
 // NewAllot returns the allot strategy and starts its worker. Close it
 // after the last Purchase.
-func NewAllot(store AllotStore, nodes LeaseNodes, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Allot {
-	cfg.setDefaults()
-	a := &Allot{store: store, nodes: nodes, soldOut: marks, cfg: cfg, log: log,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+func NewAllot(store AllotStore, nodes LeaseNodes, env Env) *Allot {
+	env = env.withDefaults()
+	a := &Allot{store: store, nodes: nodes, soldOut: env.Marks, cfg: env.Config, log: env.Log, windows: env.windows,
+		waiting: buyerQueue{marks: env.Marks},
+		wake:    make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		held: map[int32]Allotment{}, goods: map[int32]Goods{}, used: map[int32]time.Time{}, wanted: map[int32]time.Time{}}
 	go a.run()
 	return a
@@ -117,13 +120,13 @@ func NewAllot(store AllotStore, nodes LeaseNodes, marks *SoldOutMarks, cfg Confi
 
 // Purchase queues the buyer for the next batch and waits for the answer.
 func (a *Allot) Purchase(ctx context.Context, order *Order) error {
-	x := &allotBuyer{batchBuyer: batchBuyer{ctx: ctx, order: order, done: make(chan error, 1)}}
+	x := newWaiter(ctx, order)
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
 		return fmt.Errorf("%w: shutting down", ErrUnavailable)
 	}
-	a.waiting = append(a.waiting, x)
+	a.waiting.push(x)
 	a.mu.Unlock()
 	a.signal()
 	return <-x.done
@@ -174,10 +177,7 @@ func (a *Allot) run() {
 		}
 		if stopping {
 			a.mu.Lock()
-			for _, x := range a.waiting { // waiting for stock other leases hold
-				x.done <- fmt.Errorf("%w: shutting down", ErrUnavailable)
-			}
-			a.waiting = nil
+			a.waiting.failAll(fmt.Errorf("%w: shutting down", ErrUnavailable)) // waiting for stock other leases hold
 			a.mu.Unlock()
 			a.closeLease()
 			return
@@ -193,7 +193,7 @@ func (a *Allot) run() {
 // instance woke every allotRetry for nothing: 6-8 ms of CPU a second.
 func (a *Allot) idleFor() time.Duration {
 	a.mu.Lock()
-	waiting := len(a.waiting) > 0
+	waiting := a.waiting.len() > 0
 	a.mu.Unlock()
 	if waiting || len(a.held) > 0 || len(a.goods) > 0 {
 		return allotRetry
@@ -216,42 +216,18 @@ func (a *Allot) housekeep(now time.Time) {
 }
 
 // take forms a batch of the buyers who may be sold to now, at most
-// BatchMax, answering those who gave up or whose goods is marked sold out.
-// A limited buyer twice in the queue for one goods buys once per batch.
-func (a *Allot) take(now time.Time) []*allotBuyer {
+// BatchMax (see buyerQueue.take).
+func (a *Allot) take(now time.Time) []*waiter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var batch, later []*allotBuyer
-	buyers := onePerBuyer{}
-	for _, x := range a.waiting {
-		if len(batch) >= a.cfg.BatchMax || now.Before(x.notBefore) {
-			later = append(later, x)
-			continue
-		}
-		if err := x.ctx.Err(); err != nil {
-			x.done <- err
-			continue
-		}
-		if a.soldOut.seen(x.order.GoodsNo) {
-			x.done <- ErrSoldOut
-			continue
-		}
-		if !buyers.admit(x.order) {
-			later = append(later, x)
-			continue
-		}
-		batch = append(batch, x)
-	}
-	clear(a.waiting)
-	a.waiting = later
-	return batch
+	return a.waiting.take(a.cfg.BatchMax, now)
 }
 
 // requeue puts buyers who wait for stock other leases hold back at the
 // head of the queue, to be tried again at after; one who waited
 // AcquireTimeout hears so (503: the stock may still come back).
-func (a *Allot) requeue(xs []*allotBuyer, now, after time.Time) {
-	var back []*allotBuyer
+func (a *Allot) requeue(xs []*waiter, now, after time.Time) {
+	var back []*waiter
 	for _, x := range xs {
 		if x.waitSince.IsZero() {
 			x.waitSince = now
@@ -267,7 +243,7 @@ func (a *Allot) requeue(xs []*allotBuyer, now, after time.Time) {
 		return
 	}
 	a.mu.Lock()
-	a.waiting = append(back, a.waiting...)
+	a.waiting.pushFront(back)
 	a.mu.Unlock()
 }
 
@@ -282,11 +258,11 @@ func (a *Allot) left(goodsNo int32) int32 {
 
 // sell sells one batch and answers every buyer in it, or puts back in the
 // queue those who wait for stock other leases hold.
-func (a *Allot) sell(batch []*allotBuyer) {
+func (a *Allot) sell(batch []*waiter) {
 	since := time.Now() // before anything of the batch is read
 	ctx, cancel := a.opContext()
 	defer cancel()
-	answer := func(xs []*allotBuyer, err error) {
+	answer := func(xs []*waiter, err error) {
 		for _, x := range xs {
 			x.done <- err
 		}
@@ -324,7 +300,7 @@ func (a *Allot) sell(batch []*allotBuyer) {
 				continue
 			}
 			a.goods[no] = goods
-			a.windows.Load().observe(goods, time.Now())
+			a.windows.observe(goods, time.Now())
 			if n := g.Granted[no]; n > 0 {
 				h := a.held[no]
 				h.Granted += n
@@ -341,7 +317,7 @@ func (a *Allot) sell(batch []*allotBuyer) {
 	}
 	// Buyers of a goods this lease cannot serve now but other leases may:
 	// they wait for that stock to come back, or be sold.
-	var sell, wait []*allotBuyer
+	var sell, wait []*waiter
 	room := map[int32]int32{}
 	for _, x := range batch {
 		no := x.order.GoodsNo
@@ -363,7 +339,7 @@ func (a *Allot) sell(batch []*allotBuyer) {
 	orders := make([]*Order, len(sell))
 	for i, x := range sell {
 		orders[i] = x.order
-		sale.buyerOf[x.order] = &x.batchBuyer
+		sale.buyerOf[x.order] = x
 	}
 	refused, err := a.store.SellAllotted(ctx, a.lease, a.held, a.goods, orders, sale.choose)
 	if err != nil {
@@ -388,7 +364,7 @@ func (a *Allot) sell(batch []*allotBuyer) {
 		}
 	}
 	for _, x := range sell {
-		sale.answer(&x.batchBuyer, refused)
+		sale.answer(x, refused)
 	}
 }
 
@@ -403,14 +379,6 @@ func grantSize(g Goods, need int32) int32 {
 	}
 	return max(need, min(g.Stock/allotGrantShare, allotGrantMax))
 }
-
-// readsRowsPerBatch: a buyer of a goods whose window the Shop lacks is let
-// in without a read; the grant reads the goods' row before anything is sold.
-func (a *Allot) readsRowsPerBatch() {}
-
-// setWindows gives the strategy the Shop's sale windows: the goods' rows it
-// reads (at a grant, and readWindows) refresh them.
-func (a *Allot) setWindows(w *saleWindows) { a.windows.Store(w) }
 
 // readWindows reads, every half WindowFor, the rows of the goods the lease
 // holds, in one query: their sale windows (and isActive), which the
@@ -439,6 +407,6 @@ func (a *Allot) readWindows(now time.Time) {
 			continue
 		}
 		a.goods[no] = g
-		a.windows.Load().observe(g, now)
+		a.windows.observe(g, now)
 	}
 }

@@ -33,7 +33,7 @@ func TestAnIdleAllotWorkerSleepsUntilItsNextReap(t *testing.T) {
 	}
 
 	waiting := newAllot()
-	waiting.waiting = []*allotBuyer{{batchBuyer: batchBuyer{ctx: context.Background(), order: &Order{GoodsNo: 1}}}}
+	waiting.waiting.push(newWaiter(context.Background(), &Order{GoodsNo: 1}))
 	if d := waiting.idleFor(); d != allotRetry {
 		t.Errorf("a buyer waits for stock another lease holds: sleeps %v, want %v (it is tried again after that)", d, allotRetry)
 	}

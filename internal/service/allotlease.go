@@ -210,3 +210,21 @@ func (a *Allot) closeLease() {
 	}
 	a.dropLease(ctx)
 }
+
+// Allotment is the stock of a goods an instance's lease holds: granted to
+// it from the goods' row, and sold of that (purchase.strategy=allot).
+type Allotment struct {
+	Granted, Sold int32
+}
+
+// Grant is the answer to AllotStore.Grant.
+type Grant struct {
+	Goods   map[int32]Goods // the goods' rows as the grant read them; a goods without one is missing
+	Granted map[int32]int32 // what each goods gave the lease
+	// Pending is, for a goods whose row ran out, what other leases hold
+	// of it unsold: stock that may still come back.
+	Pending map[int32]int32
+	// Holders are the other leases that hold the pending goods: of each,
+	// which goods (see AllotStore.WantBack).
+	Holders map[int64][]int32
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -31,7 +30,7 @@ import (
 // buyer whose request ends before its batch writes is not sold to. A failed
 // transaction answers every buyer in it with its error and sells nothing.
 type Batch struct {
-	store Store
+	store BatchStore
 	locking
 	soldOut *SoldOutMarks
 	keyOf   func(goodsNo int32) string
@@ -43,29 +42,52 @@ type Batch struct {
 }
 
 type batchQueue struct {
-	waiting []*batchBuyer
+	buyerQueue
 	running bool // a worker serves this lock
 }
 
-type batchBuyer struct {
-	ctx   context.Context
-	order *Order
-	done  chan error // the answer; buffered
+// BatchStore is what the batch strategy needs of the store.
+type BatchStore interface {
+	// SellBatch sells to a batch of buyers, of one goods or several, under
+	// a lock with fencing token fence, in one transaction: claim the goods'
+	// rows (as SeedStore.SellFenced; ErrFenced for any sells nothing), set
+	// aside the orders of goods without a row (ErrNotFound), those whose
+	// request id was used before or earlier in the batch
+	// (ErrDuplicateRequest) and those of buyers holding an order of the
+	// goods under the one-per-buyer rule (AlreadyBoughtError), returned as
+	// refused; ask choose, once per goods, which of the others to sell to;
+	// call guard; write each goods' stock minus their number and their
+	// order rows; commit. A store may call guard after the writes instead,
+	// when they could meet a concurrent transaction's order (a request id
+	// or a buyer it checked for). An error from choose or guard sells
+	// nothing. The chosen orders get their ids. A store may also ask more,
+	// once the rows are claimed, for the orders of buyers who came since
+	// that accept takes, and sell to them in the same transaction, as if
+	// they had been in orders; more may be nil.
+	SellBatch(ctx context.Context, fence int64, orders []*Order,
+		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error,
+		more func(accept func(*Order) bool) []*Order) (refused map[*Order]error, err error)
 }
 
-// NewBatch returns the batch strategy. A batch queued for a goods' lock
-// sells nothing once marks marks the goods sold out (the Shop's marks).
-// Close it after the last Purchase.
-func NewBatch(store Store, locker Locker, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Batch {
-	if locker == nil {
-		panic("service: NewBatch needs a Locker")
-	}
-	cfg.setDefaults()
+var batchStrategy = Strategy{
+	Name:               "batch",
+	Summary:            "one lock hold and one transaction per batch of buyers",
+	Needs:              Needs{Lock: true},
+	ReadsRowsPerBatch:  true,
+	BatchesAcrossGoods: true,
+	New:                build(func(s BatchStore, d Deps) Purchaser { return NewBatch(s, d.Locker, d.Env) }),
+}
+
+// NewBatch returns the batch strategy under locker (not nil). A batch
+// queued for a goods' lock sells nothing once env.Marks marks the goods
+// sold out (the Shop's marks). Close it after the last Purchase.
+func NewBatch(store BatchStore, locker Locker, env Env) *Batch {
+	env = env.withDefaults()
 	keyOf := func(goodsNo int32) string { return strconv.FormatInt(int64(goodsNo), 10) }
 	if k, ok := locker.(LockKeyer); ok {
 		keyOf = k.LockKey
 	}
-	return &Batch{store: store, locking: locking{locker: locker, cfg: cfg, log: log}, soldOut: marks, keyOf: keyOf, queues: map[string]*batchQueue{}}
+	return &Batch{store: store, locking: newLocking(locker, env), soldOut: env.Marks, keyOf: keyOf, queues: map[string]*batchQueue{}}
 }
 
 // Purchase queues the buyer for its lock's next batch and waits for the
@@ -73,7 +95,7 @@ func NewBatch(store Store, locker Locker, marks *SoldOutMarks, cfg Config, log *
 // once; one that gives up in a batch still waits for the batch, which is
 // short, so that it is never sold to without being told.
 func (b *Batch) Purchase(ctx context.Context, order *Order) error {
-	buyer := &batchBuyer{ctx: ctx, order: order, done: make(chan error, 1)}
+	buyer := newWaiter(ctx, order)
 	key := b.keyOf(order.GoodsNo)
 	b.mu.Lock()
 	if b.closed {
@@ -82,10 +104,10 @@ func (b *Batch) Purchase(ctx context.Context, order *Order) error {
 	}
 	q := b.queues[key]
 	if q == nil {
-		q = &batchQueue{}
+		q = &batchQueue{buyerQueue: buyerQueue{marks: b.soldOut}}
 		b.queues[key] = q
 	}
-	q.waiting = append(q.waiting, buyer)
+	q.push(buyer)
 	if !q.running {
 		q.running = true
 		b.wg.Add(1)
@@ -107,27 +129,12 @@ func (b *Batch) Purchase(ctx context.Context, order *Order) error {
 // batch has taken it yet: it is then answered at once instead of when the
 // lock comes (a client that said how long it waits, X-Request-Timeout-Ms,
 // hears so at its deadline). A buyer a batch took waits for the batch.
-func (b *Batch) leave(key string, buyer *batchBuyer) bool {
+func (b *Batch) leave(key string, buyer *waiter) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q := b.queues[key]
-	if q == nil {
-		return false
-	}
-	for i, x := range q.waiting {
-		if x == buyer {
-			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
-			return true
-		}
-	}
-	return false
+	return q != nil && q.remove(buyer)
 }
-
-// readsRowsPerBatch: a buyer of a goods whose window the Shop lacks is let
-// in without a read; the batch's claim reads the goods' row, and its choice
-// refuses the batch's buyers of a closed goods and caches the window, so
-// that later buyers are refused before the lock.
-func (b *Batch) readsRowsPerBatch() {}
 
 // Close refuses new buyers and waits for the batches under way.
 func (b *Batch) Close() {
@@ -186,108 +193,44 @@ func (b *Batch) work(key string, q *batchQueue) {
 func (b *Batch) head(key string, q *batchQueue) (goodsNo int32, waiting int, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for len(q.waiting) > 0 {
-		x := q.waiting[0]
-		err := b.settled(x)
-		if err == nil {
-			return x.order.GoodsNo, len(q.waiting), true
-		}
-		x.done <- err
-		q.waiting[0] = nil
-		q.waiting = q.waiting[1:]
+	if x := q.head(); x != nil {
+		return x.order.GoodsNo, q.len(), true
 	}
 	q.running = false
 	delete(b.queues, key)
 	return 0, 0, false
 }
 
-// settled is the answer of a waiting buyer who is not to be in a batch:
-// its request ended while it waited, or its goods is marked sold out. nil:
-// the buyer is to be sold to.
-func (b *Batch) settled(x *batchBuyer) error {
-	if err := x.ctx.Err(); err != nil {
-		return err
-	}
-	if b.soldOut.seen(x.order.GoodsNo) {
-		return ErrSoldOut
-	}
-	return nil
-}
-
 // fail answers the first n buyers of q with err.
 func (b *Batch) fail(q *batchQueue, n int, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n = min(n, len(q.waiting))
-	for _, x := range q.waiting[:n] {
-		x.done <- err
-	}
-	clear(q.waiting[:n])
-	q.waiting = q.waiting[n:]
+	q.failFirst(n, err)
 }
 
-// take forms a batch of the buyers waiting in q, at most BatchMax, leaving
-// out those who gave up (answered) and those of goods marked sold out
-// (answered). A limited buyer who is twice in the queue for one goods buys
-// once: the second waits for the next batch, which finds the first's order.
-func (b *Batch) take(q *batchQueue) []*batchBuyer {
+// take forms a batch of the buyers waiting in q, at most BatchMax (see
+// buyerQueue.take).
+func (b *Batch) take(q *batchQueue) []*waiter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var batch, later []*batchBuyer
-	buyers := onePerBuyer{}
-	for len(q.waiting) > 0 && len(batch) < b.cfg.BatchMax {
-		x := q.waiting[0]
-		q.waiting[0] = nil
-		q.waiting = q.waiting[1:]
-		if err := b.settled(x); err != nil {
-			x.done <- err
-			continue
-		}
-		if !buyers.admit(x.order) {
-			later = append(later, x)
-			continue
-		}
-		batch = append(batch, x)
-	}
-	q.waiting = append(later, q.waiting...)
-	return batch
+	return q.take(b.cfg.BatchMax, time.Now())
 }
 
 // takeLate takes out of q, for a batch under way, at most n of the buyers
-// waiting whose orders accept takes, in their order, leaving the others
-// where they were; those who gave up or whose goods is marked sold out are
-// answered (as take does). A buyer under the one-per-buyer rule is never
-// one a store accepts (its INSERT could collide).
-func (b *Batch) takeLate(q *batchQueue, accept func(*Order) bool, n int) []*batchBuyer {
+// waiting whose orders accept takes (see buyerQueue.takeIf). A buyer under
+// the one-per-buyer rule is never one a store accepts (its INSERT could
+// collide).
+func (b *Batch) takeLate(q *batchQueue, accept func(*Order) bool, n int) []*waiter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var late []*batchBuyer
-	kept := q.waiting[:0]
-	for _, x := range q.waiting {
-		if len(late) >= n {
-			kept = append(kept, x)
-			continue
-		}
-		if err := b.settled(x); err != nil {
-			x.done <- err
-			continue
-		}
-		if accept(x.order) {
-			late = append(late, x)
-		} else {
-			kept = append(kept, x)
-		}
-	}
-	clear(q.waiting[len(kept):])
-	q.waiting = kept
-	return late
+	return q.takeIf(n, accept)
 }
 
 // sell sells one batch under lease and answers every buyer in it. It
 // closes next when the next batch may ask for the lock: when the release of
 // this one has begun, or, if this batch may sell a goods' last piece, when
 // it has answered.
-func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*batchBuyer, lease Lease, next chan<- struct{}) {
+func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease Lease, next chan<- struct{}) {
 	var nextOnce sync.Once
 	letNextGo := func() { nextOnce.Do(func() { close(next) }) }
 	defer letNextGo()

@@ -63,9 +63,8 @@ func buyInBatches(t *testing.T, store *fakeStore, ctxs []context.Context, id fun
 	log := slog.New(slog.DiscardHandler)
 	marks := service.NewSoldOutMarks(-1)
 	cfg := service.Config{BatchMax: 100}
-	b := service.NewBatch(store, locker, marks, cfg, log)
-	defer b.Close()
-	shop := service.New(store, b, marks, cfg, log)
+	shop := must(service.New(strategy("batch"), service.Deps{Store: store, Locker: locker, Env: service.Env{Marks: marks, Config: cfg, Log: log}}))
+	defer shop.Close()
 	results := make([]batchResult, len(ctxs))
 	var wg sync.WaitGroup
 	for i, ctx := range ctxs {
@@ -187,9 +186,9 @@ func newBatchShop(t *testing.T, store *fakeStore, locker service.Locker, marks *
 		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
 	}
 	log := slog.New(slog.DiscardHandler)
-	b := service.NewBatch(store, locker, marks, cfg, log)
-	t.Cleanup(b.Close)
-	return service.New(store, b, marks, cfg, log)
+	shop := must(service.New(strategy("batch"), service.Deps{Store: store, Locker: locker, Env: service.Env{Marks: marks, Config: cfg, Log: log}}))
+	t.Cleanup(shop.Close)
+	return shop
 }
 
 // A batch whose COMMIT was cut off finds out, for each buyer, whether its
@@ -237,8 +236,7 @@ func TestABatchWithoutItsTokenAnswersEveryBuyer(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	marks := service.NewSoldOutMarks(0)
 	cfg := service.Config{BatchMax: 100, ConflictRetries: -1}
-	b := service.NewBatch(store, locker, marks, cfg, log)
-	shop := service.New(store, b, marks, cfg, log)
+	shop := must(service.New(strategy("batch"), service.Deps{Store: store, Locker: locker, Env: service.Env{Marks: marks, Config: cfg, Log: log}}))
 	errs := make(chan error, 20)
 	for i := range 20 {
 		go func() {
@@ -252,7 +250,7 @@ func TestABatchWithoutItsTokenAnswersEveryBuyer(t *testing.T) {
 		}
 	}
 	closed := make(chan struct{})
-	go func() { b.Close(); close(closed) }()
+	go func() { shop.Close(); close(closed) }()
 	itestReceive(t, closed)
 	if len(store.orders) != 0 || locker.unlocks != locker.locks {
 		t.Errorf("%d orders, %d locks and %d unlocks; want none sold and every lock let go", len(store.orders), locker.locks, locker.unlocks)
@@ -350,7 +348,7 @@ func TestTheBatchThatSellsTheLastPieceMarksTheGoodsSoldOut(t *testing.T) {
 // queued.
 func TestAClosedBatchRefusesBuyers(t *testing.T) {
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
-	b := service.NewBatch(store, &fakeLocker{}, nil, service.Config{}, slog.New(slog.DiscardHandler))
+	b := service.NewBatch(store, &fakeLocker{}, service.Env{})
 	b.Close()
 	if err := b.Purchase(context.Background(), &service.Order{GoodsNo: 1, RequestID: "late"}); !errors.Is(err, service.ErrUnavailable) {
 		t.Fatalf("a buyer after Close: %v, want unavailable", err)
@@ -365,7 +363,7 @@ func TestAClosedBatchRefusesBuyers(t *testing.T) {
 func TestBuyersWhoAllGaveUpTakeNoLock(t *testing.T) {
 	locker := &fakeLocker{}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5}}}
-	b := service.NewBatch(store, locker, nil, service.Config{}, slog.New(slog.DiscardHandler))
+	b := service.NewBatch(store, locker, service.Env{})
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -464,7 +462,7 @@ func closedChan() chan struct{} {
 func TestABatchChecksTheRowsWindow(t *testing.T) {
 	ended := time.Now().Add(-time.Minute)
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, SaleEnd: &ended}}}
-	b := service.NewBatch(store, &fakeLocker{}, nil, service.Config{}, slog.New(slog.DiscardHandler))
+	b := service.NewBatch(store, &fakeLocker{}, service.Env{})
 	defer b.Close()
 	if err := b.Purchase(context.Background(), &service.Order{GoodsNo: 1, RequestID: "late"}); !errors.Is(err, service.ErrEnded) {
 		t.Fatalf("a batch after the end: %v, want ended", err)

@@ -13,17 +13,19 @@ import (
 // the acquire timeout, releasing it whatever the request did, and the demo's
 // sleep.
 type locking struct {
-	locker  Locker
-	cfg     Config
-	log     *slog.Logger
-	windows *saleWindows // the Shop's, told each sale window a claim reads; nil: none
+	locker Locker
+	cfg    Config
+	log    *slog.Logger
+	// windows are the Shop's sale windows (nil: none): a claim reads the
+	// goods' row under the lock, window included, and refreshes the cache
+	// with it, so that during a sale the Shop's check before the lock needs
+	// no read of its own.
+	windows *saleWindows
 }
 
-// setWindows gives the strategy the Shop's sale windows (see New): a claim
-// reads the goods' row under the lock, window included, and refreshes the
-// cache with it, so that during a sale the Shop's check before the lock
-// needs no read of its own.
-func (l *locking) setWindows(w *saleWindows) { l.windows = w }
+func newLocking(locker Locker, env Env) locking {
+	return locking{locker: locker, cfg: env.Config, log: env.Log, windows: env.windows}
+}
 
 func (l locking) lock(ctx context.Context, goodsNo int32) (Lease, error) {
 	lctx, cancel := context.WithTimeout(ctx, l.cfg.AcquireTimeout)

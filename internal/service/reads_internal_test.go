@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,13 +171,17 @@ func checkStaleEndedIsReadAgain(t *testing.T, windows *saleWindows, store *readS
 // admits, is let in unread; a stale window that refuses is still read
 // again first.
 func TestAStrategyThatReadsTheRowsSkipsTheWindowRead(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		p    Purchaser
-	}{{"allot", &Allot{}}, {"batch", &Batch{}}} {
-		t.Run(c.name, func(t *testing.T) {
+	for _, name := range []string{"allot", "batch"} {
+		t.Run(name, func(t *testing.T) {
+			st, _ := StrategyNamed(name)
+			st.Needs = Needs{} // the Shop's windows only: no purchase is made
+			st.New = func(Deps) (Purchaser, error) { return idlePurchaser{}, nil }
 			store := &readStore{g: Goods{ID: 1, GoodsNo: 1, Stock: 5}}
-			windows := New(store, c.p, nil, Config{WindowFor: time.Minute}, slog.Default()).windows
+			shop, err := New(st, Deps{Store: store, Env: Env{Config: Config{WindowFor: time.Minute}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			windows := shop.windows
 			if err := windows.check(context.Background(), store, 1, time.Now()); err != nil {
 				t.Fatalf("no window yet: %v, want let in", err)
 			}
@@ -231,3 +234,9 @@ func TestAFreshSaleWindowIsNotReadAgain(t *testing.T) {
 		t.Errorf("%d reads for 10 buyers within the copy's time, want 1", n)
 	}
 }
+
+// idlePurchaser is a strategy that is never asked to sell.
+type idlePurchaser struct{}
+
+func (idlePurchaser) Purchase(context.Context, *Order) error { return ErrUnavailable }
+func (idlePurchaser) Close()                                 {}

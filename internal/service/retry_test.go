@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -16,6 +15,8 @@ type scripted struct {
 	errs  []error
 	calls int
 }
+
+func (s *scripted) Close() {}
 
 func (s *scripted) Purchase(_ context.Context, o *service.Order) error {
 	s.calls++
@@ -56,7 +57,7 @@ func TestPurchasesThatWroteNothingAreTriedAgain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &scripted{errs: tt.errs}
 			store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}}}
-			shop := service.New(store, p, service.NewSoldOutMarks(0), service.Config{ConflictRetries: tt.retries}, slog.New(slog.DiscardHandler))
+			shop := must(service.New(custom(p), service.Deps{Store: store, Env: service.Env{Marks: service.NewSoldOutMarks(0), Config: service.Config{ConflictRetries: tt.retries}}}))
 			o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 			switch {
 			case tt.want == nil && (err != nil || o == nil || o.ID != uint64(tt.wantCalls)):
@@ -76,7 +77,7 @@ func TestPurchasesThatWroteNothingAreTriedAgain(t *testing.T) {
 func TestACutOffCommitThatDidNotHappenIsTriedAgain(t *testing.T) {
 	p := &scripted{errs: []error{service.ErrCommitUnknown}}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}}}
-	shop := service.New(store, p, service.NewSoldOutMarks(0), service.Config{OutcomeTimeout: time.Second}, slog.New(slog.DiscardHandler))
+	shop := must(service.New(custom(p), service.Deps{Store: store, Env: service.Env{Marks: service.NewSoldOutMarks(0), Config: service.Config{OutcomeTimeout: time.Second}}}))
 	o, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "r"})
 	if err != nil || o == nil || p.calls != 2 {
 		t.Errorf("Purchase = %+v, %v after %d tries; want the second try's order", o, err, p.calls)
@@ -92,7 +93,7 @@ func TestRetriesEndWithTheRequest(t *testing.T) {
 	}
 	p := &scripted{errs: errs}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}}}
-	shop := service.New(store, p, service.NewSoldOutMarks(0), service.Config{ConflictRetries: 100}, slog.New(slog.DiscardHandler))
+	shop := must(service.New(custom(p), service.Deps{Store: store, Env: service.Env{Marks: service.NewSoldOutMarks(0), Config: service.Config{ConflictRetries: 100}}}))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: "r"}); !errors.Is(err, service.ErrConflict) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 )
 
@@ -18,20 +17,40 @@ import (
 // write after a newer holder nor have its late commit overwritten by one.
 // Without the lock the same purchase is Unlocked (unlocked.go).
 type Seed struct {
-	store Store
+	store SeedStore
 	locking
 	soldOut *SoldOutMarks
 }
 
-// NewSeed returns the seed strategy. The buyers queued for a goods' lock
-// leave the queue when marks marks it sold out (the Shop's marks).
-func NewSeed(store Store, locker Locker, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Seed {
-	if locker == nil {
-		panic("service: NewSeed needs a Locker (NewUnlocked is the purchase without one)")
-	}
-	cfg.setDefaults()
-	return &Seed{store: store, locking: locking{locker: locker, cfg: cfg, log: log}, soldOut: marks}
+// SeedStore is what the seed strategy needs of the store.
+type SeedStore interface {
+	// SellFenced is the purchase under a lock with fencing token fence, in
+	// one transaction: claim the goods' row (a locking read that waits for
+	// an earlier holder's transaction; ErrFenced when a newer holder has
+	// written), call decide for the new stock, write the stock with the
+	// token and the order, call guard, commit. ErrNotFound when there is no
+	// row; an error from decide or guard rolls back and is returned.
+	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 }
+
+var seedStrategy = Strategy{
+	Name:    "seed",
+	Summary: "one buyer per lock hold",
+	Needs:   Needs{Lock: true},
+	New:     build(func(s SeedStore, d Deps) Purchaser { return NewSeed(s, d.Locker, d.Env) }),
+}
+
+// NewSeed returns the seed strategy under locker (not nil: Unlocked is the
+// purchase without one). The buyers queued for a goods' lock leave the
+// queue when env.Marks marks it sold out (the Shop's marks).
+func NewSeed(store SeedStore, locker Locker, env Env) *Seed {
+	env = env.withDefaults()
+	return &Seed{store: store, locking: newLocking(locker, env), soldOut: env.Marks}
+}
+
+// Close does nothing: a purchase under way holds the lock only until it
+// answers.
+func (p *Seed) Close() {}
 
 // Purchase sells one piece to one buyer, under the lock, fenced by its
 // token.

@@ -81,22 +81,13 @@ const (
 	OrderExpired = "expired"
 )
 
-// Store is the persistence the shop needs.
+// Store is what the Shop needs of the store for every strategy: the goods'
+// rows, their order counts, and the lookups that tell a buyer refused what
+// it holds. Each strategy declares the store it sells through beside it
+// (SeedStore, BatchStore, AtomicStore, UnlockedStore, AllotStore).
 type Store interface {
 	// Goods reads the row of goodsNo, or returns ErrNotFound.
 	Goods(ctx context.Context, goodsNo int32) (Goods, error)
-	// Sell, in one transaction, sets the stock of row g.ID to stock and
-	// inserts order: the unlocked purchase. It returns ErrPurchaseFailed when
-	// the update matched no row, ErrDuplicateRequest when the request id was
-	// used before, ErrCommitUnknown when the commit was cut off.
-	Sell(ctx context.Context, g Goods, stock int32, order *Order) error
-	// SellFenced is the purchase under a lock with fencing token fence, in
-	// one transaction: claim the goods' row (a locking read that waits for an
-	// earlier holder's transaction; ErrFenced when a newer holder has
-	// written), call decide for the new stock, write the stock with the token
-	// and the order, call guard, commit. ErrNotFound when there is no row; an
-	// error from decide or guard rolls back and is returned.
-	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
 	// GoodsOf reads the rows of several goods at once; a goods without a
 	// row is missing from the answer.
 	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
@@ -104,28 +95,6 @@ type Store interface {
 	OrderCounts(ctx context.Context, goodsNos []int32) (map[int32]map[string]int64, error)
 	// SaleTotals sums the stock of every goods.
 	SaleTotals(ctx context.Context) (SaleTotals, error)
-	// SellBatch sells to a batch of buyers, of one goods or several, under a
-	// lock with fencing token fence, in one transaction: claim the goods'
-	// rows (as SellFenced; ErrFenced for any sells nothing), set aside the
-	// orders of goods without a row (ErrNotFound), those whose request id
-	// was used before or earlier in the batch (ErrDuplicateRequest) and
-	// those of buyers holding an order of the goods under the one-per-buyer
-	// rule (AlreadyBoughtError), returned as refused; ask choose, once per
-	// goods, which of the others to sell to; call guard; write each goods'
-	// stock minus their number and their order rows; commit. A store may
-	// call guard after the writes instead, when they could meet a concurrent
-	// transaction's order (a request id or a buyer it checked for). An error
-	// from choose or guard sells nothing. The chosen orders get their ids.
-	// A store may also ask more, once the rows are claimed, for the orders
-	// of buyers who came since that accept takes, and sell to them in the
-	// same transaction, as if they had been in orders; more may be nil.
-	SellBatch(ctx context.Context, fence int64, orders []*Order,
-		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error,
-		more func(accept func(*Order) bool) []*Order) (refused map[*Order]error, err error)
-	// SellAtomic, in one transaction, decrements the stock of order.GoodsNo
-	// if it is above zero and inserts order. ErrSoldOut when it is not,
-	// ErrNotFound when there is no row, ErrDuplicateRequest, ErrCommitUnknown.
-	SellAtomic(ctx context.Context, order *Order) error
 	// OrderByRequestID reads the order of a buyer's request id, if there is
 	// one (another buyer's order under the same id is not it).
 	OrderByRequestID(ctx context.Context, key RequestKey) (order Order, found bool, err error)
@@ -160,9 +129,13 @@ type Lease interface {
 
 // Purchaser is one purchase strategy: it sells one piece of order.GoodsNo
 // to one buyer and fills in the order, or returns why not. Nothing is
-// written unless it returns nil. Strategies are chosen once, at start.
+// written unless it returns nil. Strategies are chosen once, at start,
+// from the registry (Strategies).
 type Purchaser interface {
 	Purchase(ctx context.Context, order *Order) error
+	// Close refuses new buyers and waits for those under way (and gives
+	// back what the strategy holds). Purchase is not called after it.
+	Close()
 }
 
 // Shop sells goods with one purchase strategy, and does for every strategy
@@ -180,19 +153,33 @@ type Shop struct {
 	admission *admission
 }
 
-// New returns a Shop that sells with p and answers the buyers of a goods
-// marks has seen sold out at once (nil: none are; give the locking
-// strategy the same marks, so that its queued buyers leave at the mark).
-func New(store Store, p Purchaser, marks *SoldOutMarks, cfg Config, log *slog.Logger) *Shop {
-	cfg.setDefaults()
-	s := &Shop{store: store, purchaser: p, cfg: cfg, log: log, soldOut: marks, windows: newSaleWindows(cfg.WindowFor)}
-	if w, ok := p.(interface{ setWindows(*saleWindows) }); ok {
-		w.setWindows(s.windows)
+// New returns a Shop that sells with the strategy st, built from d (see
+// Strategy). It answers the buyers of a goods d.Marks has seen sold out at
+// once; the strategy shares those marks, so that its queued buyers leave at
+// the mark. Close it after the last Purchase.
+func New(st Strategy, d Deps) (*Shop, error) {
+	switch {
+	case d.Store == nil:
+		return nil, fmt.Errorf("service: the %s strategy needs a store", st.Name)
+	case st.Needs.Lock && d.Locker == nil:
+		return nil, fmt.Errorf("service: the %s strategy needs a lock", st.Name)
+	case st.Needs.Leases && d.Leases == nil:
+		return nil, fmt.Errorf("service: the %s strategy needs lease nodes", st.Name)
 	}
-	_, s.windows.admitUnread = p.(readsRowsPerBatch)
-	s.admission = newAdmission(cfg.QueueTarget, cfg.MaxWaiting, time.Now())
-	return s
+	d.Env = d.Env.withDefaults()
+	d.windows = newSaleWindows(d.Config.WindowFor)
+	d.windows.admitUnread = st.ReadsRowsPerBatch
+	p, err := st.New(d)
+	if err != nil {
+		return nil, err
+	}
+	return &Shop{store: d.Store, purchaser: p, cfg: d.Config, log: d.Log, soldOut: d.Marks, windows: d.windows,
+		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now())}, nil
 }
+
+// Close closes the strategy: new buyers are refused, those under way
+// answered, and what it holds given back.
+func (s *Shop) Close() { s.purchaser.Close() }
 
 // Admission is how many purchases are in progress in this instance, how
 // many it lets in, and how many it has refused busy.
@@ -390,22 +377,4 @@ func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Ord
 			return nil, commitErr
 		}
 	}
-}
-
-// Allotment is the stock of a goods an instance's lease holds: granted to
-// it from the goods' row, and sold of that (purchase.strategy=allot).
-type Allotment struct {
-	Granted, Sold int32
-}
-
-// Grant is the answer to AllotStore.Grant.
-type Grant struct {
-	Goods   map[int32]Goods // the goods' rows as the grant read them; a goods without one is missing
-	Granted map[int32]int32 // what each goods gave the lease
-	// Pending is, for a goods whose row ran out, what other leases hold
-	// of it unsold: stock that may still come back.
-	Pending map[int32]int32
-	// Holders are the other leases that hold the pending goods: of each,
-	// which goods (see AllotStore.WantBack).
-	Holders map[int64][]int32
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -364,6 +365,28 @@ func (f *fakeLocker) Unlock(ctx context.Context) error {
 	return nil
 }
 
+// strategy is the registry's entry of name.
+func strategy(name string) service.Strategy {
+	st, ok := service.StrategyNamed(name)
+	if !ok {
+		panic("no strategy " + name)
+	}
+	return st
+}
+
+// custom is a strategy that sells with p.
+func custom(p service.Purchaser) service.Strategy {
+	return service.Strategy{Name: "custom", New: func(service.Deps) (service.Purchaser, error) { return p, nil }}
+}
+
+// must is the Shop New built, for deps a test has right.
+func must(shop *service.Shop, err error) *service.Shop {
+	if err != nil {
+		panic(err)
+	}
+	return shop
+}
+
 func newShop(store *fakeStore, locker service.Locker, cfg service.Config) *service.Shop {
 	return newShopMarking(store, locker, service.NewSoldOutMarks(0), cfg)
 }
@@ -374,7 +397,7 @@ func newUnlockedShop(store *fakeStore, cfg service.Config) *service.Shop {
 		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
 	}
 	log := slog.New(slog.DiscardHandler)
-	return service.New(store, service.NewUnlocked(store, cfg), service.NewSoldOutMarks(0), cfg, log)
+	return must(service.New(service.UnlockedStrategy(), service.Deps{Store: store, Env: service.Env{Marks: service.NewSoldOutMarks(0), Config: cfg, Log: log}}))
 }
 
 // newShopMarking is newShop with the sold-out marks given.
@@ -383,7 +406,7 @@ func newShopMarking(store *fakeStore, locker service.Locker, marks *service.Sold
 		store.goods = map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 2, IsActive: 1}}
 	}
 	log := slog.New(slog.DiscardHandler)
-	return service.New(store, service.NewSeed(store, locker, marks, cfg, log), marks, cfg, log)
+	return must(service.New(strategy("seed"), service.Deps{Store: store, Locker: locker, Env: service.Env{Marks: marks, Config: cfg, Log: log}}))
 }
 
 func TestPurchaseOutcomes(t *testing.T) {
@@ -801,6 +824,8 @@ type gatedPurchaser struct {
 	gate     chan struct{}
 }
 
+func (g *gatedPurchaser) Close() {}
+
 func (g *gatedPurchaser) Purchase(ctx context.Context, o *service.Order) error {
 	g.mu.Lock()
 	hold := g.hold
@@ -826,8 +851,8 @@ func TestEveryPurchaseGivesItsSlotBack(t *testing.T) {
 		fmt.Errorf("%w: deadlock", service.ErrConflict), context.Canceled, service.ErrLockTimeout, service.ErrFenced},
 		entered: make(chan struct{}, 3), gate: make(chan struct{})}
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 5, IsActive: 1}}}
-	shop := service.New(store, g, service.NewSoldOutMarks(-1), service.Config{MaxWaiting: 2, OutcomeTimeout: 100 * time.Millisecond, ConflictRetries: -1},
-		slog.New(slog.DiscardHandler))
+	shop := must(service.New(custom(g), service.Deps{Store: store, Env: service.Env{Marks: service.NewSoldOutMarks(-1),
+		Config: service.Config{MaxWaiting: 2, OutcomeTimeout: 100 * time.Millisecond, ConflictRetries: -1}}}))
 	for i := range 100 {
 		ctx, cancel := context.WithCancel(context.Background())
 		if i%5 == 4 {
@@ -916,3 +941,43 @@ func TestARefusedBuyerWhoHoldsAnOrderHearsIt(t *testing.T) {
 		}
 	}
 }
+
+// A strategy of the registry is built only with what it needs: a lock, the
+// leases' nodes, a store that sells its way; otherwise New says what is
+// missing.
+func TestAStrategyIsBuiltOnlyWithWhatItNeeds(t *testing.T) {
+	store := &fakeStore{}
+	for _, c := range []struct {
+		strategy string
+		d        service.Deps
+		want     string // "": built
+	}{
+		{"seed", service.Deps{Store: store}, "needs a lock"},
+		{"batch", service.Deps{Store: store}, "needs a lock"},
+		{"allot", service.Deps{Store: store}, "needs lease nodes"},
+		{"allot", service.Deps{Store: store, Leases: noLeases{}}, "is no service.AllotStore"},
+		{"seed", service.Deps{Store: store, Locker: &fakeLocker{}}, ""},
+		{"batch", service.Deps{Store: store, Locker: &fakeLocker{}}, ""},
+		{"atomic", service.Deps{Store: store}, ""},
+	} {
+		shop, err := service.New(strategy(c.strategy), c.d)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want built", c.strategy, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error saying %q", c.strategy, err, c.want)
+		}
+		if err == nil {
+			shop.Close()
+		}
+	}
+}
+
+// noLeases are lease nodes that are never used.
+type noLeases struct{}
+
+func (noLeases) Create(context.Context) (string, <-chan struct{}, error) {
+	return "", nil, service.ErrUnavailable
+}
+func (noLeases) Exists(context.Context, string) (bool, error) { return false, nil }
+func (noLeases) Delete(context.Context, string) error         { return nil }

@@ -11,14 +11,30 @@ import (
 // oversell; that is what the lock switch shows, and the order rows count
 // it.
 type Unlocked struct {
-	store Store
+	store UnlockedStore
 	cfg   Config
 }
 
+// UnlockedStore is what the purchase without a lock needs of the store.
+type UnlockedStore interface {
+	// Goods reads the row of goodsNo, or returns ErrNotFound.
+	Goods(ctx context.Context, goodsNo int32) (Goods, error)
+	// Sell, in one transaction, sets the stock of row g.ID to stock and
+	// inserts order. It returns ErrPurchaseFailed when the update matched
+	// no row, ErrDuplicateRequest when the request id was used before,
+	// ErrCommitUnknown when the commit was cut off.
+	Sell(ctx context.Context, g Goods, stock int32, order *Order) error
+}
+
+var unlockedStrategy = Strategy{
+	Name:    "unlocked",
+	Summary: "the seed's purchase without its lock: oversells under load",
+	New:     build(func(s UnlockedStore, d Deps) Purchaser { return NewUnlocked(s, d.Env) }),
+}
+
 // NewUnlocked returns the purchase without a lock.
-func NewUnlocked(store Store, cfg Config) *Unlocked {
-	cfg.setDefaults()
-	return &Unlocked{store: store, cfg: cfg}
+func NewUnlocked(store UnlockedStore, env Env) *Unlocked {
+	return &Unlocked{store: store, cfg: env.withDefaults().Config}
 }
 
 // Purchase reads, sleeps, checks and writes the value read minus one.
@@ -38,3 +54,6 @@ func (p *Unlocked) Purchase(ctx context.Context, order *Order) error {
 	}
 	return p.store.Sell(ctx, g, g.Stock-1, order)
 }
+
+// Close does nothing: the strategy holds nothing between purchases.
+func (p *Unlocked) Close() {}

@@ -32,7 +32,7 @@ type saleWindows struct {
 	ttl   time.Duration
 	reads singleflight.Group
 	// admitUnread: a goods without a window, or with a stale one that
-	// admits, is admitted without a read (see readsRowsPerBatch).
+	// admits, is admitted without a read (see Strategy.ReadsRowsPerBatch).
 	admitUnread bool
 
 	mu sync.Mutex
@@ -102,18 +102,6 @@ func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now
 	}
 	return windowAt(sw.start, sw.end, now)
 }
-
-// readsRowsPerBatch is a strategy that reads the row of every goods it
-// sells before it sells, once for all of the goods' buyers it is about to
-// serve, checks the window on that row, and refreshes the windows of the
-// goods it reads (batch: its claim of the batch's rows; allot: its grants,
-// and its reads of the held goods' rows). The Shop's read of a window it
-// lacks, or of a stale one that admits, would only repeat that read, once
-// per goods and instance, on the path of the goods' first buyers. A stale
-// window that refuses is still read again before the buyer is refused. Not
-// seed: it sells one buyer per lock hold, so every buyer of a closed goods
-// would hold the lock to hear it.
-type readsRowsPerBatch interface{ readsRowsPerBatch() }
 
 // observe records goods g's window as read at: a claim's read, fresher than
 // the cache's own. A nil w observes nothing.

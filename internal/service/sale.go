@@ -5,33 +5,9 @@ import (
 	"time"
 )
 
-// What the batch and allot strategies share: the one-per-buyer rule within a
-// batch, and a batch's sale (which buyers of a goods it takes, and each
-// buyer's answer).
-
-// onePerBuyer keeps a batch to one order of a goods per buyer under the
-// one-per-buyer rule: the second waits for the next batch, which finds the
-// first's order.
-type onePerBuyer map[struct {
-	goodsNo int32
-	userID  string
-}]bool
-
-// admit reports whether the order may join the batch, and counts it.
-func (b onePerBuyer) admit(o *Order) bool {
-	if o.UserID == "" || !o.OnePerBuyer {
-		return true
-	}
-	k := struct {
-		goodsNo int32
-		userID  string
-	}{o.GoodsNo, o.UserID}
-	if b[k] {
-		return false
-	}
-	b[k] = true
-	return true
-}
+// What the batch and allot strategies share besides their queue
+// (queue.go): a batch's sale, which buyers of a goods it takes and each
+// buyer's answer.
 
 // batchSale is what a batch decides, goods by goods, when the store asks
 // (choose): which of the goods' buyers it sells to, what stock that leaves,
@@ -43,7 +19,7 @@ type batchSale struct {
 	cfg     Config
 	lost    <-chan struct{} // the lock's; nil: none
 	windows *saleWindows    // told each window read; nil: none
-	buyerOf map[*Order]*batchBuyer
+	buyerOf map[*Order]*waiter
 	chosen  map[int32]map[*Order]bool
 	closed  map[int32]error // the goods' sale window refused its buyers
 	left    map[int32]int32
@@ -53,7 +29,7 @@ type batchSale struct {
 }
 
 func newBatchSale(ctx context.Context, cfg Config, lost <-chan struct{}, windows *saleWindows, n int) *batchSale {
-	return &batchSale{ctx: ctx, cfg: cfg, lost: lost, windows: windows, buyerOf: make(map[*Order]*batchBuyer, n),
+	return &batchSale{ctx: ctx, cfg: cfg, lost: lost, windows: windows, buyerOf: make(map[*Order]*waiter, n),
 		chosen: map[int32]map[*Order]bool{}, closed: map[int32]error{}, left: map[int32]int32{}}
 }
 
@@ -97,7 +73,7 @@ func (s *batchSale) choose(g Goods, candidates []*Order) ([]*Order, error) {
 
 // answer tells buyer x how the committed batch ended for it (refused: the
 // store's refusals).
-func (s *batchSale) answer(x *batchBuyer, refused map[*Order]error) {
+func (s *batchSale) answer(x *waiter, refused map[*Order]error) {
 	g := x.order.GoodsNo
 	switch {
 	case refused[x.order] != nil:
