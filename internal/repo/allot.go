@@ -333,13 +333,13 @@ func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, allotted
 
 // SellAllotted sells to a batch of buyers from the stock the lease holds
 // (held; goods: the goods' rows as their grants read them), as SellBatch
-// sells from the goods' rows: choose is asked, once per goods, which of
-// the buyers to sell to, the stock it may sell being what the lease holds
+// sells from the goods' rows: decide is asked which of the buyers to sell
+// to, the stock it may sell of each goods being what the lease holds
 // unsold; the lease's row, with the new counts, and the orders are written
 // in one packet and committed. The goods' rows are not touched.
 func (s *Store) SellAllotted(ctx context.Context, lease int64, held map[int32]service.Allotment, goods map[int32]service.Goods,
-	orders []*service.Order, choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error)) (map[*service.Order]error, error) {
-	return s.sellBatches(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, orders, choose, func() error { return nil }, nil)
+	orders []*service.Order, decide service.Decide) error {
+	return s.sellBatches(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, orders, decide, func() error { return nil }, nil)
 }
 
 // leaseRows is SellAllotted's stock: what a lease holds. It is no

@@ -22,7 +22,7 @@ func TestLeaseGrantsSellsAndPutsBack(t *testing.T) {
 		for i := range orders {
 			orders[i] = &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("%s-%d", tag, i)}
 		}
-		_, err := s.SellAllotted(ctx, lease, held, goods, orders, all)
+		_, err := sellAllotted(ctx, s, lease, held, goods, orders, all)
 		return err
 	}
 

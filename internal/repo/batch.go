@@ -7,27 +7,23 @@ import (
 	"slices"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
 // SellBatch sells to a batch of buyers, of one goods or of several, under a
 // lock whose fencing token is fence, in one transaction: it claims the
 // goods' rows (each as SellFenced claims one, in the order of their goods
-// numbers), refuses the orders whose request id was used before (the
-// orders' unique key refuses the INSERT of one: the batch starts once more
-// and looks the ids buyers chose up first) or earlier in the batch
-// (service.ErrDuplicateRequest), those of buyers who hold an
-// order of the goods under the one-per-buyer rule (a
-// service.AlreadyBoughtError naming it) and those of goods without a row
-// (service.ErrNotFound); asks choose, once per goods, which of the others
-// to sell to; then writes the goods' new stocks (and the token) with one
-// UPDATE and the chosen orders' rows with one multi-row INSERT, and
-// commits. It calls guard before the writes, or after them when an INSERT
-// could collide with a concurrent one (mayCollide). The chosen orders get
-// their ids. An error from choose or guard rolls back everything. An order
-// inserted by a concurrent transaction meanwhile makes it start once more.
+// numbers), reads the facts the buyer rules need (readFacts: the orders
+// its buyers hold under the one-per-buyer rule and, when the batch starts
+// once more because the orders' unique key refused an INSERT, which of the
+// request ids buyers chose hold an order), asks decide which orders to
+// sell to (see service.Decide); then writes the goods' new stocks (and the
+// token) with one UPDATE and the chosen orders' rows with one multi-row
+// INSERT, and commits. It calls guard before the writes, or after them
+// when an INSERT could collide with a concurrent one (mayCollide). The
+// chosen orders get their ids. An error from decide or guard rolls back
+// everything. An order inserted by a concurrent transaction meanwhile
+// makes it start once more.
 // A batch whose orders went in before its claim (see mayCollide) asks more,
 // once its claim holds the rows, for the orders of buyers who came since,
 // of goods it claimed and whose INSERT cannot collide: they are chosen after
@@ -38,18 +34,16 @@ import (
 // number (see salesFor): on a cluster named by its nodes, a batch of
 // several goods may write a goods through another node than its own, so
 // the shop hands the lock on after the commit there (see OneWriter).
-func (s *Store) SellBatch(ctx context.Context, fence int64, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error,
-	more func(accept func(*service.Order) bool) []*service.Order) (refused map[*service.Order]error, err error) {
-	return s.sellBatches(ctx, claimedRows{s, fence}, orders, choose, guard, more)
+func (s *Store) SellBatch(ctx context.Context, fence int64, orders []*service.Order, decide service.Decide, guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order) error {
+	return s.sellBatches(ctx, claimedRows{s, fence}, orders, decide, guard, more)
 }
 
 // sellBatches is SellBatch on the stock of rows: it starts once more when
 // a request id or a buyer came in after the check, with the orders more
 // gave the first time among the batch's.
-func (s *Store) sellBatches(ctx context.Context, rows batchRows, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error,
-	more func(accept func(*service.Order) bool) []*service.Order) (refused map[*service.Order]error, err error) {
+func (s *Store) sellBatches(ctx context.Context, rows batchRows, orders []*service.Order, decide service.Decide, guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order) error {
 	var late []*service.Order // what more gave: in the batch from then on
 	taking := more
 	if more != nil {
@@ -60,19 +54,18 @@ func (s *Store) sellBatches(ctx context.Context, rows batchRows, orders []*servi
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		refused, err = s.sellBatch(ctx, rows, slices.Concat(orders, late), choose, guard, taking, attempt > 0)
+		err := s.sellBatch(ctx, rows, slices.Concat(orders, late), decide, guard, taking, attempt > 0)
 		if attempt == 0 && (errors.Is(err, service.ErrDuplicateRequest) || errors.Is(err, service.ErrAlreadyBought)) {
 			continue // a request id used before, or a buyer who came in after the check: again, ids looked up
 		}
-		return refused, err
+		return err
 	}
 }
 
-func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*service.Order,
-	choose func(g service.Goods, candidates []*service.Order) ([]*service.Order, error), guard func() error,
-	more func(accept func(*service.Order) bool) []*service.Order, lookUpIDs bool) (map[*service.Order]error, error) {
+func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*service.Order, decide service.Decide, guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order, lookUpIDs bool) error {
 	if len(orders) == 0 {
-		return nil, nil
+		return nil
 	}
 	var goodsNos []int32
 	for _, o := range orders {
@@ -82,12 +75,11 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 	goodsNos = slices.Compact(goodsNos)
 	var chosen []*service.Order
 	var rows []orderInfo
-	var refused map[*service.Order]error
 	early := !mayCollide(orders) // the guard before the writes
 	firstRows, canFirst := stock.(ordersFirst)
 	first := early && !lookUpIDs && canFirst
 	err := s.inTx(ctx, stock.pool(goodsNos), func(t *tx) error {
-		chosen, rows, refused = nil, nil, map[*service.Order]error{}
+		chosen, rows = nil, nil
 		var inserted []orderInfo // with first: every order's row, before the claim
 		if first {
 			now := time.Now().UTC()
@@ -118,25 +110,22 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 			})
 			all = slices.Concat(orders, late)
 		}
-		candidates, err := s.batchCandidates(ctx, t, goodsNos, all, claimed, refused, lookUpIDs)
+		facts, err := s.readFacts(ctx, t, goodsNos, all, claimed, lookUpIDs)
+		if err != nil {
+			return err
+		}
+		sold, err := decide(facts)
 		if err != nil {
 			return err
 		}
 		var writes []stockWrite
 		for _, no := range goodsNos {
 			read, ok := claimed[no]
-			if !ok {
+			if !ok || len(sold[no]) == 0 {
 				continue
 			}
-			g := read.goods()
-			picked, err := choose(g, candidates[no])
-			if err != nil {
-				return err
-			}
-			if len(picked) > 0 {
-				chosen = append(chosen, picked...)
-				writes = append(writes, stockWrite{read, g.Stock - int32(len(picked))})
-			}
+			chosen = append(chosen, sold[no]...)
+			writes = append(writes, stockWrite{read, read.goods().Stock - int32(len(sold[no]))})
 		}
 		if early {
 			if err := guard(); err != nil {
@@ -179,12 +168,12 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i, o := range chosen {
 		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
 	}
-	return refused, nil
+	return nil
 }
 
 // mayCollide reports whether the INSERT of some of orders could find its
@@ -203,14 +192,14 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 // also inserts its orders first, before its claim: the rows of every order
 // of the batch, in the transaction's first statement, with the claim after
 // it in the same packet (insertAndClaim: one round trip on the lock's path,
-// which runs from the hold's start to the guard); then the choice and the
+// which runs from the hold's start to the guard); then the decision and the
 // guard; then the stock's UPDATE, with a DELETE of the rows
-// of the orders the choice refused (a goods sold out or without a row, a
+// of the orders the decision refused (a goods sold out or without a row, a
 // closed window), in one packet. The claim's row locks, which the next
 // holder's claim waits for, are then held for the UPDATE and the commit
 // only, not for the INSERT of the orders as well (the larger part of the
 // writes: an index entry of each order in three indexes); and the next
-// holder inserts its orders while this batch commits. An order the choice
+// holder inserts its orders while this batch commits. An order the decision
 // refused is never committed, and every order's row is in the same
 // transaction as the stock it took, as before.
 func mayCollide(orders []*service.Order) bool {
@@ -318,18 +307,23 @@ func fenceChecked(claimed map[int32]goodsStock, fence int64) (map[int32]goodsSto
 	return claimed, nil
 }
 
-// batchCandidates sorts the batch's orders by goods, in the batch's order,
-// after refusing into refused those of goods without a row, those whose
-// request id was used, and those of buyers who hold an order of the goods.
-// Only the request ids buyers chose are looked up, and only if lookUpIDs:
-// one the shop made (Order.NewRequestID) is a new UUID, and one a buyer
-// chose is almost always new too: the orders' unique key refuses the
-// batch's INSERT if it is not, and the batch starts once more with the
-// lookup (sellBatches). A batch without a lookup and without buyers under
-// the one-per-buyer rule makes no query here (the transaction begins with
-// the writes' packet: one round trip fewer).
-func (s *Store) batchCandidates(ctx context.Context, t *tx, goodsNos []int32, orders []*service.Order, claimed map[int32]goodsStock,
-	refused map[*service.Order]error, lookUpIDs bool) (map[int32][]*service.Order, error) {
+// readFacts reads, in the sale's transaction, what the buyer rules need
+// to know of the batch's orders (service.Facts): the claimed goods' rows,
+// the orders their buyers hold of those goods under the one-per-buyer rule,
+// and which of their request ids hold an order. Only the request ids buyers
+// chose are looked up, and only if lookUpIDs: one the shop made
+// (Order.NewRequestID) is a new UUID, and one a buyer chose is almost
+// always new too: the orders' unique key refuses the batch's INSERT if it
+// is not, and the batch starts once more with the lookup (sellBatches). A
+// batch without a lookup and without buyers under the one-per-buyer rule
+// makes no query here (the transaction begins with the writes' packet: one
+// round trip fewer).
+func (s *Store) readFacts(ctx context.Context, t *tx, goodsNos []int32, orders []*service.Order, claimed map[int32]goodsStock,
+	lookUpIDs bool) (service.Facts, error) {
+	f := service.Facts{Orders: orders, Goods: make(map[int32]service.Goods, len(claimed))}
+	for no, read := range claimed {
+		f.Goods[no] = read.goods()
+	}
 	var ids, buyers []string
 	for _, o := range orders {
 		if !o.NewRequestID && lookUpIDs {
@@ -339,53 +333,32 @@ func (s *Store) batchCandidates(ctx context.Context, t *tx, goodsNos []int32, or
 			buyers = append(buyers, o.UserID)
 		}
 	}
-	var tx *gorm.DB
-	if len(ids) > 0 || len(buyers) > 0 {
-		var err error
-		if tx, err = t.db(ctx); err != nil {
-			return nil, err
-		}
+	if len(ids) == 0 && len(buyers) == 0 {
+		return f, nil
 	}
-	var used []service.RequestKey
+	tx, err := t.db(ctx)
+	if err != nil {
+		return f, err
+	}
 	if len(ids) > 0 {
+		var used []service.RequestKey
 		if err := tx.Raw("SELECT request_owner AS user_id, request_id FROM order_info WHERE request_id IN ?", ids).Scan(&used).Error; err != nil {
-			return nil, err
+			return f, err
+		}
+		f.Used = make(map[service.RequestKey]bool, len(used))
+		for _, k := range used {
+			f.Used[k] = true
 		}
 	}
-	type goodsBuyer struct {
-		goodsNo int32
-		userID  string
-	}
-	held := map[goodsBuyer]service.Order{}
 	if len(buyers) > 0 {
 		var rs []orderInfo
 		if err := tx.Raw("SELECT * FROM order_info WHERE goods_no IN ? AND active_buyer IN ?", goodsNos, buyers).Scan(&rs).Error; err != nil {
-			return nil, err
+			return f, err
 		}
+		f.Held = make(map[service.GoodsBuyer]service.Order, len(rs))
 		for _, r := range rs {
-			held[goodsBuyer{r.GoodsNo, *r.UserID}] = r.order()
+			f.Held[service.GoodsBuyer{GoodsNo: r.GoodsNo, UserID: *r.UserID}] = r.order()
 		}
 	}
-	seen := make(map[service.RequestKey]bool, len(orders))
-	for _, k := range used {
-		seen[k] = true
-	}
-	candidates := make(map[int32][]*service.Order, len(goodsNos))
-	for _, o := range orders {
-		if _, ok := claimed[o.GoodsNo]; !ok {
-			refused[o] = service.ErrNotFound
-			continue
-		}
-		if seen[o.Key()] {
-			refused[o] = service.ErrDuplicateRequest
-			continue
-		}
-		seen[o.Key()] = true
-		if h, ok := held[goodsBuyer{o.GoodsNo, o.UserID}]; ok && o.OnePerBuyer && o.UserID != "" {
-			refused[o] = &service.AlreadyBoughtError{Order: h}
-			continue
-		}
-		candidates[o.GoodsNo] = append(candidates[o.GoodsNo], o)
-	}
-	return candidates, nil
+	return f, nil
 }

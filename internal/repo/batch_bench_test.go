@@ -26,7 +26,7 @@ func BenchmarkSellBatch(b *testing.B) {
 				for i := range orders {
 					orders[i] = &service.Order{GoodsNo: int32(i%goods + 1), RequestID: fmt.Sprintf("bench-%d-%d-%d", goods, n, i)}
 				}
-				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }, nil); err != nil {
+				if _, err := sellBatch(ctx, s, 1, orders, sellAll, func() error { return nil }, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -67,7 +67,7 @@ func BenchmarkSellAllotted(b *testing.B) {
 				for i := range orders {
 					orders[i] = &service.Order{GoodsNo: int32(i%c.goods + 1), RequestID: fmt.Sprintf("bench-allot-%d-%d-%d-%d", c.goods, c.held, n, i)}
 				}
-				if _, err := s.SellAllotted(ctx, lease, held, grant.Goods, orders, sellAll); err != nil {
+				if _, err := sellAllotted(ctx, s, lease, held, grant.Goods, orders, sellAll); err != nil {
 					b.Fatal(err)
 				}
 				for _, o := range orders {
@@ -109,7 +109,7 @@ func BenchmarkOrderIDs(b *testing.B) {
 					}
 					orders[i] = &service.Order{GoodsNo: 1, RequestID: id.String()}
 				}
-				if _, err := s.SellBatch(ctx, 1, orders, sellAll, func() error { return nil }, nil); err != nil {
+				if _, err := sellBatch(ctx, s, 1, orders, sellAll, func() error { return nil }, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

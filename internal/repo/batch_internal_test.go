@@ -21,14 +21,16 @@ func TestABatchsOrdersGetTheirRowsIDs(t *testing.T) {
 	if err := s.SetStock(ctx, 1, 100, StockReset{}); err != nil {
 		t.Fatal(err)
 	}
-	all := func(_ service.Goods, candidates []*service.Order) ([]*service.Order, error) { return candidates, nil }
+	all := func(f service.Facts) (map[int32][]*service.Order, error) {
+		return map[int32][]*service.Order{1: f.Orders}, nil
+	}
 	for i, returning := range []bool{true, false, true, false} {
 		s.returning = returning
 		var orders []*service.Order
 		for j := range 5 {
 			orders = append(orders, &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("ids-%d-%d", i, j), NewRequestID: true})
 		}
-		if _, err := s.SellBatch(ctx, int64(i+1), orders, all, func() error { return nil }, nil); err != nil {
+		if err := s.SellBatch(ctx, int64(i+1), orders, all, func() error { return nil }, nil); err != nil {
 			t.Fatalf("returning=%v: %v", returning, err)
 		}
 		for _, o := range orders {

@@ -76,7 +76,7 @@ func TestABatchRefusedInItsCommitPacketSellsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &service.Order{GoodsNo: 1, RequestID: "refused", NewRequestID: true}
-	_, err := s.SellBatch(ctx, 1, []*service.Order{o}, sellAll, noGuard, nil)
+	_, err := sellBatch(ctx, s, 1, []*service.Order{o}, sellAll, noGuard, nil)
 	if !errors.Is(err, service.ErrUnavailable) || errors.Is(err, service.ErrCommitUnknown) {
 		t.Fatalf("a batch whose UPDATE the server refused (a lock wait timeout): %v, want ErrUnavailable, not an unknown outcome", err)
 	}
@@ -90,7 +90,7 @@ func TestABatchRefusedInItsCommitPacketSellsNothing(t *testing.T) {
 	// open would be committed by the next one's START TRANSACTION).
 	for i := range 4 {
 		o := &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("after-%d", i), NewRequestID: true}
-		if _, err := s.SellBatch(ctx, 1, []*service.Order{o}, sellAll, noGuard, nil); err != nil {
+		if _, err := sellBatch(ctx, s, 1, []*service.Order{o}, sellAll, noGuard, nil); err != nil {
 			t.Fatalf("batch %d after the refused one: %v", i, err)
 		}
 	}
@@ -115,7 +115,7 @@ func TestABatchCutOffAfterItsCommitPacketIsUnknown(t *testing.T) {
 	o := &service.Order{GoodsNo: 1, RequestID: "cut", NewRequestID: true}
 	sold := make(chan error, 1)
 	go func() {
-		_, err := s.SellBatch(ctx, 1, []*service.Order{o}, sellAll, noGuard, nil)
+		_, err := sellBatch(ctx, s, 1, []*service.Order{o}, sellAll, noGuard, nil)
 		sold <- err
 	}()
 	select {
@@ -205,7 +205,7 @@ func (r *packetRecorder) sellBatch(ctx context.Context, t *testing.T, s *repo.St
 	for _, g := range goods {
 		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("%s-%d", prefix, g), NewRequestID: true})
 	}
-	if _, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil); err != nil {
+	if _, err := sellBatch(ctx, s, 1, orders, sellAll, noGuard, nil); err != nil {
 		t.Fatal(err)
 	}
 	r.mu.Lock()

@@ -73,14 +73,14 @@ func testCutOffHolder(t *testing.T, cutDSN, dsn string) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		cutDone <- cut.SellFenced(cctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "cut-off"}, cutOff, noGuard)
+		cutDone <- sellFenced(cctx, cut, 1, 1, &service.Order{GoodsNo: 1, RequestID: "cut-off"}, cutOff, noGuard)
 	}()
 	itest.Receive(t, claimed, 30*time.Second, "the cut-off holder's claim")
 
 	start := time.Now()
 	nctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if err := next.SellFenced(nctx, 1, 2, &service.Order{GoodsNo: 1, RequestID: "next"}, minusOne, noGuard); err != nil {
+	if err := sellFenced(nctx, next, 1, 2, &service.Order{GoodsNo: 1, RequestID: "next"}, minusOne, noGuard); err != nil {
 		t.Fatalf("the next holder's sale, %v after the cut: %v (a cut-off holder's transaction keeps the row locked)", time.Since(start).Round(time.Millisecond), err)
 	}
 	t.Logf("the next holder sold %v after the cut (idle transaction timeout %v)", time.Since(start).Round(time.Millisecond), idle)

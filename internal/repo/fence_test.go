@@ -29,7 +29,7 @@ func TestSellFenced(t *testing.T) {
 		s := newStore(t)
 		for i, tok := range []int64{5, 5, 9} { // the same token again is the same holder
 			o := &service.Order{GoodsNo: 1, RequestID: "r-" + string(rune('a'+i))}
-			if err := s.SellFenced(ctx, 1, tok, o, minusOne, noGuard); err != nil {
+			if err := sellFenced(ctx, s, 1, tok, o, minusOne, noGuard); err != nil {
 				t.Fatalf("token %d: %v", tok, err)
 			}
 			if o.ID == 0 {
@@ -41,11 +41,11 @@ func TestSellFenced(t *testing.T) {
 
 	t.Run("a token below the row's fence writes nothing", func(t *testing.T) {
 		s := newStore(t)
-		if err := s.SellFenced(ctx, 1, 1000, &service.Order{GoodsNo: 1, RequestID: "new"}, minusOne, noGuard); err != nil {
+		if err := sellFenced(ctx, s, 1, 1000, &service.Order{GoodsNo: 1, RequestID: "new"}, minusOne, noGuard); err != nil {
 			t.Fatal(err)
 		}
 		decided := false
-		err := s.SellFenced(ctx, 1, 999, &service.Order{GoodsNo: 1, RequestID: "old"},
+		err := sellFenced(ctx, s, 1, 999, &service.Order{GoodsNo: 1, RequestID: "old"},
 			func(g service.Goods) (int32, error) { decided = true; return minusOne(g) }, noGuard)
 		if !errors.Is(err, service.ErrFenced) || !errors.Is(err, service.ErrLockLost) {
 			t.Fatalf("stale token: %v, want ErrFenced", err)
@@ -58,25 +58,25 @@ func TestSellFenced(t *testing.T) {
 
 	t.Run("unknown goods, sold out, failed guard: nothing written, claim undone", func(t *testing.T) {
 		s := newStore(t)
-		if err := s.SellFenced(ctx, 42, 1, &service.Order{GoodsNo: 42, RequestID: "x"}, minusOne, noGuard); !errors.Is(err, service.ErrNotFound) {
+		if err := sellFenced(ctx, s, 42, 1, &service.Order{GoodsNo: 42, RequestID: "x"}, minusOne, noGuard); !errors.Is(err, service.ErrNotFound) {
 			t.Fatalf("unknown goods: %v, want ErrNotFound", err)
 		}
 		if err := s.SetStock(ctx, 1, 0, repo.StockReset{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SellFenced(ctx, 1, 50, &service.Order{GoodsNo: 1, RequestID: "y"}, minusOne, noGuard); !errors.Is(err, service.ErrSoldOut) {
+		if err := sellFenced(ctx, s, 1, 50, &service.Order{GoodsNo: 1, RequestID: "y"}, minusOne, noGuard); !errors.Is(err, service.ErrSoldOut) {
 			t.Fatalf("sold out: %v", err)
 		}
 		if err := s.SetStock(ctx, 1, 3, repo.StockReset{}); err != nil {
 			t.Fatal(err)
 		}
 		guardErr := errors.New("guard says no")
-		if err := s.SellFenced(ctx, 1, 60, &service.Order{GoodsNo: 1, RequestID: "z"}, minusOne, func() error { return guardErr }); !errors.Is(err, guardErr) {
+		if err := sellFenced(ctx, s, 1, 60, &service.Order{GoodsNo: 1, RequestID: "z"}, minusOne, func() error { return guardErr }); !errors.Is(err, guardErr) {
 			t.Fatalf("guard: %v", err)
 		}
 		assertState(t, s, 3, 0)
 		// Neither rolled-back claim moved the fence: an older token still sells.
-		if err := s.SellFenced(ctx, 1, 10, &service.Order{GoodsNo: 1, RequestID: "w"}, minusOne, noGuard); err != nil {
+		if err := sellFenced(ctx, s, 1, 10, &service.Order{GoodsNo: 1, RequestID: "w"}, minusOne, noGuard); err != nil {
 			t.Fatalf("after rolled-back claims: %v", err)
 		}
 	})
@@ -90,7 +90,7 @@ func TestSellFenced(t *testing.T) {
 		var wg sync.WaitGroup
 		var errA error
 		wg.Go(func() {
-			errA = s.SellFenced(ctx, 1, 10, &service.Order{GoodsNo: 1, RequestID: "a"}, minusOne, func() error {
+			errA = sellFenced(ctx, s, 1, 10, &service.Order{GoodsNo: 1, RequestID: "a"}, minusOne, func() error {
 				close(inGuard)
 				<-commit // A's commit is late: its lock has passed on meanwhile
 				return nil
@@ -100,7 +100,7 @@ func TestSellFenced(t *testing.T) {
 		var errB error
 		var readByB int32
 		wg.Go(func() {
-			errB = s.SellFenced(ctx, 1, 20, &service.Order{GoodsNo: 1, RequestID: "b"},
+			errB = sellFenced(ctx, s, 1, 20, &service.Order{GoodsNo: 1, RequestID: "b"},
 				func(g service.Goods) (int32, error) { readByB = g.Stock; return minusOne(g) }, noGuard)
 		})
 		itest.WaitForBlockedUpdate(t, dsn)

@@ -76,7 +76,7 @@ func TestMigrateUpgradesDatabasesOfEarlierReleases(t *testing.T) {
 				t.Fatalf("the old order: %+v found=%v err=%v, want it kept and %s", old, found, err, wantStatus)
 			}
 			o := &service.Order{GoodsNo: 1, RequestID: "new"}
-			if err := s.SellFenced(ctx, 1, 1, o, minusOne, noGuard); err != nil {
+			if err := sellFenced(ctx, s, 1, 1, o, minusOne, noGuard); err != nil {
 				t.Fatal(err)
 			}
 			if o.Status != service.OrderUnpaid {

@@ -32,10 +32,10 @@ func TestASaleWithoutAConnectionWroteNothing(t *testing.T) {
 			return s.Sell(ctx, g, 9, &service.Order{GoodsNo: 1, RequestID: "u"})
 		},
 		"fenced": func(ctx context.Context) error {
-			return s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "f"}, minusOne, noGuard)
+			return sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "f"}, minusOne, noGuard)
 		},
 		"batch": func(ctx context.Context) error {
-			_, err := s.SellBatch(ctx, 1, []*service.Order{{GoodsNo: 1, RequestID: "b"}},
+			_, err := sellBatch(ctx, s, 1, []*service.Order{{GoodsNo: 1, RequestID: "b"}},
 				func(_ service.Goods, c []*service.Order) ([]*service.Order, error) { return c, nil }, noGuard, nil)
 			return err
 		},

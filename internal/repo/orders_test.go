@@ -187,7 +187,7 @@ func TestRequestIDsArePerBuyer(t *testing.T) {
 	if err := s.SellAtomic(ctx, alice); err != nil {
 		t.Fatal(err)
 	}
-	refused, err := s.SellBatch(ctx, 0, []*service.Order{
+	refused, err := sellBatch(ctx, s, 0, []*service.Order{
 		{GoodsNo: 1, RequestID: "req-1", UserID: "mallory"},
 		{GoodsNo: 1, RequestID: "req-1"},
 		{GoodsNo: 1, RequestID: "req-1", UserID: "alice"},

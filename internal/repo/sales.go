@@ -3,6 +3,8 @@ package repo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -33,26 +35,32 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 }
 
 // SellFenced is a purchase under a lock whose fencing token is fence, in
-// one transaction: it claims the goods' row (see claim), asks decide for the
-// new stock, writes it with the token and the order, calls guard and
-// commits. A newer holder's token on the row is service.ErrFenced and a
-// goods without a row service.ErrNotFound, with nothing written; an error
-// from decide or guard rolls back and is returned. Two round trips to MySQL
-// before the commit (see tx).
-func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order,
-	decide func(service.Goods) (int32, error), guard func() error) error {
+// one transaction: it claims the goods' row (see claim), asks decide
+// whether to sell to order (service.Facts of the row and the order alone:
+// a request id used before is the INSERT's duplicate key), writes the stock
+// minus one with the token and the order, calls guard and commits. A newer
+// holder's token on the row is service.ErrFenced and a goods without a row
+// service.ErrNotFound, with nothing written; an error from decide or guard
+// rolls back and is returned, as does a decision without the order
+// (service.ErrPurchaseFailed). Two round trips to MySQL before the commit
+// (see tx).
+func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order, decide service.Decide, guard func() error) error {
 	row := newOrderRow(order, time.Time{})
 	err := s.inTx(ctx, s.salesFor(goodsNo), func(t *tx) error {
 		read, err := t.claim(ctx, s.claimStmt, goodsNo, fence)
 		if err != nil {
 			return err
 		}
-		stock, err := decide(read.goods())
+		g := read.goods()
+		sold, err := decide(service.Facts{Orders: []*service.Order{order}, Goods: map[int32]service.Goods{goodsNo: g}})
 		if err != nil {
 			return err
 		}
+		if !slices.Contains(sold[goodsNo], order) {
+			return fmt.Errorf("%w: the sale's decision did not sell to its order", service.ErrPurchaseFailed)
+		}
 		row.CreatedAt = time.Now().UTC()
-		if err := t.sell(ctx, read, stock, fence, &row); err != nil {
+		if err := t.sell(ctx, read, g.Stock-1, fence, &row); err != nil {
 			return err
 		}
 		return guard()

@@ -49,7 +49,7 @@ func TestSellBatch(t *testing.T) {
 	if err := s.SetStock(ctx, 1, 3, repo.StockReset{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "old"}, minusOne, noGuard); err != nil {
+	if err := sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "old"}, minusOne, noGuard); err != nil {
 		t.Fatal(err)
 	}
 	var orders []*service.Order
@@ -61,7 +61,7 @@ func TestSellBatch(t *testing.T) {
 		offered = candidates
 		return candidates[:min(int(g.Stock), len(candidates))], nil
 	}
-	refused, err := s.SellBatch(ctx, 5, orders, firstStock, noGuard, nil)
+	refused, err := sellBatch(ctx, s, 5, orders, firstStock, noGuard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestSellBatch(t *testing.T) {
 		t.Errorf("order ids %d %d %d: want x and y sold with their own ids, z not", orders[1].ID, orders[3].ID, orders[4].ID)
 	}
 	assertState(t, s, 0, 3)
-	if _, err := s.SellBatch(ctx, 4, orders[4:], firstStock, noGuard, nil); !errors.Is(err, service.ErrFenced) {
+	if _, err := sellBatch(ctx, s, 4, orders[4:], firstStock, noGuard, nil); !errors.Is(err, service.ErrFenced) {
 		t.Errorf("a batch under an older token: %v, want ErrFenced", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestSellBatchLocksOnlyItsGoods(t *testing.T) {
 			}
 			return candidates, nil
 		}
-		if _, err := s.SellBatch(ctx, 1, orders, probe, noGuard, nil); err != nil {
+		if _, err := sellBatch(ctx, s, 1, orders, probe, noGuard, nil); err != nil {
 			t.Fatal(err)
 		}
 		if !probed {
@@ -208,7 +208,7 @@ func TestABatchCallsItsGuardBeforeItsStockWriteWhenNothingCanCollide(t *testing.
 			seenOrders = n - before
 			return db.QueryRowContext(ctx, "SELECT stock FROM goods_stock WHERE goods_no = 1").Scan(&seenStock)
 		}
-		if _, err := s.SellBatch(ctx, 1, orders, all, guard, nil); err != nil {
+		if _, err := sellBatch(ctx, s, 1, orders, all, guard, nil); err != nil {
 			t.Fatal(err)
 		}
 		if seenOrders != c.wantOrders || stock-seenStock != c.wantTaken {
@@ -277,7 +277,7 @@ func TestABatchInsertsItsOrdersBeforeItsClaim(t *testing.T) {
 	}
 	sold := make(chan error, 1)
 	go func() {
-		_, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil)
+		_, err := sellBatch(ctx, s, 1, orders, sellAll, noGuard, nil)
 		sold <- err
 	}()
 	look, err := db.Conn(ctx)
@@ -326,7 +326,7 @@ func TestABatchWhoseOrdersWentInFirstKeepsOnlyTheSold(t *testing.T) {
 	for i, g := range []int32{1, 2, 1, 99, 1, 2} {
 		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("kept-%d", i), NewRequestID: true})
 	}
-	refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard, nil)
+	refused, err := sellBatch(ctx, s, 1, orders, sellAvailable, noGuard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestABatchTakesFromEachGoodsWhatItSold(t *testing.T) {
 			for i, g := range []int32{1, 2, 2, 3, 3, 3, 4, 4} {
 				orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprintf("taken-%d", i), NewRequestID: shopIDs})
 			}
-			refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard, nil)
+			refused, err := sellBatch(ctx, s, 1, orders, sellAvailable, noGuard, nil)
 			if err != nil || len(refused) != 0 {
 				t.Fatalf("refused %v, err %v: want every order sold", refused, err)
 			}
@@ -408,7 +408,7 @@ func TestABatchsOrderRowsAreNewUnpaidOrders(t *testing.T) {
 	}
 	start := time.Now().Add(-time.Second)
 	for _, orders := range batches {
-		if refused, err := s.SellBatch(ctx, 1, orders, sellAvailable, noGuard, nil); err != nil || len(refused) != 0 {
+		if refused, err := sellBatch(ctx, s, 1, orders, sellAvailable, noGuard, nil); err != nil || len(refused) != 0 {
 			t.Fatalf("refused %v, err %v", refused, err)
 		}
 		for _, o := range orders {
@@ -451,7 +451,7 @@ func sellOneOfEach(ctx context.Context, t *testing.T, s *repo.Store, prefix stri
 	for _, g := range goods {
 		orders = append(orders, &service.Order{GoodsNo: g, RequestID: fmt.Sprint(prefix, "-", g), NewRequestID: true})
 	}
-	refused, err := s.SellBatch(ctx, 1, orders, sellAll, noGuard, nil)
+	refused, err := sellBatch(ctx, s, 1, orders, sellAll, noGuard, nil)
 	if err != nil {
 		t.Fatalf("batch %s: %v", prefix, err)
 	}
@@ -539,7 +539,7 @@ func TestABatchSellsToBuyersWhoCameDuringItsClaim(t *testing.T) {
 		waiting = nil
 		return took
 	}
-	refused, err := s.SellBatch(ctx, 1, batch, sellAvailable, noGuard, more)
+	refused, err := sellBatch(ctx, s, 1, batch, sellAvailable, noGuard, more)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,10 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 
 	t.Run("a request id used before", func(t *testing.T) {
 		s := openMigrated(t, itest.Database(t))
-		if err := s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"}, minusOne, noGuard); err != nil {
+		if err := sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"}, minusOne, noGuard); err != nil {
 			t.Fatal(err)
 		}
-		err := s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"}, minusOne, noGuard)
+		err := sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"}, minusOne, noGuard)
 		if !errors.Is(err, service.ErrDuplicateRequest) {
 			t.Fatalf("second sale under request id a: %v, want ErrDuplicateRequest", err)
 		}
@@ -45,10 +45,10 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 	t.Run("a buyer who holds an order of the goods", func(t *testing.T) {
 		s := openMigrated(t, itest.Database(t))
 		first := &service.Order{GoodsNo: 1, RequestID: "a", UserID: "u1", OnePerBuyer: true}
-		if err := s.SellFenced(ctx, 1, 1, first, minusOne, noGuard); err != nil {
+		if err := sellFenced(ctx, s, 1, 1, first, minusOne, noGuard); err != nil {
 			t.Fatal(err)
 		}
-		err := s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "b", UserID: "u1", OnePerBuyer: true}, minusOne, noGuard)
+		err := sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "b", UserID: "u1", OnePerBuyer: true}, minusOne, noGuard)
 		if !errors.Is(err, service.ErrAlreadyBought) {
 			t.Fatalf("second order of buyer u1: %v, want ErrAlreadyBought", err)
 		}
@@ -63,14 +63,14 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 	t.Run("the request ends while the row is claimed", func(t *testing.T) {
 		s := openMigrated(t, itest.Database(t))
 		rctx, cancel := context.WithCancel(ctx)
-		err := s.SellFenced(rctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"},
+		err := sellFenced(rctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"},
 			func(g service.Goods) (int32, error) { cancel(); return minusOne(g) }, noGuard)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("sale whose request ended: %v, want context.Canceled", err)
 		}
 		assertState(t, s, 100, 0)
 		rowFree(t, func(ctx context.Context) error {
-			return s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "b"}, minusOne, noGuard)
+			return sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "b"}, minusOne, noGuard)
 		})
 		rowFree(t, func(ctx context.Context) error { return s.SellAtomic(ctx, &service.Order{GoodsNo: 1, RequestID: "c"}) })
 		assertState(t, s, 98, 2)
@@ -99,14 +99,14 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 			}
 			return minusOne(g)
 		}
-		err = s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"}, kill, noGuard)
+		err = sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"}, kill, noGuard)
 		if !errors.Is(err, service.ErrUnavailable) || errors.Is(err, service.ErrCommitUnknown) {
 			t.Fatalf("sale on a killed connection: %v, want ErrUnavailable (not a commit of unknown outcome)", err)
 		}
 		assertState(t, s, 100, 0)
 		for _, id := range []string{"b", "c", "d"} { // the pool holds no dead connection
 			rowFree(t, func(ctx context.Context) error {
-				return s.SellFenced(ctx, 1, 1, &service.Order{GoodsNo: 1, RequestID: id}, minusOne, noGuard)
+				return sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: id}, minusOne, noGuard)
 			})
 		}
 		assertState(t, s, 97, 3)

@@ -18,8 +18,10 @@ type AllotStore interface {
 	Grant(ctx context.Context, lease int64, held map[int32]Allotment, need map[int32]int32, size func(g Goods, need int32) int32) (Grant, error)
 	ReturnAllotted(ctx context.Context, lease int64, held map[int32]Allotment, back map[int32]int32) error
 	CloseLease(ctx context.Context, lease int64) (putBack int64, closed bool, err error)
-	SellAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods,
-		orders []*Order, choose func(g Goods, candidates []*Order) ([]*Order, error)) (refused map[*Order]error, err error)
+	// SellAllotted sells to a batch of buyers from what the lease holds
+	// (held, of goods), in one transaction (see Decide): the Facts of the
+	// orders, decide, the lease's row and the orders' rows written.
+	SellAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods, orders []*Order, decide Decide) error
 	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
 	// WantBack asks other leases for goods they hold (Grant.Holders);
 	// Wanted reads, and clears, what others asked the lease for.
@@ -341,7 +343,7 @@ func (a *Allot) sell(batch []*waiter) {
 		orders[i] = x.order
 		sale.buyerOf[x.order] = x
 	}
-	refused, err := a.store.SellAllotted(ctx, a.lease, a.held, a.goods, orders, sale.choose)
+	err := a.store.SellAllotted(ctx, a.lease, a.held, a.goods, orders, sale.decide)
 	if err != nil {
 		a.failed(ctx, err)
 		answer(sell, err)
@@ -364,7 +366,7 @@ func (a *Allot) sell(batch []*waiter) {
 		}
 	}
 	for _, x := range sell {
-		sale.answer(x, refused)
+		sale.answer(x)
 	}
 }
 

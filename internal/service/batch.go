@@ -49,24 +49,20 @@ type batchQueue struct {
 // BatchStore is what the batch strategy needs of the store.
 type BatchStore interface {
 	// SellBatch sells to a batch of buyers, of one goods or several, under
-	// a lock with fencing token fence, in one transaction: claim the goods'
-	// rows (as SeedStore.SellFenced; ErrFenced for any sells nothing), set
-	// aside the orders of goods without a row (ErrNotFound), those whose
-	// request id was used before or earlier in the batch
-	// (ErrDuplicateRequest) and those of buyers holding an order of the
-	// goods under the one-per-buyer rule (AlreadyBoughtError), returned as
-	// refused; ask choose, once per goods, which of the others to sell to;
-	// call guard; write each goods' stock minus their number and their
-	// order rows; commit. A store may call guard after the writes instead,
-	// when they could meet a concurrent transaction's order (a request id
-	// or a buyer it checked for). An error from choose or guard sells
-	// nothing. The chosen orders get their ids. A store may also ask more,
-	// once the rows are claimed, for the orders of buyers who came since
-	// that accept takes, and sell to them in the same transaction, as if
-	// they had been in orders; more may be nil.
-	SellBatch(ctx context.Context, fence int64, orders []*Order,
-		choose func(g Goods, candidates []*Order) ([]*Order, error), guard func() error,
-		more func(accept func(*Order) bool) []*Order) (refused map[*Order]error, err error)
+	// a lock with fencing token fence, in one transaction (see Decide):
+	// claim the goods' rows (as SeedStore.SellFenced; ErrFenced for any
+	// sells nothing), read the Facts of the orders, ask decide which to
+	// sell to, call guard, write each goods' stock minus their number and
+	// their order rows, commit. A store may call guard after the writes
+	// instead, when they could meet a concurrent transaction's order (a
+	// request id or a buyer it checked for). An error from decide or guard
+	// sells nothing. The orders sold to get their ids. A store may also ask
+	// more, once the rows are claimed, for the orders of buyers who came
+	// since that accept takes, and sell to them in the same transaction, as
+	// if they had been in orders (at the end of Facts.Orders); more may be
+	// nil.
+	SellBatch(ctx context.Context, fence int64, orders []*Order, decide Decide, guard func() error,
+		more func(accept func(*Order) bool) []*Order) error
 }
 
 var batchStrategy = Strategy{
@@ -271,7 +267,7 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 		return orders
 	}
 	since := time.Now() // before the claim reads the rows
-	refused, err := b.store.SellBatch(ctx, token, orders, sale.choose, h.guard, more)
+	err = b.store.SellBatch(ctx, token, orders, sale.decide, h.guard, more)
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", batch[0].order.GoodsNo, "err", err)
@@ -285,6 +281,6 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 		}
 	}
 	for _, x := range batch {
-		sale.answer(x, refused)
+		sale.answer(x)
 	}
 }

@@ -739,3 +739,49 @@ func TestBuyersWhoComeDuringTheClaimJoinTheBatch(t *testing.T) {
 		t.Fatalf("%d orders in batches of %v; want 4 in batches of 3 (two joined the first, BatchMax 3) and 1", len(store.orders), store.sizes)
 	}
 }
+
+// The buyer rules, applied to what a sale's transaction read: a goods
+// without a row, a request key that holds an order or came earlier in the
+// sale, a buyer who holds an order of the goods under the one-per-buyer
+// rule are refused, each with its reason; the others are their goods'
+// candidates in the sale's order.
+func TestSortBuyers(t *testing.T) {
+	held := service.Order{ID: 7, GoodsNo: 1, RequestID: "old", UserID: "ann", OnePerBuyer: true}
+	a := &service.Order{GoodsNo: 1, RequestID: "a"}
+	used := &service.Order{GoodsNo: 1, RequestID: "used", UserID: "bob"}
+	again := &service.Order{GoodsNo: 1, RequestID: "a"}
+	otherBuyer := &service.Order{GoodsNo: 1, RequestID: "a", UserID: "cy"}
+	ann := &service.Order{GoodsNo: 1, RequestID: "n", UserID: "ann", OnePerBuyer: true}
+	annUnlimited := &service.Order{GoodsNo: 1, RequestID: "m", UserID: "ann"}
+	annOfTwo := &service.Order{GoodsNo: 2, RequestID: "k", UserID: "ann", OnePerBuyer: true}
+	missing := &service.Order{GoodsNo: 3, RequestID: "z"}
+	f := service.Facts{
+		Orders: []*service.Order{a, used, again, otherBuyer, ann, annUnlimited, annOfTwo, missing},
+		Goods:  map[int32]service.Goods{1: {GoodsNo: 1, Stock: 10}, 2: {GoodsNo: 2, Stock: 10}},
+		Used:   map[service.RequestKey]bool{{UserID: "bob", RequestID: "used"}: true},
+		Held:   map[service.GoodsBuyer]service.Order{{GoodsNo: 1, UserID: "ann"}: held},
+	}
+	candidates, refused := service.SortBuyers(f)
+	want := map[int32][]*service.Order{1: {a, otherBuyer, annUnlimited}, 2: {annOfTwo}}
+	for no, w := range want {
+		if !slices.Equal(candidates[no], w) {
+			t.Errorf("goods %d: candidates %v, want %v", no, candidates[no], w)
+		}
+	}
+	if len(candidates) != len(want) {
+		t.Errorf("candidates of %d goods, want %d", len(candidates), len(want))
+	}
+	var bought *service.AlreadyBoughtError
+	switch {
+	case !errors.Is(refused[used], service.ErrDuplicateRequest):
+		t.Errorf("a key that holds an order: %v, want duplicate", refused[used])
+	case !errors.Is(refused[again], service.ErrDuplicateRequest):
+		t.Errorf("a key earlier in the sale: %v, want duplicate", refused[again])
+	case !errors.As(refused[ann], &bought) || bought.Order.ID != held.ID:
+		t.Errorf("a limited buyer who holds an order: %v, want already bought, naming order %d", refused[ann], held.ID)
+	case !errors.Is(refused[missing], service.ErrNotFound):
+		t.Errorf("a goods without a row: %v, want not found", refused[missing])
+	case len(refused) != 4:
+		t.Errorf("%d refused, want 4: %v", len(refused), refused)
+	}
+}

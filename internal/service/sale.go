@@ -2,24 +2,121 @@ package service
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 )
+
+// The one shape of a sale. A store's sale method (SeedStore.SellFenced,
+// BatchStore.SellBatch, AllotStore.SellAllotted) claims, in its
+// transaction, the rows it sells from and reads what the buyer rules need
+// to know of the sale's orders; it hands that over as Facts to the
+// strategy's Decide, which answers which orders to sell to; the store
+// writes that (the stocks and the order rows), calls the strategy's guard
+// (is the lock still held?) and commits. Decide is the one place where the
+// service's code runs inside the store's transaction: the decision needs
+// the rows as the claim read them, and the writes must follow it within
+// the same transaction, without a round trip of their own between them.
+// The rules are the service's (SortBuyers, a strategy's choice); the store
+// runs SQL and reports what it read and what happened.
+
+// Facts is what a sale's transaction read for the service to decide on.
+type Facts struct {
+	// Orders are the sale's orders, in their order; those a store took in
+	// late (BatchStore.SellBatch's more) at the end.
+	Orders []*Order
+	// Goods is the row of each goods the sale claimed, with the stock it
+	// may sell from (allot: what the lease holds unsold); a goods without
+	// a row is missing.
+	Goods map[int32]Goods
+	// Used are the keys of Orders that already hold an order, of those the
+	// store looked up: a store looks up the request ids buyers chose once
+	// an INSERT found one taken (and then decides again), and may look up
+	// none (seed: the INSERT's duplicate key tells).
+	Used map[RequestKey]bool
+	// Held are the orders that the buyers of Orders under the
+	// one-per-buyer rule hold of the sale's goods.
+	Held map[GoodsBuyer]Order
+}
+
+// GoodsBuyer is a buyer of a goods: the key of the one-per-buyer rule.
+type GoodsBuyer struct {
+	GoodsNo int32
+	UserID  string
+}
+
+// Decide is a strategy's decision in a sale: of each goods, the orders it
+// sells to, in the order their rows are written. An error rolls the sale
+// back. A store may ask again when it starts its transaction again: the
+// last answer counts.
+type Decide func(Facts) (map[int32][]*Order, error)
+
+// SortBuyers applies the buyer rules to a sale's orders: an order of a
+// goods without a row is refused ErrNotFound; one whose key holds an order
+// (Used) or came earlier in the sale ErrDuplicateRequest; one whose buyer
+// holds an order of the goods under the one-per-buyer rule an
+// AlreadyBoughtError naming it. The others are their goods' candidates, in
+// the sale's order.
+func SortBuyers(f Facts) (candidates map[int32][]*Order, refused map[*Order]error) {
+	candidates = make(map[int32][]*Order, len(f.Goods))
+	refused = map[*Order]error{}
+	seen := make(map[RequestKey]bool, len(f.Orders))
+	for _, o := range f.Orders {
+		if _, ok := f.Goods[o.GoodsNo]; !ok {
+			refused[o] = ErrNotFound
+			continue
+		}
+		if f.Used[o.Key()] || seen[o.Key()] {
+			refused[o] = ErrDuplicateRequest
+			continue
+		}
+		seen[o.Key()] = true
+		if h, ok := f.Held[GoodsBuyer{o.GoodsNo, o.UserID}]; ok && o.OnePerBuyer && o.UserID != "" {
+			refused[o] = &AlreadyBoughtError{Order: h}
+			continue
+		}
+		candidates[o.GoodsNo] = append(candidates[o.GoodsNo], o)
+	}
+	return candidates, refused
+}
+
+// ByGoods is the Decide of a choice per goods: the buyer rules
+// (SortBuyers), whose refusals it tells refused, then choose asked for each
+// claimed goods in the order of their numbers, with the goods' candidates.
+func ByGoods(choose func(g Goods, candidates []*Order) ([]*Order, error), refused func(map[*Order]error)) Decide {
+	return func(f Facts) (map[int32][]*Order, error) {
+		candidates, r := SortBuyers(f)
+		refused(r)
+		sold := make(map[int32][]*Order, len(f.Goods))
+		for _, no := range slices.Sorted(maps.Keys(f.Goods)) {
+			picked, err := choose(f.Goods[no], candidates[no])
+			if err != nil {
+				return nil, err
+			}
+			if len(picked) > 0 {
+				sold[no] = picked
+			}
+		}
+		return sold, nil
+	}
+}
 
 // What the batch and allot strategies share besides their queue
 // (queue.go): a batch's sale, which buyers of a goods it takes and each
 // buyer's answer.
 
-// batchSale is what a batch decides, goods by goods, when the store asks
-// (choose): which of the goods' buyers it sells to, what stock that leaves,
-// and which goods' sale windows were closed; then it answers each buyer
-// (answer). The store asks again when it starts the transaction again: the
-// last answer counts.
+// batchSale is what a batch decides when the store asks (decide): which
+// buyers the rules refuse, which of each goods' buyers it sells to, what
+// stock that leaves, and which goods' sale windows were closed; then it
+// answers each buyer (answer). The store asks again when it starts the
+// transaction again: the last answer counts.
 type batchSale struct {
 	ctx     context.Context
 	cfg     Config
 	lost    <-chan struct{} // the lock's; nil: none
 	windows *saleWindows    // told each window read; nil: none
 	buyerOf map[*Order]*waiter
+	refused map[*Order]error // by the buyer rules
 	chosen  map[int32]map[*Order]bool
 	closed  map[int32]error // the goods' sale window refused its buyers
 	left    map[int32]int32
@@ -31,6 +128,15 @@ type batchSale struct {
 func newBatchSale(ctx context.Context, cfg Config, lost <-chan struct{}, windows *saleWindows, n int) *batchSale {
 	return &batchSale{ctx: ctx, cfg: cfg, lost: lost, windows: windows, buyerOf: make(map[*Order]*waiter, n),
 		chosen: map[int32]map[*Order]bool{}, closed: map[int32]error{}, left: map[int32]int32{}}
+}
+
+// decide is the batch's Decide: the buyer rules, then each goods' choice
+// (choose), goods by goods in their order.
+func (s *batchSale) decide(f Facts) (map[int32][]*Order, error) {
+	clear(s.chosen)
+	clear(s.closed)
+	clear(s.left)
+	return ByGoods(s.choose, func(refused map[*Order]error) { s.refused = refused })(f)
 }
 
 // choose picks, of a goods' candidates in the batch's order, as many as
@@ -71,13 +177,12 @@ func (s *batchSale) choose(g Goods, candidates []*Order) ([]*Order, error) {
 	return picked, nil
 }
 
-// answer tells buyer x how the committed batch ended for it (refused: the
-// store's refusals).
-func (s *batchSale) answer(x *waiter, refused map[*Order]error) {
+// answer tells buyer x how the committed batch ended for it.
+func (s *batchSale) answer(x *waiter) {
 	g := x.order.GoodsNo
 	switch {
-	case refused[x.order] != nil:
-		x.done <- refused[x.order]
+	case s.refused[x.order] != nil:
+		x.done <- s.refused[x.order]
 	case s.chosen[g][x.order]:
 		x.done <- nil
 	case s.closed[g] != nil:

@@ -25,12 +25,14 @@ type Seed struct {
 // SeedStore is what the seed strategy needs of the store.
 type SeedStore interface {
 	// SellFenced is the purchase under a lock with fencing token fence, in
-	// one transaction: claim the goods' row (a locking read that waits for
-	// an earlier holder's transaction; ErrFenced when a newer holder has
-	// written), call decide for the new stock, write the stock with the
-	// token and the order, call guard, commit. ErrNotFound when there is no
-	// row; an error from decide or guard rolls back and is returned.
-	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide func(Goods) (int32, error), guard func() error) error
+	// one transaction (see Decide): claim the goods' row (a locking read
+	// that waits for an earlier holder's transaction; ErrFenced when a
+	// newer holder has written), ask decide whether to sell to order (Facts
+	// of the row and order alone), write the stock minus one with the token
+	// and the order, call guard, commit. ErrNotFound when there is no row;
+	// an error from decide or guard rolls back and is returned, as does a
+	// decision that sells to nobody (ErrPurchaseFailed).
+	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide Decide, guard func() error) error
 }
 
 var seedStrategy = Strategy{
@@ -74,20 +76,21 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 		return fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
 	}
 	var left int32
-	decide := func(g Goods) (int32, error) {
+	decide := func(f Facts) (map[int32][]*Order, error) {
 		if err := p.cfg.pause(ctx, lost); err != nil {
-			return 0, err
+			return nil, err
 		}
+		g := f.Goods[goodsNo]
 		now := time.Now()
 		p.windows.observe(g, now)
 		if err := g.OpenAt(now); err != nil {
-			return 0, err
+			return nil, err
 		}
 		if g.Stock < 1 {
-			return 0, ErrSoldOut
+			return nil, ErrSoldOut
 		}
 		left = g.Stock - 1
-		return left, nil
+		return map[int32][]*Order{goodsNo: {order}}, nil
 	}
 	since := time.Now() // before the claim reads the row
 	err = p.store.SellFenced(ctx, goodsNo, token, order, decide, h.guard)

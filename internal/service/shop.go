@@ -2,6 +2,23 @@
 // the Spring seed (read the stock, check it, write it back minus one), an order
 // row per sale, and the distributed lock that makes the read-modify-write safe
 // across instances.
+//
+// The Shop (this file) does what every purchase needs: the goods number,
+// the sale window, the sold-out marks, admission, retries and the outcome
+// of a cut-off commit. It sells with one strategy of the registry
+// (strategy.go), each in its own file with the store interface it needs:
+// seed.go, batch.go, atomic.go, allot.go (and allotlease.go), unlocked.go.
+// What strategies share has files of its own: lock.go (taking and handing
+// on the lock), queue.go (the buyers waiting for a batch), sale.go (a
+// batch's decision and the buyer rules).
+//
+// A store's sale runs one piece of the service inside its transaction, in
+// one shape for every strategy (Decide, sale.go): the store claims the
+// rows and reads the facts the buyer rules need, the strategy decides whom
+// to sell to, the store writes and commits. The allot strategy's grant
+// also takes a function, of a goods' row and the stock wanted, for how much
+// to take (grantSize): a rule of the service applied to the row the grant
+// locked.
 package service
 
 import (

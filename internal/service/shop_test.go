@@ -102,8 +102,7 @@ func (f *fakeStore) write(g service.Goods, stock int32, o *service.Order, guard 
 
 // SellFenced keeps the real store's contract: a token below the goods'
 // fence sells nothing; the claim is undone when anything fails.
-func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *service.Order,
-	decide func(service.Goods) (int32, error), guard func() error) error {
+func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *service.Order, decide service.Decide, guard func() error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g, err := f.row(ctx, no)
@@ -113,11 +112,14 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 	if fence < f.fences[no] {
 		return service.ErrFenced
 	}
-	stock, err := decide(g)
+	sold, err := decide(service.Facts{Orders: []*service.Order{o}, Goods: map[int32]service.Goods{no: g}})
 	if err != nil {
 		return err
 	}
-	if err := f.write(g, stock, o, guard); err != nil {
+	if !slices.Contains(sold[no], o) {
+		return service.ErrPurchaseFailed
+	}
+	if err := f.write(g, g.Stock-1, o, guard); err != nil {
 		return err
 	}
 	if f.fences == nil {
@@ -127,13 +129,16 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 	return nil
 }
 
-func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*service.Order,
-	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error,
-	more func(accept func(*service.Order) bool) []*service.Order) (map[*service.Order]error, error) {
+// SellBatch keeps the real store's contract: the rows claimed (a token
+// below a goods' fence sells nothing), the facts read (every request key
+// looked up, the buyers' orders under the one-per-buyer rule), decide
+// asked, guard called, everything written.
+func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*service.Order, decide service.Decide, guard func() error,
+	more func(accept func(*service.Order) bool) []*service.Order) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sellErr != nil {
-		return nil, f.sellErr
+		return f.sellErr
 	}
 	var nos []int32
 	for _, o := range orders {
@@ -142,7 +147,6 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 		}
 	}
 	slices.Sort(nos)
-	refused := map[*service.Order]error{}
 	claimed := map[int32]service.Goods{}
 	for _, no := range nos {
 		g, err := f.row(ctx, no)
@@ -150,10 +154,10 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 		case errors.Is(err, service.ErrNotFound):
 			continue
 		case err != nil:
-			return nil, err
+			return err
 		}
 		if fence < f.fences[no] {
-			return nil, service.ErrFenced
+			return service.ErrFenced
 		}
 		claimed[no] = g
 	}
@@ -171,41 +175,27 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 		}))
 	}
 	f.sizes = append(f.sizes, len(orders))
-	candidates := map[int32][]*service.Order{}
-	seen := map[service.RequestKey]bool{}
+	facts := service.Facts{Orders: orders, Goods: claimed, Used: map[service.RequestKey]bool{}, Held: map[service.GoodsBuyer]service.Order{}}
+	f.data.RLock()
 	for _, o := range f.orders {
-		seen[o.Key()] = true
+		facts.Used[o.Key()] = true
+		if o.OnePerBuyer && o.UserID != "" && o.Status != service.OrderExpired {
+			facts.Held[service.GoodsBuyer{GoodsNo: o.GoodsNo, UserID: o.UserID}] = o
+		}
 	}
-	for _, o := range orders {
-		if _, ok := claimed[o.GoodsNo]; !ok {
-			refused[o] = service.ErrNotFound
-			continue
-		}
-		if seen[o.Key()] {
-			refused[o] = service.ErrDuplicateRequest
-			continue
-		}
-		seen[o.Key()] = true
-		candidates[o.GoodsNo] = append(candidates[o.GoodsNo], o)
-	}
-	chosen := map[int32][]*service.Order{}
-	for _, no := range nos {
-		if g, ok := claimed[no]; ok {
-			picked, err := choose(g, candidates[no])
-			if err != nil {
-				return nil, err
-			}
-			chosen[no] = picked
-		}
+	f.data.RUnlock()
+	chosen, err := decide(facts)
+	if err != nil {
+		return err
 	}
 	if err := guard(); err != nil {
-		return nil, err
+		return err
 	}
 	if f.committing != nil {
 		f.committing()
 	}
 	if f.cutCommit != nil && !*f.cutCommit {
-		return nil, service.ErrCommitUnknown // cut off, and rolled back
+		return service.ErrCommitUnknown // cut off, and rolled back
 	}
 	f.data.Lock()
 	for _, no := range nos {
@@ -227,9 +217,9 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 		f.fences[no] = fence
 	}
 	if f.cutCommit != nil {
-		return nil, service.ErrCommitUnknown // cut off after it was durable
+		return service.ErrCommitUnknown // cut off after it was durable
 	}
-	return refused, nil
+	return nil
 }
 
 func (f *fakeStore) SellAtomic(ctx context.Context, o *service.Order) error {
