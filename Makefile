@@ -44,7 +44,7 @@ test: stack-up galera-up build loadtools fmt-check vet
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 ## unit: every package's tests that need no server: go test -short, where a test that needs one
-## skips and says so (itest.Integration); the examples run against ZooKeeper and cannot skip
+## skips and says so (e2e.Integration); the examples run against ZooKeeper and cannot skip
 unit:
 	$(GO) test -race -count=1 -short -skip '^Example' ./...
 

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seckill-zk/seckill-zk/internal/metrics"
+	"github.com/seckill-zk/seckill-zk/internal/metrics/scrape"
 )
 
 // serverMetrics is what the load tester reads of the shops' /metrics,
@@ -49,7 +49,7 @@ func scrapeMetrics(ctx context.Context, client *http.Client, targets []string) (
 
 // add adds one scrape, in Prometheus' text format.
 func (m *serverMetrics) add(r io.Reader) error {
-	samples, err := metrics.ParseText(r)
+	samples, err := scrape.Parse(r)
 	if err != nil {
 		return err
 	}

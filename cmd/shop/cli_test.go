@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -108,7 +107,7 @@ func TestMissingServersAreNamedWithTheirFix(t *testing.T) {
 
 	errOut.Reset()
 	err = run(context.Background(), []string{"serve", "--server.addr", "127.0.0.1:0"}, map[string]string{
-		"SHOP_MYSQL_DSN": itest.Database(t), "SHOP_CONFIG": "../../config.yaml",
+		"SHOP_MYSQL_DSN": e2e.Database(t), "SHOP_CONFIG": "../../config.yaml",
 		"SHOP_ZOOKEEPER_SERVERS": e2e.ClosedAddr(t), "SHOP_ZOOKEEPER_CONNECTIONTIMEOUT": "6s"}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "zookeeper.servers (SHOP_ZOOKEEPER_SERVERS") || !strings.Contains(err.Error(), "make stack-up") {
 		t.Errorf("ZooKeeper not there: %v, want the key and make stack-up", err)

@@ -16,8 +16,8 @@ import (
 const module = "github.com/seckill-zk/seckill-zk/"
 
 // rules: an import path prefix, and the only packages whose non-test code
-// may import it. internal/itest and tests/framework/* are test support
-// (the fault proxies speak ZooKeeper's and MySQL's wire; the harness reads
+// may import it. tests/framework/* are test support (the harness starts the
+// servers, its fault proxies speak ZooKeeper's and MySQL's wire, it reads
 // the tables and the lock's nodes); no program imports them.
 // tests/redispeer is the benchmark's Redis + Lua contender, a program of
 // its own that answers HTTP and writes orders like the shop, on purpose
@@ -26,16 +26,15 @@ var rules = []struct {
 	imported string
 	only     []string
 }{
-	{"github.com/go-zookeeper/zk", []string{"internal/zk", "internal/itest", "tests/framework/e2e"}},
+	{"github.com/go-zookeeper/zk", []string{"internal/zk", "tests/framework/e2e"}},
 	{"gorm.io/", []string{"internal/repo"}},
-	{"github.com/go-sql-driver/mysql", []string{"internal/repo", "internal/itest", "migrations", "tests/framework/e2e", "tests/redispeer"}},
-	{module + "internal/itest", []string{"tests/framework/e2e"}},
+	{"github.com/go-sql-driver/mysql", []string{"internal/repo", "migrations", "tests/framework/e2e", "tests/redispeer"}},
 	{module + "tests/", []string{"tests/framework/e2e"}}, // the harness reads the final rows for the history checker
 	{"github.com/anishathalye/porcupine", []string{"tests/framework/history"}},
 	{"github.com/pressly/goose", []string{"internal/repo", "migrations"}},
 	{"github.com/gin-gonic/gin", []string{"internal/handler", "cmd/shop", "tests/redispeer"}},
 	{"github.com/spf13/viper", []string{"cmd/shop"}},
-	{"github.com/prometheus/", []string{"internal/metrics"}},
+	{"github.com/prometheus/", []string{"internal/metrics", "internal/metrics/scrape"}},
 	{"github.com/golang-jwt/jwt", []string{"internal/auth"}},
 	// Kubernetes' API types are for the chart's test (tests/e2e) alone: no
 	// program of the module knows it runs on Kubernetes.
@@ -62,6 +61,10 @@ var layers = map[string][]string{
 	"internal/api":     {},
 	"internal/auth":    {"internal/service"},
 	"internal/limit":   {},
+	// The harness sits below every package whose tests use it (internal/zk's
+	// and internal/repo's own among them): it imports only leaves, and talks
+	// to ZooKeeper and MySQL through their drivers.
+	"tests/framework/e2e": {"internal/api", "internal/loadgen", "internal/metrics/scrape", "tests/framework/history"},
 }
 
 // TestImportRules reads every non-test Go file of the module and checks
@@ -106,6 +109,12 @@ func TestImportRules(t *testing.T) {
 // walkGoFiles calls f with the path of every non-test Go file under root,
 // leaving out hidden directories, bin, out and testdata.
 func walkGoFiles(root string, f func(path string) error) error {
+	return walkGo(root, false, f)
+}
+
+// walkGo calls f with the path of every Go file under root, the tests'
+// alone if tests, leaving out hidden directories, bin, out and testdata.
+func walkGo(root string, tests bool, f func(path string) error) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -116,7 +125,7 @@ func walkGoFiles(root string, f func(path string) error) error {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") != tests {
 			return nil
 		}
 		return f(p)

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // The purchase's lease says when its lock is lost: the purchase checks it
@@ -19,7 +19,7 @@ func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connect := func() *zklock.Client {
-		conn, err := zk.Connect(ctx, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second})
+		conn, err := zk.Connect(ctx, e2e.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,7 @@ func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 		return zklock.New(conn, zklock.Options{})
 	}
 	c, observer := connect(), connect()
-	locker := NewLocker(c, NewPaths(itest.Path(t)+"/goods/"+GoodsNoPlaceholder, 1))
+	locker := NewLocker(c, NewPaths(e2e.Path(t)+"/goods/"+GoodsNoPlaceholder, 1))
 	lease, err := locker.Lock(ctx, 7)
 	if err != nil {
 		t.Fatal(err)

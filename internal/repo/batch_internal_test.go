@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // A batch's orders get the ids their rows have, whether the server hands
@@ -46,7 +46,7 @@ func TestABatchsOrdersGetTheirRowsIDs(t *testing.T) {
 // test closes it.
 func openMigrated(ctx context.Context, t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(ctx, itest.Database(t), Options{})
+	s, err := Open(ctx, e2e.Database(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

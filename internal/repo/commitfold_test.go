@@ -13,9 +13,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // On one server a batch whose orders went in first sends its COMMIT in the
@@ -154,14 +154,14 @@ func TestABatchCutOffAfterItsCommitPacketIsUnknown(t *testing.T) {
 
 // storeViaProxy opens a migrated store on a database of the test's own
 // through a MySQL proxy of the test's own; dsn is the database's, direct.
-func storeViaProxy(t *testing.T) (s *repo.Store, proxy *itest.Proxy, dsn string) {
+func storeViaProxy(t *testing.T) (s *repo.Store, proxy *e2e.Proxy, dsn string) {
 	t.Helper()
-	dsn = itest.Database(t)
+	dsn = e2e.Database(t)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy = itest.NewMySQLProxy(t, cfg.Addr)
+	proxy = e2e.NewMySQLProxy(t, cfg.Addr)
 	via := cfg.Clone()
 	via.Addr = proxy.Addr()
 	return openMigrated(t, via.FormatDSN()), proxy, dsn
@@ -177,7 +177,7 @@ type packetRecorder struct {
 
 // recordPackets has proxy note the query packets that pass it; it holds
 // none.
-func recordPackets(proxy *itest.Proxy, kind func(q []byte) string) *packetRecorder {
+func recordPackets(proxy *e2e.Proxy, kind func(q []byte) string) *packetRecorder {
 	r := &packetRecorder{kind: kind}
 	proxy.HoldPacket(func(payload []byte) bool {
 		if len(payload) == 0 || payload[0] != 0x03 { // COM_QUERY

@@ -7,9 +7,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // TestCutOffHolderDoesNotStopTheSale: a lock holder cut off from MySQL
@@ -24,28 +24,28 @@ import (
 // (a brute-force abort).
 func TestCutOffHolderDoesNotStopTheSale(t *testing.T) {
 	t.Run("one server", func(t *testing.T) {
-		dsn := itest.Database(t)
+		dsn := e2e.Database(t)
 		testCutOffHolder(t, dsn, dsn)
 	})
 	t.Run("galera, next holder on the same node", func(t *testing.T) {
-		dsns := itest.GaleraDatabase(t, itest.Galera(t))
+		dsns := e2e.GaleraDatabase(t, e2e.Galera(t))
 		testCutOffHolder(t, dsns[0], dsns[0])
 	})
 	t.Run("galera, next holder on another node", func(t *testing.T) {
-		dsns := itest.GaleraDatabase(t, itest.Galera(t))
+		dsns := e2e.GaleraDatabase(t, e2e.Galera(t))
 		testCutOffHolder(t, dsns[0], dsns[1])
 	})
 }
 
 // throughProxy is a proxy of the test's own in front of dsn's server, and
 // dsn through it.
-func throughProxy(t *testing.T, dsn string) (*itest.Proxy, string) {
+func throughProxy(t *testing.T, dsn string) (*e2e.Proxy, string) {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := itest.NewProxy(t, cfg.Addr)
+	proxy := e2e.NewProxy(t, cfg.Addr)
 	via := cfg.Clone()
 	via.Addr = proxy.Addr()
 	return proxy, via.FormatDSN()
@@ -75,7 +75,7 @@ func testCutOffHolder(t *testing.T, cutDSN, dsn string) {
 		defer cancel()
 		cutDone <- sellFenced(cctx, cut, 1, 1, &service.Order{GoodsNo: 1, RequestID: "cut-off"}, cutOff, noGuard)
 	}()
-	itest.Receive(t, claimed, 30*time.Second, "the cut-off holder's claim")
+	e2e.Receive(t, claimed, 30*time.Second, "the cut-off holder's claim")
 
 	start := time.Now()
 	nctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -86,7 +86,7 @@ func testCutOffHolder(t *testing.T, cutDSN, dsn string) {
 	t.Logf("the next holder sold %v after the cut (idle transaction timeout %v)", time.Since(start).Round(time.Millisecond), idle)
 
 	proxy.Resume()
-	if err := itest.Receive(t, cutDone, 30*time.Second, "the cut-off holder's answer"); err == nil {
+	if err := e2e.Receive(t, cutDone, 30*time.Second, "the cut-off holder's answer"); err == nil {
 		t.Error("the cut-off holder's sale committed after its transaction was ended")
 	}
 	assertState(t, next, 9, 1)

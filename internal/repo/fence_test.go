@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // minusOne is the purchase's decision: one piece less.
@@ -82,7 +82,7 @@ func TestSellFenced(t *testing.T) {
 	})
 
 	t.Run("the claim waits for an earlier holder's transaction and reads its write", func(t *testing.T) {
-		dsn := itest.Database(t)
+		dsn := e2e.Database(t)
 		s := openMigrated(t, dsn)
 		inGuard, commit := make(chan struct{}), make(chan struct{})
 		release := sync.OnceFunc(func() { close(commit) })
@@ -103,7 +103,7 @@ func TestSellFenced(t *testing.T) {
 			errB = sellFenced(ctx, s, 1, 20, &service.Order{GoodsNo: 1, RequestID: "b"},
 				func(g service.Goods) (int32, error) { readByB = g.Stock; return minusOne(g) }, noGuard)
 		})
-		itest.WaitForBlockedUpdate(t, dsn)
+		e2e.WaitForBlockedUpdate(t, dsn)
 		release()
 		wg.Wait()
 		if errA != nil || errB != nil {

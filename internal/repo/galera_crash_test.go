@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
@@ -38,14 +38,14 @@ func TestGaleraWholeClusterCrash(t *testing.T) {
 		}
 		runs = n
 	}
-	c := itest.StartGalera(t, 23500)
+	c := e2e.StartGalera(t, 23500)
 	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
 	for _, flush := range []int{1, 2, 0} {
 		t.Run(fmt.Sprintf("innodb_flush_log_at_trx_commit=%d", flush), func(t *testing.T) {
 			var lostBuys, lostPays, acked, paidAcked int
 			for run := range runs {
 				c.SetGlobal(t, fmt.Sprintf("innodb_flush_log_at_trx_commit=%d", flush))
-				dsns := itest.GaleraDatabase(t, c.Nodes)
+				dsns := e2e.GaleraDatabase(t, c.Nodes)
 				a := openMigrated(t, listDSN(t, dsns[0], n1, n1, n2, n3))
 				b := openMigrated(t, listDSN(t, dsns[1], n2, n2, n3, n1))
 				const stock = 1_000_000 // the crash, not the stock, ends the sale

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
@@ -39,11 +39,11 @@ func listDSN(t *testing.T, dsn, node string, addrs ...string) string {
 // outcome_unknown; the time from the kill to each shop's next sale is
 // logged.
 func TestGaleraNodeKilledMidSale(t *testing.T) {
-	c := itest.StartGalera(t, 23400)
+	c := e2e.StartGalera(t, 23400)
 	n1, n2, n3 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
-			dsns := itest.GaleraDatabase(t, c.Nodes)
+			dsns := e2e.GaleraDatabase(t, c.Nodes)
 			a := openMigrated(t, listDSN(t, dsns[0], n1, n1, n2, n3))
 			b := openMigrated(t, listDSN(t, dsns[1], n2, n2, n3, n1))
 			ctx := context.Background()
@@ -123,7 +123,7 @@ func TestGaleraNodeKilledMidSale(t *testing.T) {
 			}
 			close(next)
 			wg.Wait()
-			itest.Receive(t, killed, time.Minute, "the kill of node 2")
+			e2e.Receive(t, killed, time.Minute, "the kill of node 2")
 			for shop, name := range []string{"A", "B"} {
 				select {
 				case at := <-again[shop]:

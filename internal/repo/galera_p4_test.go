@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
@@ -25,8 +25,8 @@ import (
 // the purchases, every payment's answer, the sweeps' expiries and the
 // final rows — goes through the history checker.
 func TestGaleraPaymentRacingTheSweeperOnAnotherNode(t *testing.T) {
-	nodes := itest.Galera(t)
-	dsns := itest.GaleraDatabase(t, nodes)
+	nodes := e2e.Galera(t)
+	dsns := e2e.GaleraDatabase(t, nodes)
 	payer, sweeper := openMigrated(t, dsns[0]), openMigrated(t, dsns[1])
 	const orders, rounds, payers = 150, 3, 2
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -196,8 +196,8 @@ func finalRows(t *testing.T, dsn string) history.Final {
 // checked with the purchases by the history checker: none may be behind a
 // purchase that had returned.
 func TestGaleraReadsThroughAnotherNodeAreNotStale(t *testing.T) {
-	nodes := itest.Galera(t)
-	dsns := itest.GaleraDatabase(t, nodes)
+	nodes := e2e.Galera(t)
+	dsns := e2e.GaleraDatabase(t, nodes)
 	checkReads(t, openMigrated(t, dsns[0]), openMigrated(t, dsns[1]), dsns[2])
 }
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
@@ -211,7 +211,7 @@ func galeraSale(t *testing.T, shops []*service.Shop, check *sql.DB, checkDSN str
 // order that is in no node (2-8 per run of 4 sales); the sale must see that
 // its transaction is gone, write nothing and be tried again.
 func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
-	nodes := itest.Galera(t)
+	nodes := e2e.Galera(t)
 	const stock, buyers, concurrency, rounds = 100, 600, 100, 4
 	for _, tc := range []struct {
 		name, strategy  string
@@ -231,7 +231,7 @@ func TestGaleraSalesAcrossNodesAreExact(t *testing.T) {
 	} {
 		name := tc.strategy
 		t.Run(tc.name, func(t *testing.T) {
-			dsns := itest.GaleraDatabase(t, nodes)
+			dsns := e2e.GaleraDatabase(t, nodes)
 			dsnA, dsnB := dsns[0], dsns[1]
 			if tc.writer {
 				dsnA = listDSN(t, dsns[0], nodes[0], nodes[0], nodes[1])

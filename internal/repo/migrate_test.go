@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/migrations"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // Databases made by earlier releases, which ran the schema files on every
@@ -21,7 +21,7 @@ func TestMigrateUpgradesDatabasesOfEarlierReleases(t *testing.T) {
 	for _, upTo := range []int64{1, 2, 3} {
 		t.Run(fmtVersion(upTo), func(t *testing.T) {
 			ctx := context.Background()
-			dsn := itest.Database(t)
+			dsn := e2e.Database(t)
 			db, err := sql.Open("mysql", dsn)
 			if err != nil {
 				t.Fatal(err)

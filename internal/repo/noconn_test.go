@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // TestASaleWithoutAConnectionWroteNothing: every sale whose connection
@@ -16,7 +16,7 @@ import (
 // (nothing written: the shop tries it again), never a raw driver error,
 // which the handler would answer 500.
 func TestASaleWithoutAConnectionWroteNothing(t *testing.T) {
-	proxy, via := throughProxy(t, itest.Database(t))
+	proxy, via := throughProxy(t, e2e.Database(t))
 	s := openMigrated(t, via)
 	ctx := context.Background()
 	if err := s.SetStock(ctx, 1, 10, repo.StockReset{}); err != nil {

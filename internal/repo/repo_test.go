@@ -11,16 +11,16 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 func newStore(t testing.TB) *repo.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := repo.Open(ctx, itest.Database(t), repo.Options{})
+	s, err := repo.Open(ctx, e2e.Database(t), repo.Options{})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -147,7 +147,7 @@ func assertState(t *testing.T, s *repo.Store, stock int32, orders int64) {
 func TestWarmOpensThePoolsConnections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn := itest.Database(t)
+	dsn := e2e.Database(t)
 	s := openMigratedWith(t, dsn, repo.Options{MaxOpenConns: 12, MaxIdleConns: 12, SaleConns: 5})
 	if err := s.Warm(ctx, 1000); err != nil {
 		t.Fatal(err)

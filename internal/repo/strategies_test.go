@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 func TestSellAtomic(t *testing.T) {
@@ -488,7 +488,7 @@ func orderRowIDs(ctx context.Context, t *testing.T, db *sql.DB) map[string]uint6
 // database for what the test looks at from outside the store.
 func storeAndDB(ctx context.Context, t *testing.T, goods, stock int32) (*repo.Store, *sql.DB) {
 	t.Helper()
-	dsn := itest.Database(t)
+	dsn := e2e.Database(t)
 	s := openMigrated(t, dsn)
 	for g := int32(1); g <= goods; g++ {
 		if err := s.SetStock(ctx, g, stock, repo.StockReset{}); err != nil {

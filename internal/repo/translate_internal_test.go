@@ -11,8 +11,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // MySQL's lock wait timeout (1205) and deadlock (1213), produced by a real
@@ -22,7 +22,7 @@ import (
 func TestLockWaitTimeoutAndDeadlockAreUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("mysql", itest.Database(t))
+	db, err := sql.Open("mysql", e2e.Database(t))
 	if err != nil {
 		t.Fatal(err)
 	}

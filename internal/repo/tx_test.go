@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // The purchase under the lock runs its statements in batches on a
@@ -29,7 +29,7 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 	}
 
 	t.Run("a request id used before", func(t *testing.T) {
-		s := openMigrated(t, itest.Database(t))
+		s := openMigrated(t, e2e.Database(t))
 		if err := sellFenced(ctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"}, minusOne, noGuard); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 	})
 
 	t.Run("a buyer who holds an order of the goods", func(t *testing.T) {
-		s := openMigrated(t, itest.Database(t))
+		s := openMigrated(t, e2e.Database(t))
 		first := &service.Order{GoodsNo: 1, RequestID: "a", UserID: "u1", OnePerBuyer: true}
 		if err := sellFenced(ctx, s, 1, 1, first, minusOne, noGuard); err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 	})
 
 	t.Run("the request ends while the row is claimed", func(t *testing.T) {
-		s := openMigrated(t, itest.Database(t))
+		s := openMigrated(t, e2e.Database(t))
 		rctx, cancel := context.WithCancel(ctx)
 		err := sellFenced(rctx, s, 1, 1, &service.Order{GoodsNo: 1, RequestID: "a"},
 			func(g service.Goods) (int32, error) { cancel(); return minusOne(g) }, noGuard)
@@ -77,7 +77,7 @@ func TestSaleTransactionLeavesNothingOpen(t *testing.T) {
 	})
 
 	t.Run("the connection is killed while the row is claimed", func(t *testing.T) {
-		dsn := itest.Database(t)
+		dsn := e2e.Database(t)
 		s := openMigrated(t, dsn)
 		admin, err := sql.Open("mysql", dsn)
 		if err != nil {

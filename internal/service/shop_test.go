@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 type fakeStore struct {
@@ -631,7 +631,7 @@ func TestBuyersBeyondMaxWaitingAreBusy(t *testing.T) {
 		}()
 	}
 	for range 2 { // both wait for the lock
-		itest.Receive(t, locker.entered, 10*time.Second, "a buyer at the lock")
+		e2e.Receive(t, locker.entered, 10*time.Second, "a buyer at the lock")
 	}
 	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "third"}); !errors.Is(err, service.ErrBusy) {
 		t.Fatalf("a third buyer with two waiting: %v, want ErrBusy", err)
@@ -753,7 +753,7 @@ func TestQueuedBuyersHearSoldOutWhenTheLastPieceSells(t *testing.T) {
 		_, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "holder"})
 		holder <- err
 	}()
-	itest.Receive(t, inSale, 10*time.Second, "the holder's sale")
+	e2e.Receive(t, inSale, 10*time.Second, "the holder's sale")
 	answers := make(chan error, queued)
 	for i := range queued {
 		go func() {
@@ -762,14 +762,14 @@ func TestQueuedBuyersHearSoldOutWhenTheLastPieceSells(t *testing.T) {
 		}()
 	}
 	for range queued {
-		itest.Receive(t, locker.entered, 10*time.Second, "a buyer queueing for the lock")
+		e2e.Receive(t, locker.entered, 10*time.Second, "a buyer queueing for the lock")
 	}
 	close(allQueued)
-	if err := itest.Receive(t, holder, 10*time.Second, "the holder"); err != nil {
+	if err := e2e.Receive(t, holder, 10*time.Second, "the holder"); err != nil {
 		t.Fatalf("the holder: %v", err)
 	}
 	for range queued {
-		if err := itest.Receive(t, answers, 10*time.Second, "a queued buyer after the last piece sold"); !errors.Is(err, service.ErrSoldOut) {
+		if err := e2e.Receive(t, answers, 10*time.Second, "a queued buyer after the last piece sold"); !errors.Is(err, service.ErrSoldOut) {
 			t.Fatalf("a queued buyer: %v, want ErrSoldOut", err)
 		}
 	}
@@ -865,14 +865,14 @@ func TestEveryPurchaseGivesItsSlotBack(t *testing.T) {
 		}()
 	}
 	for range 2 {
-		itest.Receive(t, g.entered, 10*time.Second, "a buyer in the purchase (its slot taken)")
+		e2e.Receive(t, g.entered, 10*time.Second, "a buyer in the purchase (its slot taken)")
 	}
 	if _, err := shop.Purchase(context.Background(), service.PurchaseRequest{GoodsNo: 1, RequestID: "third"}); !errors.Is(err, service.ErrBusy) {
 		t.Fatalf("a third buyer with two in progress: %v, want busy", err)
 	}
 	close(g.gate)
 	for range 2 {
-		if err := itest.Receive(t, errs, 10*time.Second, "a held buyer's answer"); err != nil {
+		if err := e2e.Receive(t, errs, 10*time.Second, "a held buyer's answer"); err != nil {
 			t.Errorf("a held buyer: %v", err)
 		}
 	}

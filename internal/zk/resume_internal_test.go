@@ -8,7 +8,7 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // The two late arrivals of a resumed session (resume.go), played on a real
@@ -25,8 +25,8 @@ import (
 // waiter's own Mutex also lets its node go, so these branches are played
 // here directly on the session objects the client would hold.
 func TestWorkOfALostSessionArrivingAfterItsResumption(t *testing.T) {
-	servers := itest.ZooKeeper(t)
-	base := itest.Path(t)
+	servers := e2e.ZooKeeper(t)
+	base := e2e.Path(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := Connect(ctx, servers, Options{})
@@ -34,7 +34,7 @@ func TestWorkOfALostSessionArrivingAfterItsResumption(t *testing.T) {
 		t.Fatalf("connect: %v", err)
 	}
 	defer c.Close()
-	itest.CreateNode(t, c.conn, base, nil)
+	e2e.CreateNode(t, c.conn, base, nil)
 
 	resumed := func(t *testing.T) (old, cur *Session) {
 		t.Helper()

@@ -9,9 +9,9 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // connectAs is a client that authenticates as the digest identity.
@@ -19,7 +19,7 @@ func connectAs(t *testing.T, digest string) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := dial(ctx, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second, Digest: digest}, zklock.Options{})
+	c, err := dial(ctx, e2e.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second, Digest: digest}, zklock.Options{})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -33,13 +33,13 @@ func connectAs(t *testing.T, digest string) *zklock.Client {
 // identity takes the lock after the holder as usual.
 func TestLockNodesAreClosedToStrangers(t *testing.T) {
 	ctx := testCtx(t)
-	lockPath := itest.Path(t) + "/acl/lock"
-	holder, peer := connectAs(t, itest.ZKDigest), connectAs(t, itest.ZKDigest)
+	lockPath := e2e.Path(t) + "/acl/lock"
+	holder, peer := connectAs(t, e2e.ZKDigest), connectAs(t, e2e.ZKDigest)
 	m := zklock.NewMutex(holder, lockPath)
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	outsider, _, err := gozk.Connect(itest.ZooKeeper(t), 10*time.Second, gozk.WithLogInfo(false))
+	outsider, _, err := gozk.Connect(e2e.ZooKeeper(t), 10*time.Second, gozk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestLockNodesAreClosedToStrangers(t *testing.T) {
 	if err := m.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := itest.Receive(t, got, 30*time.Second, "the peer's acquisition"); err != nil {
+	if err := e2e.Receive(t, got, 30*time.Second, "the peer's acquisition"); err != nil {
 		t.Fatalf("the peer of the same identity: %v", err)
 	}
 	if err := next.Release(ctx); err != nil {
@@ -79,7 +79,7 @@ func TestDigestMustBeUserAndPassword(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	for _, bad := range []string{"nopassword", ":pw", "user:"} {
-		if c, err := zk.Connect(ctx, itest.ZooKeeper(t), zk.Options{Digest: bad}); err == nil {
+		if c, err := zk.Connect(ctx, e2e.ZooKeeper(t), zk.Options{Digest: bad}); err == nil {
 			c.Close()
 			t.Errorf("digest %q accepted", bad)
 		}

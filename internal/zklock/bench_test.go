@@ -11,8 +11,8 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // BenchmarkUncontended compares one acquire+release of our Mutex and of
@@ -25,11 +25,11 @@ import (
 func BenchmarkUncontended(b *testing.B) {
 	c := connect(b)
 	ctx := context.Background()
-	path := itest.Path(b)
+	path := e2e.Path(b)
 	conn := c.Conn()
 	acl := gozk.WorldACL(gozk.PermAll)
-	itest.CreateNode(b, conn, path+"/raw", nil)
-	itest.CreateNode(b, conn, path+"/zklock", nil)
+	e2e.CreateNode(b, conn, path+"/raw", nil)
+	e2e.CreateNode(b, conn, path+"/zklock", nil)
 	m := zklock.NewMutex(c, path+"/mutex")
 	fm := zklock.NewMutex(c, path+"/fenced")
 	fm.FetchTokenEarly() // as the shop does
@@ -120,8 +120,8 @@ func benchContended(b *testing.B, sessions, waiters int) {
 	for i := range clients {
 		clients[i] = connect(b)
 	}
-	path := itest.Path(b)
-	itest.CreateNode(b, clients[0].Conn(), path+"/zklock", nil)
+	path := e2e.Path(b)
+	e2e.CreateNode(b, clients[0].Conn(), path+"/zklock", nil)
 	ctx := context.Background()
 	acl := gozk.WorldACL(gozk.PermAll)
 	ours := func(w int) (func() error, func() error) {

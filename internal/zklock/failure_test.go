@@ -10,13 +10,13 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
-func newProxy(t *testing.T) *itest.Proxy { return itest.NewProxy(t, itest.ZooKeeper(t)[0]) }
+func newProxy(t *testing.T) *e2e.Proxy { return e2e.NewProxy(t, e2e.ZooKeeper(t)[0]) }
 
 // stateLog records a client's state changes.
 type stateLog struct {
@@ -50,7 +50,7 @@ func (s *stateLog) has(want ...zk.State) bool {
 
 const shortSession = 4 * time.Second // ZooKeeper's default minimum (2 ticks of 2s)
 
-func connectVia(t *testing.T, p *itest.Proxy) (*zklock.Client, *stateLog) {
+func connectVia(t *testing.T, p *e2e.Proxy) (*zklock.Client, *stateLog) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -74,7 +74,7 @@ func TestSessionExpiryWhileHoldingFiresLostAndFreesTheLock(t *testing.T) {
 	p := newProxy(t)
 	c, states := connectVia(t, p)
 	observer := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 
 	m := zklock.NewMutex(c, path)
 	if err := m.Acquire(ctx); err != nil {
@@ -132,7 +132,7 @@ func TestConnectionLossLeavesNoOrphans(t *testing.T) {
 	p := newProxy(t)
 	c, states := connectVia(t, p)
 	observer := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -194,11 +194,11 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	ctx := testCtx(t)
 	ctxNoCleanup, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := dial(ctxNoCleanup, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{})
+	c, err := dial(ctxNoCleanup, e2e.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	m := zklock.NewMutex(c, path+"/mutex")
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestLeaderLatchAndSelectorStepDownOnSuspension(t *testing.T) {
 	ctx := testCtx(t)
 	p := newProxy(t)
 	c, _ := connectVia(t, p)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 
 	latch := zklock.NewLeaderLatch(c, path+"/latch", "via-proxy")
 	if err := latch.Start(ctx); err != nil {
@@ -298,7 +298,7 @@ func TestLeaderLatchAndSelectorStepDownOnSuspension(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sel.Close()
-	itest.Receive(t, leading, 10*time.Second, "the selector's term")
+	e2e.Receive(t, leading, 10*time.Second, "the selector's term")
 
 	p.Cut()
 	waitFor(t, func() bool { return !latch.HasLeadership() })

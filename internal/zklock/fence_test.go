@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // The fencing token must grow from holder to holder, across sessions, and
@@ -29,7 +29,7 @@ func TestMutexTokensIncreaseFromHolderToHolder(t *testing.T) {
 func tokensIncrease(t *testing.T, early bool) {
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
-	lockPath := itest.Path(t) + "/lock"
+	lockPath := e2e.Path(t) + "/lock"
 
 	var last int64
 	for round := range 6 {
@@ -79,7 +79,7 @@ func tokensIncrease(t *testing.T, early bool) {
 func TestMutexTokenWhenNotHeldOrLost(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	m := zklock.NewMutex(c, itest.Path(t))
+	m := zklock.NewMutex(c, e2e.Path(t))
 	if _, err := m.Token(ctx); !errors.Is(err, zklock.ErrNotHeld) {
 		t.Errorf("Token before Acquire: %v, want ErrNotHeld", err)
 	}
@@ -111,7 +111,7 @@ func TestMutexTokenWhenNotHeldOrLost(t *testing.T) {
 func TestSemaphoreMutexTokensIncrease(t *testing.T) {
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
-	p := itest.Path(t)
+	p := e2e.Path(t)
 	var last int64
 	for round := range 4 {
 		m := zklock.NewSemaphoreMutex(clients[round%2], p)
@@ -140,7 +140,7 @@ func TestSemaphoreMutexTokensIncrease(t *testing.T) {
 func TestWriteLockTokensIncrease(t *testing.T) {
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
-	p := itest.Path(t)
+	p := e2e.Path(t)
 	var last int64
 	for round := range 4 {
 		rw := zklock.NewReadWriteLock(clients[round%2], p)
@@ -180,18 +180,18 @@ func TestAnEarlyTokenReadIsTheHoldsWatch(t *testing.T) {
 	for _, waited := range []bool{false, true} {
 		t.Run(fmt.Sprintf("waited=%v", waited), func(t *testing.T) {
 			ctx := testCtx(t)
-			proxy := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			proxy := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 			var mu sync.Mutex
 			var reads []string // the paths of the getData requests through the proxy
 			proxy.NoticeReply(func(op int32, p string) bool {
-				if op == itest.ZKOpGetData {
+				if op == e2e.ZKOpGetData {
 					mu.Lock()
 					reads = append(reads, p)
 					mu.Unlock()
 				}
 				return false
 			})
-			lockPath := itest.Path(t)
+			lockPath := e2e.Path(t)
 			x, y := connect(t), connectThrough(t, proxy)
 			ahead := zklock.NewMutex(x, lockPath)
 			if waited {
@@ -206,7 +206,7 @@ func TestAnEarlyTokenReadIsTheHoldsWatch(t *testing.T) {
 				waitFor(t, func() bool { return len(children(t, x, lockPath)) == 2 })
 				release(t, ahead)
 			}
-			if err := itest.Receive(t, done, 10*time.Second, "the acquisition"); err != nil {
+			if err := e2e.Receive(t, done, 10*time.Second, "the acquisition"); err != nil {
 				t.Fatal(err)
 			}
 			lost := m.Lost()

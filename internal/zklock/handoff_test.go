@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // queueOf returns the nodes of lockPath in sequence order (full paths).
@@ -51,8 +51,8 @@ type handoffScene struct {
 func newHandoffScene(t *testing.T) *handoffScene {
 	t.Helper()
 	ctx := testCtx(t)
-	proxy := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
-	sc := &handoffScene{lockPath: itest.Path(t), x: connect(t), y: connectThrough(t, proxy)}
+	proxy := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
+	sc := &handoffScene{lockPath: e2e.Path(t), x: connect(t), y: connectThrough(t, proxy)}
 	sc.q = zklock.NewMutex(sc.x, sc.lockPath)
 	if err := sc.q.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func newHandoffScene(t *testing.T) *handoffScene {
 	sc.pDone = acquireAsync(pctx, sc.p)
 	waitFor(t, func() bool { return len(children(t, sc.x, sc.lockPath)) == 2 })
 	sc.pNode = queueOf(t, sc.x, sc.lockPath)[1]
-	watching := proxy.NoticeReply(func(op int32, p string) bool { return op == itest.ZKOpGetData && p == sc.pNode })
+	watching := proxy.NoticeReply(func(op int32, p string) bool { return op == e2e.ZKOpGetData && p == sc.pNode })
 	sc.w = zklock.NewMutex(sc.y, sc.lockPath)
 	sc.w.FetchTokenEarly()
 	sc.wDone = acquireAsync(ctx, sc.w)
@@ -80,7 +80,7 @@ func TestWaiterTakesAnotherProcessesHandoffWithoutListing(t *testing.T) {
 	ctx := testCtx(t)
 	sc := newHandoffScene(t)
 	release(t, sc.q)
-	if err := itest.Receive(t, sc.pDone, 10*time.Second, "P, once Q let go"); err != nil {
+	if err := e2e.Receive(t, sc.pDone, 10*time.Second, "P, once Q let go"); err != nil {
 		t.Fatal(err)
 	}
 	// P holds. Another buyer of Y joins: its listing shows P first.
@@ -91,7 +91,7 @@ func TestWaiterTakesAnotherProcessesHandoffWithoutListing(t *testing.T) {
 	waitFor(t, func() bool { return sc.y.Stats().Listings > before.Listings })
 	before = sc.y.Stats()
 	release(t, sc.p)
-	if err := itest.Receive(t, sc.wDone, 10*time.Second, "W, once P let go"); err != nil {
+	if err := e2e.Receive(t, sc.wDone, 10*time.Second, "W, once P let go"); err != nil {
 		t.Fatal(err)
 	}
 	after := sc.y.Stats()
@@ -100,7 +100,7 @@ func TestWaiterTakesAnotherProcessesHandoffWithoutListing(t *testing.T) {
 			after.Listings-before.Listings, after.Shortcuts-before.Shortcuts)
 	}
 	release(t, sc.w)
-	if err := itest.Receive(t, w2Done, 10*time.Second, "W2, once W let go"); err != nil {
+	if err := e2e.Receive(t, w2Done, 10*time.Second, "W2, once W let go"); err != nil {
 		t.Fatal(err)
 	}
 	release(t, w2)
@@ -115,7 +115,7 @@ func TestWaiterBehindAGiveUpDoesNotHoldBesideTheHolder(t *testing.T) {
 	sc := newHandoffScene(t)
 	before := sc.y.Stats()
 	sc.pCancel() // P gives up: its node goes while Q holds
-	if err := itest.Receive(t, sc.pDone, 10*time.Second, "P giving up"); err == nil {
+	if err := e2e.Receive(t, sc.pDone, 10*time.Second, "P giving up"); err == nil {
 		t.Fatal("P acquired; want it to give up")
 	}
 	// W is woken by P's deletion; it must list again and wait on Q.
@@ -133,7 +133,7 @@ func TestWaiterBehindAGiveUpDoesNotHoldBesideTheHolder(t *testing.T) {
 		t.Fatalf("queue %v: want Q and W", got)
 	}
 	release(t, sc.q)
-	if err := itest.Receive(t, sc.wDone, 10*time.Second, "W, once Q let go"); err != nil {
+	if err := e2e.Receive(t, sc.wDone, 10*time.Second, "W, once Q let go"); err != nil {
 		t.Fatal(err)
 	}
 	release(t, sc.w)

@@ -18,8 +18,8 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // Debian's Curator 5 and what it needs at run time.
@@ -54,7 +54,7 @@ func javaPeer(t *testing.T) []string {
 	if b, err := exec.Command(javac, "-cp", classpath, "-d", out, "testdata/CuratorPeer.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, b)
 	}
-	return []string{"java", "-cp", out + ":" + classpath, "CuratorPeer", itest.ZooKeeper(t)[0]}
+	return []string{"java", "-cp", out + ":" + classpath, "CuratorPeer", e2e.ZooKeeper(t)[0]}
 }
 
 // peer is a running CuratorPeer whose output lines arrive on lines.
@@ -143,9 +143,9 @@ func counterFixtureAs(t *testing.T, digest string) (clients []*zklock.Client, lo
 	} else {
 		clients = []*zklock.Client{connectAs(t, digest), connectAs(t, digest)}
 	}
-	base := itest.Path(t)
-	itest.CreateNode(t, clients[0].Conn(), base, nil)
-	itest.CreateNode(t, clients[0].Conn(), base+"/counter", []byte("0"))
+	base := e2e.Path(t)
+	e2e.CreateNode(t, clients[0].Conn(), base, nil)
+	e2e.CreateNode(t, clients[0].Conn(), base+"/counter", []byte("0"))
 	return clients, base + "/lock", base + "/counter"
 }
 
@@ -157,7 +157,7 @@ func TestInteropMutexWithJavaCurator(t *testing.T) {
 // create their nodes with the same ACL; they share the lock as before, and
 // a client without the identity cannot queue on it.
 func TestInteropMutexWithJavaCuratorUnderACL(t *testing.T) {
-	interopMutex(t, itest.ZKDigest)
+	interopMutex(t, e2e.ZKDigest)
 }
 
 func interopMutex(t *testing.T, digest string) {
@@ -174,7 +174,7 @@ func interopMutex(t *testing.T, digest string) {
 	javaSaw = append(javaSaw, p.await(t, "first acquisition", func(l string) bool { return strings.HasPrefix(l, "participants ") }))
 	if digest != "" {
 		// The lock node exists now, made by Java's Curator with its ACL.
-		outsider, _, err := gozk.Connect(itest.ZooKeeper(t), 10*time.Second, gozk.WithLogInfo(false))
+		outsider, _, err := gozk.Connect(e2e.ZooKeeper(t), 10*time.Second, gozk.WithLogInfo(false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func interopMutex(t *testing.T, digest string) {
 			javaSaw = append(javaSaw, l)
 		}
 	}
-	itest.Receive(t, p.done, 60*time.Second, "the Java peer's exit")
+	e2e.Receive(t, p.done, 60*time.Second, "the Java peer's exit")
 	if p.err != nil {
 		t.Fatalf("Java peer: %v", p.err)
 	}
@@ -263,7 +263,7 @@ func interopMutex(t *testing.T, digest string) {
 func TestInteropLeaderLatchWithJavaCurator(t *testing.T) {
 	java := javaPeer(t)
 	ctx := testCtx(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	goLatch := zklock.NewLeaderLatch(connect(t), path, "go")
 	if err := goLatch.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -321,7 +321,7 @@ func (p *peer) drain(t *testing.T, bad func(string) bool) []string {
 		}
 		lines = append(lines, l)
 	}
-	itest.Receive(t, p.done, 60*time.Second, "the Java peer's exit")
+	e2e.Receive(t, p.done, 60*time.Second, "the Java peer's exit")
 	if p.err != nil {
 		t.Fatalf("Java peer: %v", p.err)
 	}
@@ -403,10 +403,10 @@ func TestInteropSemaphoreWithSharedCountWithJavaCurator(t *testing.T) {
 	java := javaPeer(t)
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
-	base := itest.Path(t)
+	base := e2e.Path(t)
 	semPath, countPath, inside := base+"/sem", base+"/count", base+"/inside"
-	itest.CreateNode(t, clients[0].Conn(), base, nil)
-	itest.CreateNode(t, clients[0].Conn(), inside, nil)
+	e2e.CreateNode(t, clients[0].Conn(), base, nil)
+	e2e.CreateNode(t, clients[0].Conn(), inside, nil)
 	const leases = 2
 	count := zklock.NewSharedCount(clients[0], countPath, leases)
 	if err := count.Start(ctx); err != nil {
@@ -467,11 +467,11 @@ func TestInteropSemaphoreWithSharedCountWithJavaCurator(t *testing.T) {
 // create. Both sides lead, and no term finds the marker taken.
 func TestInteropLeaderSelectorWithJavaCurator(t *testing.T) {
 	java := javaPeer(t)
-	base := itest.Path(t)
+	base := e2e.Path(t)
 	leaderPath, marker := base+"/leader", base+"/marker"
 	c := connect(t)
-	itest.CreateNode(t, c.Conn(), base, nil)
-	itest.CreateNode(t, c.Conn(), marker+"-log", nil)
+	e2e.CreateNode(t, c.Conn(), base, nil)
+	e2e.CreateNode(t, c.Conn(), marker+"-log", nil)
 	const javaTerms, goTerms = 15, 15
 	p := startPeer(t, append(java, "selector", leaderPath, marker, strconv.Itoa(javaTerms), "java")...)
 	p.await(t, "start", func(l string) bool { return l == "started" })
@@ -499,7 +499,7 @@ func TestInteropLeaderSelectorWithJavaCurator(t *testing.T) {
 	if err := sel.Start(); err != nil {
 		t.Fatal(err)
 	}
-	itest.Receive(t, enough, 60*time.Second, "Go's terms")
+	e2e.Receive(t, enough, 60*time.Second, "Go's terms")
 	lines := p.drain(t, func(l string) bool { return l == "overlap" })
 	sel.Close()
 	if !slices.Contains(lines, "terms "+strconv.Itoa(javaTerms)) {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // A crowd joining a queue at once shares listings: while the first listing
@@ -17,7 +17,7 @@ import (
 // Curator does) would be 20.
 func TestJoinersShareQueueListings(t *testing.T) {
 	const waiters = 20
-	servers := itest.ZooKeeper(t)
+	servers := e2e.ZooKeeper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func() *Client {
@@ -29,7 +29,7 @@ func TestJoinersShareQueueListings(t *testing.T) {
 		return New(zc, Options{})
 	}
 	holderClient, c := dial(), dial()
-	lockPath := itest.Path(t) + "/lock"
+	lockPath := e2e.Path(t) + "/lock"
 	holder := NewMutex(holderClient, lockPath)
 	if err := holder.Acquire(ctx); err != nil {
 		t.Fatal(err)

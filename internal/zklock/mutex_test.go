@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -19,7 +19,7 @@ func connect(t testing.TB) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	c, err := dial(ctx, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{})
+	c, err := dial(ctx, e2e.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -45,7 +45,7 @@ func children(t *testing.T, c *zklock.Client, p string) []string {
 func TestMutexExcludesAcrossSessions(t *testing.T) {
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
-	path := itest.Path(t)
+	path := e2e.Path(t)
 
 	const workers, rounds = 10, 5
 	var inside, maxInside atomic.Int32
@@ -89,7 +89,7 @@ func TestMutexExcludesAcrossSessions(t *testing.T) {
 func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
 	ctx := testCtx(t)
 	holderClient, waiterClient := connect(t), connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 
 	first := zklock.NewMutex(holderClient, path)
 	if err := first.Acquire(ctx); err != nil {
@@ -150,7 +150,7 @@ func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
 func TestMutexWaiterBehindAGivenUpNodeWaitsForTheHolder(t *testing.T) {
 	ctx := testCtx(t)
 	holderClient, waiterClient := connect(t), connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 
 	holder := zklock.NewMutex(holderClient, path)
 	if err := holder.Acquire(ctx); err != nil {
@@ -200,7 +200,7 @@ func TestMutexWaiterBehindAGivenUpNodeWaitsForTheHolder(t *testing.T) {
 
 func TestMutexGivingUpLeavesNoNode(t *testing.T) {
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	holder := zklock.NewMutex(c, path)
 	if err := holder.Acquire(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestMutexGivingUpLeavesNoNode(t *testing.T) {
 func TestMutexReentrancyAndMisuse(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	m := zklock.NewMutex(c, path)
 	if err := m.Release(ctx); !errors.Is(err, zklock.ErrNotHeld) {
 		t.Fatalf("release before acquire = %v, want ErrNotHeld", err)
@@ -279,7 +279,7 @@ func TestMutexReentrancyAndMisuse(t *testing.T) {
 func TestMutexNodeFollowsCuratorNaming(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	m := zklock.NewMutex(c, path)
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestMutexNodeFollowsCuratorNaming(t *testing.T) {
 func TestMutexLostWhenNodeDeleted(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	m := zklock.NewMutex(c, itest.Path(t))
+	m := zklock.NewMutex(c, e2e.Path(t))
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}

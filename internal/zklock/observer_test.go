@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -43,12 +43,12 @@ func TestObserverHearsWaitsAndHolds(t *testing.T) {
 	rec := &recorder{}
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	observed, err := dial(cctx, itest.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{Observer: rec})
+	observed, err := dial(cctx, e2e.ZooKeeper(t), zk.Options{SessionTimeout: 10 * time.Second}, zklock.Options{Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer observed.Close()
-	path := itest.Path(t) + "/lock"
+	path := e2e.Path(t) + "/lock"
 	other := zklock.NewMutex(connect(t), path)
 	if err := other.Acquire(ctx); err != nil {
 		t.Fatal(err)

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 func TestReadWriteLock(t *testing.T) {
 	ctx := testCtx(t)
 	a, b := connect(t), connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 
 	t.Run("readers share", func(t *testing.T) {
 		r1 := zklock.NewReadWriteLock(a, path).ReadLock()
@@ -63,7 +63,7 @@ func TestReadWriteLock(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		release(t, r)
-		if err := itest.Receive(t, got, 10*time.Second, "the writer after the reader"); err != nil {
+		if err := e2e.Receive(t, got, 10*time.Second, "the writer after the reader"); err != nil {
 			t.Fatal(err)
 		}
 		release(t, w)
@@ -95,12 +95,12 @@ func TestReadWriteLock(t *testing.T) {
 		waitFor(t, func() bool { return len(children(t, a, path)) == 3 })
 		notYet(t, r2Got, "the reader behind the writer")
 		release(t, r1)
-		if err := itest.Receive(t, wGot, 10*time.Second, "the writer"); err != nil {
+		if err := e2e.Receive(t, wGot, 10*time.Second, "the writer"); err != nil {
 			t.Fatal(err)
 		}
 		notYet(t, r2Got, "the reader behind the holding writer")
 		release(t, w)
-		if err := itest.Receive(t, r2Got, 10*time.Second, "the reader after the writer"); err != nil {
+		if err := e2e.Receive(t, r2Got, 10*time.Second, "the reader after the writer"); err != nil {
 			t.Fatal(err)
 		}
 		release(t, r2)
@@ -123,7 +123,7 @@ func TestReadWriteLock(t *testing.T) {
 		release(t, r2)
 		notYet(t, wGot, "the writer while the first reader holds")
 		release(t, r1)
-		if err := itest.Receive(t, wGot, 10*time.Second, "the writer after both readers"); err != nil {
+		if err := e2e.Receive(t, wGot, 10*time.Second, "the writer after both readers"); err != nil {
 			t.Fatal(err)
 		}
 		release(t, w)
@@ -164,7 +164,7 @@ func TestReadWriteLock(t *testing.T) {
 func TestSemaphoreNeverExceedsItsLeases(t *testing.T) {
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	const leases, workers = 3, 9
 	var inside, maxInside atomic.Int32
 	var wg sync.WaitGroup
@@ -207,7 +207,7 @@ func TestSemaphoreNeverExceedsItsLeases(t *testing.T) {
 func TestSemaphoreGrantsExactlyItsLeases(t *testing.T) {
 	ctx := testCtx(t)
 	clients := []*zklock.Client{connect(t), connect(t)}
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	const leases, acquirers = 3, 5
 	got := make(chan *zklock.Lease, acquirers)
 	for i := range acquirers {
@@ -222,7 +222,7 @@ func TestSemaphoreGrantsExactlyItsLeases(t *testing.T) {
 	}
 	var out []*zklock.Lease
 	for range leases {
-		out = append(out, itest.Receive(t, got, 10*time.Second, "one of the first leases"))
+		out = append(out, e2e.Receive(t, got, 10*time.Second, "one of the first leases"))
 	}
 	for range acquirers - leases {
 		select {
@@ -233,7 +233,7 @@ func TestSemaphoreGrantsExactlyItsLeases(t *testing.T) {
 		if err := out[0].Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out[1:], itest.Receive(t, got, 10*time.Second, "the lease given back"))
+		out = append(out[1:], e2e.Receive(t, got, 10*time.Second, "the lease given back"))
 	}
 	for _, l := range out {
 		if err := l.Release(ctx); err != nil {
@@ -246,7 +246,7 @@ func TestSemaphoreGrantsExactlyItsLeases(t *testing.T) {
 func TestSemaphoreTimesOutWithoutALeaseLeftBehind(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	sem := zklock.NewSemaphoreV2(c, path, 1)
 	l, err := sem.Acquire(ctx)
 	if err != nil {
@@ -266,7 +266,7 @@ func TestSemaphoreTimesOutWithoutALeaseLeftBehind(t *testing.T) {
 func TestSemaphoreFollowsSharedCount(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	count := zklock.NewSharedCount(c, path+"/count", 1)
 	if err := count.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -310,7 +310,7 @@ func TestSemaphoreFollowsSharedCount(t *testing.T) {
 func TestSemaphoreMutexIsNotReentrant(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	m := zklock.NewSemaphoreMutex(c, path)
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -340,7 +340,7 @@ func TestSemaphoreMutexIsNotReentrant(t *testing.T) {
 
 func TestSharedCount(t *testing.T) {
 	ctx := testCtx(t)
-	path := itest.Path(t) + "/count"
+	path := e2e.Path(t) + "/count"
 	a := zklock.NewSharedCount(connect(t), path, 7)
 	b := zklock.NewSharedCount(connect(t), path, 99) // the seed of the first creator wins
 	for _, sc := range []*zklock.SharedCount{a, b} {
@@ -375,7 +375,7 @@ func TestSharedCount(t *testing.T) {
 
 func TestLeaderLatchElectsExactlyOne(t *testing.T) {
 	ctx := testCtx(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	const n = 4
 	clients := make([]*zklock.Client, n)
 	latches := make([]*zklock.LeaderLatch, n)
@@ -455,7 +455,7 @@ func TestLeaderLatchElectsExactlyOne(t *testing.T) {
 }
 
 func TestLeaderSelectorRequeues(t *testing.T) {
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	var mu sync.Mutex
 	var terms []string
 	var leading atomic.Int32
@@ -505,7 +505,7 @@ func TestLeaderSelectorInterruptAndRequeue(t *testing.T) {
 	ctx := testCtx(t)
 	started := make(chan struct{}, 4)
 	ended := make(chan error, 4)
-	s := zklock.NewLeaderSelector(connect(t), itest.Path(t), "only", func(ctx context.Context) error {
+	s := zklock.NewLeaderSelector(connect(t), e2e.Path(t), "only", func(ctx context.Context) error {
 		started <- struct{}{}
 		<-ctx.Done()
 		ended <- ctx.Err()
@@ -515,12 +515,12 @@ func TestLeaderSelectorInterruptAndRequeue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	itest.Receive(t, started, 10*time.Second, "the term")
+	e2e.Receive(t, started, 10*time.Second, "the term")
 	if !s.HasLeadership() {
 		t.Fatal("not leading during the term")
 	}
 	s.Interrupt()
-	if err := itest.Receive(t, ended, 10*time.Second, "the interrupted term's end"); !errors.Is(err, context.Canceled) {
+	if err := e2e.Receive(t, ended, 10*time.Second, "the interrupted term's end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("term ended with %v", err)
 	}
 	waitFor(t, func() bool { return !s.HasLeadership() })
@@ -542,7 +542,7 @@ func TestLeaderSelectorInterruptAndRequeue(t *testing.T) {
 func TestMutexRevocation(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	holder := zklock.NewMutex(c, path)
 	revoked := make(chan struct{}, 1)
 	holder.MakeRevocable(func() {
@@ -593,7 +593,7 @@ func release(t *testing.T, ms ...*zklock.Mutex) {
 func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 	ctx := testCtx(t)
 	c := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	m := zklock.NewSemaphoreMutex(c, path)
 	select {
 	case <-m.Lost():

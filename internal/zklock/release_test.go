@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
 // Release with a context that has ended already must still delete the node
@@ -38,15 +38,15 @@ func TestReleaseWithAnEndedContextDeletesTheNode(t *testing.T) {
 		}
 	}
 	t.Run("mutex", func(t *testing.T) {
-		holdAndRelease(t, zklock.NewMutex(c, itest.Path(t)))
+		holdAndRelease(t, zklock.NewMutex(c, e2e.Path(t)))
 	})
 	t.Run("read/write lock", func(t *testing.T) {
-		rw := zklock.NewReadWriteLock(c, itest.Path(t))
+		rw := zklock.NewReadWriteLock(c, e2e.Path(t))
 		holdAndRelease(t, rw.ReadLock())
 		holdAndRelease(t, rw.WriteLock())
 	})
 	t.Run("selector term", func(t *testing.T) {
-		path := itest.Path(t)
+		path := e2e.Path(t)
 		leading := make(chan struct{})
 		sel := zklock.NewLeaderSelector(c, path, "me", func(term context.Context) error {
 			close(leading)
@@ -69,7 +69,7 @@ func TestReleaseWithAnEndedContextDeletesTheNode(t *testing.T) {
 		gone(t, path+"/"+kids[0])
 	})
 	t.Run("semaphore lease", func(t *testing.T) {
-		lease, err := zklock.NewSemaphoreV2(c, itest.Path(t), 1).Acquire(ctx)
+		lease, err := zklock.NewSemaphoreV2(c, e2e.Path(t), 1).Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

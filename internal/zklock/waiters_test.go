@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -34,14 +34,14 @@ func TestMutexWaiterWhoseNodeIsDeletedQueuesAgain(t *testing.T) {
 	for _, early := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "token read early"}[early], func(t *testing.T) {
 			ctx := testCtx(t)
-			p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 			holderC, waiterC, observer := connect(t), connectThrough(t, p), connect(t)
-			lockPath := itest.Path(t)
+			lockPath := e2e.Path(t)
 			h := zklock.NewMutex(holderC, lockPath)
 			if err := h.Acquire(ctx); err != nil {
 				t.Fatal(err)
 			}
-			watching := p.NoticeReply(func(op int32, path string) bool { return op == itest.ZKOpGetData && path == h.Node() })
+			watching := p.NoticeReply(func(op int32, path string) bool { return op == e2e.ZKOpGetData && path == h.Node() })
 			w := zklock.NewMutex(waiterC, lockPath)
 			if early {
 				w.FetchTokenEarly()
@@ -58,7 +58,7 @@ func TestMutexWaiterWhoseNodeIsDeletedQueuesAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			release(t, h)
-			if err := itest.Receive(t, done, 10*time.Second, "the waiter whose node was deleted"); err != nil {
+			if err := e2e.Receive(t, done, 10*time.Second, "the waiter whose node was deleted"); err != nil {
 				t.Fatalf("the waiter whose node was deleted: %v", err)
 			}
 			if got := children(t, observer, lockPath); len(got) != 1 || got[0] == waiterNode {
@@ -74,9 +74,9 @@ func TestMutexWaiterWhoseNodeIsDeletedQueuesAgain(t *testing.T) {
 // gives up on a lost session instead of queueing again.
 func TestMutexWaiterWhoseSessionExpiresQueuesAgain(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	waiterC, observer := connectThrough(t, p), connect(t)
-	lockPath := itest.Path(t)
+	lockPath := e2e.Path(t)
 	h := zklock.NewMutex(observer, lockPath)
 	if err := h.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestMutexWaiterWhoseSessionExpiresQueuesAgain(t *testing.T) {
 		return waiterC.Conn().SessionID() != old && len(kids) == 2
 	})
 	release(t, h)
-	if err := itest.Receive(t, done, 30*time.Second, "the waiter whose session expired"); err != nil {
+	if err := e2e.Receive(t, done, 30*time.Second, "the waiter whose session expired"); err != nil {
 		t.Fatalf("the waiter whose session expired: %v", err)
 	}
 	release(t, w)
@@ -112,7 +112,7 @@ func TestLostIsOpenForAHoldAfterAShortDrop(t *testing.T) {
 	waitFor(t, func() bool { return states.has(zk.StateSuspended) })
 	p.Restore()
 	waitFor(t, func() bool { return states.has(zk.StateSuspended, zk.StateReconnected) })
-	m := zklock.NewMutex(c, itest.Path(t))
+	m := zklock.NewMutex(c, e2e.Path(t))
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestLeaderLatchRequeuesAfterAShortDrop(t *testing.T) {
 	ctx := testCtx(t)
 	p := newProxy(t)
 	c, states := connectVia(t, p)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	la := zklock.NewLeaderLatch(c, path, "A")
 	if err := la.Start(ctx); err != nil {
 		t.Fatal(err)

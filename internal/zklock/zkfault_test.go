@@ -10,8 +10,8 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -21,7 +21,7 @@ import (
 
 // connectShortThrough connects through p with a short session (shortSession),
 // for tests that make the client lose it, and logs its states.
-func connectShortThrough(t *testing.T, p *itest.ZKProxy) (*zklock.Client, *stateLog) {
+func connectShortThrough(t *testing.T, p *e2e.ZKProxy) (*zklock.Client, *stateLog) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -42,7 +42,7 @@ func connectShortThrough(t *testing.T, p *itest.ZKProxy) (*zklock.Client, *state
 // connectStallable connects through p with a 4s session and the default
 // retry policy, for the election tests that stall its connection until the
 // server expires the session.
-func connectStallable(t *testing.T, p *itest.ZKProxy) *zklock.Client {
+func connectStallable(t *testing.T, p *e2e.ZKProxy) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -71,7 +71,7 @@ func queueBecomes(t *testing.T, c *zklock.Client, dir string, ok func(kids []str
 
 // connectThrough connects through p, with a session long enough to outlive the
 // reconnect the fault forces.
-func connectThrough(t *testing.T, p *itest.ZKProxy) *zklock.Client {
+func connectThrough(t *testing.T, p *e2e.ZKProxy) *zklock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -87,7 +87,7 @@ func connectThrough(t *testing.T, p *itest.ZKProxy) *zklock.Client {
 	return c
 }
 
-func awaitFault(t *testing.T, f *itest.ZKFault, what string) {
+func awaitFault(t *testing.T, f *e2e.ZKFault, what string) {
 	t.Helper()
 	select {
 	case <-f.Hit():
@@ -109,9 +109,9 @@ func TestCreateAnswerLostFindsTheProtectedNode(t *testing.T) {
 	for _, parentExists := range []bool{true, false} {
 		t.Run(map[bool]string{true: "created", false: "no parent yet"}[parentExists], func(t *testing.T) {
 			ctx := testCtx(t)
-			p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 			c, observer := connectThrough(t, p), connect(t)
-			lockPath := itest.Path(t) + "/lock"
+			lockPath := e2e.Path(t) + "/lock"
 			if parentExists {
 				warm := zklock.NewMutex(observer, lockPath) // makes the parents
 				if err := warm.Acquire(ctx); err != nil {
@@ -120,7 +120,7 @@ func TestCreateAnswerLostFindsTheProtectedNode(t *testing.T) {
 				release(t, warm)
 			}
 			fault := p.CutBeforeReply(func(op int32, path string) bool {
-				return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
+				return (op == e2e.ZKOpCreate || op == e2e.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
 			})
 			m := zklock.NewMutex(c, lockPath)
 			done := make(chan error, 1)
@@ -149,15 +149,15 @@ func TestCreateAnswerLostFindsTheProtectedNode(t *testing.T) {
 // connection is back, and the same handle acquires again (CURATOR-678).
 func TestConnectionLostDuringReleaseDelete(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	c, observer := connectThrough(t, p), connect(t)
-	lockPath := itest.Path(t) + "/lock"
+	lockPath := e2e.Path(t) + "/lock"
 	m := zklock.NewMutex(c, lockPath)
 	if err := m.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	fault := p.CutBeforeReply(func(op int32, path string) bool {
-		return op == itest.ZKOpDelete && strings.HasPrefix(path, lockPath+"/")
+		return op == e2e.ZKOpDelete && strings.HasPrefix(path, lockPath+"/")
 	})
 	if err := m.Release(ctx); err != nil {
 		t.Fatalf("Release through a lost connection: %v", err)
@@ -175,9 +175,9 @@ func TestConnectionLostDuringReleaseDelete(t *testing.T) {
 // client gets the only lease.
 func TestSemaphoreLeaseOfAnExpiredSessionIsFreed(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	holder, other := connectThrough(t, p), connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	lease, err := zklock.NewSemaphoreV2(holder, path, 1).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -258,9 +258,9 @@ func overlap(a, b [][2]time.Time) (x, y [2]time.Time, found bool) {
 // latch leads. The timeline of who led when never has two leaders.
 func TestLeaderLatchNeverHasTwoLeadersAcrossAStall(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	stalled := connectStallable(t, p)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	var a, b leadership
 	la := zklock.NewLeaderLatch(stalled, path, "A")
 	la.Listen(a.listener())
@@ -331,10 +331,10 @@ func TestNodesOfALostSessionDoNotOutliveItsResumption(t *testing.T) {
 
 func nodesOfALostSessionAfterItsResumption(t *testing.T, giveUpFirst bool) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	c, states := connectShortThrough(t, p)
 	observer := connect(t)
-	lockPath, otherPath := itest.Path(t)+"/lock", itest.Path(t)+"/other"
+	lockPath, otherPath := e2e.Path(t)+"/lock", e2e.Path(t)+"/other"
 
 	m := zklock.NewMutex(c, lockPath)
 	if err := m.Acquire(ctx); err != nil {
@@ -350,7 +350,7 @@ func nodesOfALostSessionAfterItsResumption(t *testing.T, giveUpFirst bool) {
 	// whose session is then lost before it could find its node. It gives up
 	// (its context is cancelled) once the session is back.
 	fault := p.CutBeforeReply(func(op int32, path string) bool {
-		return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, otherPath+"/_c_")
+		return (op == e2e.ZKOpCreate || op == e2e.ZKOpCreate2) && strings.HasPrefix(path, otherPath+"/_c_")
 	})
 	p.ThenRefuse(fault) // the client cannot reconnect: its session will be lost
 	waiting := make(chan error, 1)
@@ -444,9 +444,9 @@ func nodesOfALostSessionAfterItsResumption(t *testing.T, giveUpFirst bool) {
 // leaves.
 func TestLeaderLatchDoesNotLeadWithAnotherSessionsNode(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	observer := connect(t)
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	lb := zklock.NewLeaderLatch(connect(t), path, "B")
 	if err := lb.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -481,7 +481,7 @@ func TestLeaderLatchDoesNotLeadWithAnotherSessionsNode(t *testing.T) {
 	if _, err := observer.Conn().Create(nodeA, []byte("A"), gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	checked := p.NoticeReply(func(op int32, p string) bool { return op == itest.ZKOpGetData && p == nodeA })
+	checked := p.NoticeReply(func(op int32, p string) bool { return op == e2e.ZKOpGetData && p == nodeA })
 	closeLatch(lb)
 	awaitFault(t, checked, "A's read of the first node after B left")
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -506,16 +506,16 @@ func TestLeaderLatchDoesNotLeadWithAnotherSessionsNode(t *testing.T) {
 // of a live session, blocks the queue until the session ends.
 func TestCreateAnsweredAfterTheCallerGaveUpLeavesNoNode(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	c, observer := connectThrough(t, p), connect(t)
-	lockPath := itest.Path(t) + "/lock"
+	lockPath := e2e.Path(t) + "/lock"
 	warm := zklock.NewMutex(observer, lockPath) // makes the parents
 	if err := warm.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
 	release(t, warm)
 	held := p.HoldReply(func(op int32, path string) bool {
-		return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
+		return (op == e2e.ZKOpCreate || op == e2e.ZKOpCreate2) && strings.HasPrefix(path, lockPath+"/_c_")
 	})
 	actx, giveUp := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -548,9 +548,9 @@ func TestCreateAnsweredAfterTheCallerGaveUpLeavesNoNode(t *testing.T) {
 // rest of the session).
 func TestSemaphoreLeaseCreateAnswerLost(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	c, observer := connectThrough(t, p), connect(t)
-	semPath := itest.Path(t)
+	semPath := e2e.Path(t)
 	warm, err := zklock.NewSemaphoreV2(observer, semPath, 2).Acquire(ctx) // makes the parents: the create succeeds
 	if err != nil {
 		t.Fatal(err)
@@ -559,7 +559,7 @@ func TestSemaphoreLeaseCreateAnswerLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	fault := p.CutBeforeReply(func(op int32, path string) bool {
-		return (op == itest.ZKOpCreate || op == itest.ZKOpCreate2) && strings.HasPrefix(path, semPath+"/leases/_c_")
+		return (op == e2e.ZKOpCreate || op == e2e.ZKOpCreate2) && strings.HasPrefix(path, semPath+"/leases/_c_")
 	})
 	lease, err := zklock.NewSemaphoreV2(c, semPath, 2).Acquire(ctx)
 	if err != nil {
@@ -582,7 +582,7 @@ func TestSemaphoreLeaseCreateAnswerLost(t *testing.T) {
 func TestSemaphoreAcquireNGivesBackWhatItTookOnFailure(t *testing.T) {
 	ctx := testCtx(t)
 	c, other := connect(t), connect(t)
-	semPath := itest.Path(t)
+	semPath := e2e.Path(t)
 	held, err := zklock.NewSemaphoreV2(other, semPath, 3).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -621,9 +621,9 @@ func TestSemaphoreAcquireNGivesBackWhatItTookOnFailure(t *testing.T) {
 // loss (the cut-off holder is then never told).
 func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 	ctx := testCtx(t)
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	c, states := connectShortThrough(t, p)
-	lockPath := itest.Path(t)
+	lockPath := e2e.Path(t)
 	h := zklock.NewMutex(c, lockPath)
 	if err := h.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -701,7 +701,7 @@ func TestNeverTwoHoldersWhileALostSessionLingers(t *testing.T) {
 // whole session timeout after the suspension: later than the server's
 // expiry.
 func TestLeaderSelectorTermEndsBeforeAnotherBegins(t *testing.T) {
-	p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+	p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 	stalled := connectStallable(t, p)
 	type span struct {
 		who      string
@@ -723,14 +723,14 @@ func TestLeaderSelectorTermEndsBeforeAnotherBegins(t *testing.T) {
 			return nil
 		}
 	}
-	path := itest.Path(t)
+	path := e2e.Path(t)
 	aStarted, bStarted := make(chan struct{}, 4), make(chan struct{}, 4)
 	a := zklock.NewLeaderSelector(stalled, path, "A", term("A", aStarted))
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	itest.Receive(t, aStarted, 10*time.Second, "A's term")
+	e2e.Receive(t, aStarted, 10*time.Second, "A's term")
 	b := zklock.NewLeaderSelector(connect(t), path, "B", term("B", bStarted))
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
@@ -739,7 +739,7 @@ func TestLeaderSelectorTermEndsBeforeAnotherBegins(t *testing.T) {
 
 	p.Stall()
 	defer p.Resume() // before the selectors close, should the test fail while stalled
-	itest.Receive(t, bStarted, 30*time.Second, "B's term after A's stall")
+	e2e.Receive(t, bStarted, 30*time.Second, "B's term after A's stall")
 	p.Resume()
 	mu.Lock()
 	defer mu.Unlock()
@@ -787,10 +787,10 @@ func TestParentReapedBeforeTheNodeIsCreated(t *testing.T) {
 	for _, r := range []recipe{{"lock parent", "/a/lock", lock}, {"lock grandparent", "/a", lock}, {"count parent", "/a", count}} {
 		t.Run(r.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			p := itest.NewZKProxy(t, itest.ZooKeeper(t)[0])
+			p := e2e.NewZKProxy(t, e2e.ZooKeeper(t)[0])
 			c, observer := connectThrough(t, p), connect(t)
-			base := itest.Path(t)
-			held := p.HoldReply(func(op int32, p string) bool { return op == itest.ZKOpCreateContainer && p == base+r.gone })
+			base := e2e.Path(t)
+			held := p.HoldReply(func(op int32, p string) bool { return op == e2e.ZKOpCreateContainer && p == base+r.gone })
 			done := make(chan error, 1)
 			go func() { done <- r.use(ctx, c, observer, base) }()
 			awaitFault(t, held, "the create of "+r.gone)
@@ -798,7 +798,7 @@ func TestParentReapedBeforeTheNodeIsCreated(t *testing.T) {
 				t.Fatal(err)
 			}
 			held.Release()
-			if err := itest.Receive(t, done, 10*time.Second, r.name); err != nil {
+			if err := e2e.Receive(t, done, 10*time.Second, r.name); err != nil {
 				t.Fatalf("after %s vanished: %v", r.gone, err)
 			}
 		})

@@ -19,7 +19,6 @@ import (
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -270,7 +269,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 // and to delete the nodes it sees there. It is refused (NoAuth) every time,
 // and the sale stays exact.
 func TestZooKeeperClosedToStrangers(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_ZOOKEEPER_AUTH=digest:"+itest.ZKDigest, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=5ms")
+	s := e2e.NewStack(t, "SHOP_ZOOKEEPER_AUTH=digest:"+e2e.ZKDigest, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=5ms")
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
 	in1, in2 := s.Serve(t), s.Serve(t)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/auth"
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -74,7 +73,7 @@ func benchAuth(b *testing.B, buyers, conc, rounds int) map[string][]benchRun {
 // request per header, on two batch instances in mode m, and checks it.
 func benchAuthSale(b *testing.B, m authMode, headers [][]string, conc int) benchRun {
 	b.Helper()
-	s := e2e.NewStackOn(b, itest.Database(b), itest.ZooKeeper(b), append([]string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=info",
+	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=info",
 		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2m"}, m.env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")

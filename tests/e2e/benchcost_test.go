@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -230,8 +229,8 @@ func benchCost(b *testing.B, strategies []string, buyers, conc int) map[string]m
 		costs[st] = map[string]saleCost{}
 		for _, sale := range manySales[:2] {
 			progress("(h) where the time goes: %s, %s", st, sale.name)
-			dsn := itest.Database(b)
-			probe := newCostProbe(b, dsn, itest.ZooKeeper(b)[0])
+			dsn := e2e.Database(b)
+			probe := newCostProbe(b, dsn, e2e.ZooKeeper(b)[0])
 			var c saleCost
 			benchManySaleOn(b, st, sale, buyers, conc, []string{dsn, dsn}, func(ins []*e2e.Instance, run *benchRun) {
 				if run == nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -49,9 +48,9 @@ func (s manySale) runs(strategy string) bool {
 // (a buyer per hold: a shared lock would serialise every goods).
 func manyLockPath(b testing.TB, strategy string) string {
 	if strategy == "batch" {
-		return itest.Path(b) + "/locks/all"
+		return e2e.Path(b) + "/locks/all"
 	}
-	return itest.Path(b) + "/locks/goods/{goodsNo}"
+	return e2e.Path(b) + "/locks/goods/{goodsNo}"
 }
 
 // manyRun is what one sale of (e) measured.
@@ -80,7 +79,7 @@ func benchManyGoods(b *testing.B, strategies, nodes []string, buyers, conc, roun
 				if !sale.runs(st) {
 					continue
 				}
-				dsn := itest.Database(b)
+				dsn := e2e.Database(b)
 				runs[st][sale.name] = append(runs[st][sale.name], benchManySaleOn(b, st, sale, buyers, conc, []string{dsn, dsn}, nil))
 			}
 		}
@@ -113,9 +112,9 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 	admin := firstServer.ReplaceAllString(dsns[0], "tcp($1)")
 	lockPath := manyLockPath(b, strategy)
 	if sale.lockPath != "" {
-		lockPath = itest.Path(b) + sale.lockPath
+		lockPath = e2e.Path(b) + sale.lockPath
 	}
-	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", e2e.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
 		"SHOP_LOCK_PATH="+lockPath, "SHOP_LOCK_ACQUIRETIMEOUT=2m")
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -66,7 +65,7 @@ func benchRedis(b *testing.B, buyers, conc, rounds int) map[string][]redisRun {
 // benchRedisSale is one sale of contender c, checked.
 func benchRedisSale(b testing.TB, c redisContender, buyers, conc int) redisRun {
 	b.Helper()
-	s := e2e.NewStackOn(b, itest.Database(b), itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+cmp.Or(c.strategy, "batch"), "SHOP_LOG_LEVEL=info",
+	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+cmp.Or(c.strategy, "batch"), "SHOP_LOG_LEVEL=info",
 		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -99,7 +98,7 @@ func BenchmarkShop(b *testing.B) {
 		writeSpikeChart(b, spikes)
 		return
 	}
-	nodes := itest.Galera(b)
+	nodes := e2e.Galera(b)
 	manyBuyers, manyRounds := manyEnv()
 	authRounds := env("BENCH_SHOP_AUTH_ROUNDS", 9)
 	if os.Getenv("BENCH_SHOP_AUTH") == "only" {
@@ -211,7 +210,7 @@ type benchRun struct {
 // stock, and sends buyers purchases, conc at a time.
 func benchSale(b *testing.B, strategy string, stock, buyers, conc int) benchRun {
 	b.Helper()
-	dsn := itest.Database(b)
+	dsn := e2e.Database(b)
 	return benchSaleOn(b, strategy, stock, buyers, conc, []string{dsn, dsn})
 }
 
@@ -229,22 +228,22 @@ type benchEngine struct {
 
 var benchEngines = []benchEngine{
 	{"mariadb", false, func(b *testing.B, _ []string) []string {
-		dsn := itest.Database(b)
+		dsn := e2e.Database(b)
 		return []string{dsn, dsn, dsn}
 	}},
 	{"galera, one node", false, func(b *testing.B, nodes []string) []string {
-		dsns := itest.GaleraDatabase(b, nodes)
+		dsns := e2e.GaleraDatabase(b, nodes)
 		return []string{dsns[0], dsns[0], dsns[0]}
 	}},
 	{"galera, 3 own nodes", true, func(b *testing.B, nodes []string) []string {
 		// Each instance on its own node alone: its sales write there, and
 		// conflict with the other nodes' at certification.
-		return itest.GaleraDatabase(b, nodes)
+		return e2e.GaleraDatabase(b, nodes)
 	}},
 	{"galera, 3 nodes", false, func(b *testing.B, nodes []string) []string {
 		// Each instance on its own node, the others after it: failover,
 		// and each goods' sales on one writer node (see repo).
-		dsns := itest.GaleraDatabase(b, nodes)
+		dsns := e2e.GaleraDatabase(b, nodes)
 		var out []string
 		for i := range nodes {
 			list := append(slices.Clone(nodes[i:]), nodes[:i]...)
@@ -264,8 +263,8 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 	// The first instance's node migrates, sets the stock and counts; the
 	// counts after the sale are causal reads on a cluster.
 	admin := firstServer.ReplaceAllString(dsns[0], "tcp($1)")
-	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", itest.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
-		"SHOP_LOCK_PATH="+itest.Path(b)+"/locks/goods/{goodsNo}", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", e2e.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
+		"SHOP_LOCK_PATH="+e2e.Path(b)+"/locks/goods/{goodsNo}", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")

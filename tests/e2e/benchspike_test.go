@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
@@ -160,8 +159,8 @@ func mergeSpikes(rs []spikeResult) spikeResult {
 }
 
 func spikeOf(b *testing.B, sale spikeSale, secs int) spikeResult {
-	dsn := itest.Database(b)
-	s := e2e.NewStackOn(b, dsn, itest.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=300ms",
+	dsn := e2e.Database(b)
+	s := e2e.NewStackOn(b, dsn, e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=300ms",
 		"SHOP_LOCK_ACQUIRETIMEOUT=1m"}, sale.env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
@@ -365,7 +364,7 @@ func TestChaos(t *testing.T) {
 		name := map[bool]string{true: "zookeeper leader killed", false: "zookeeper follower killed"}[killLeader]
 		t.Run(name, func(t *testing.T) {
 			ens := e2e.StartEnsemble(t)
-			s := e2e.NewStackOn(t, itest.Database(t), ens.Servers, chaosEnv...)
+			s := e2e.NewStackOn(t, e2e.Database(t), ens.Servers, chaosEnv...)
 			s.Binary = e2e.ShopBinaryNoRace(t) // every client reconnects
 			instances := chaosServe(t, cfg, s)
 			record(name, runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
@@ -383,7 +382,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Run("mariadb restarted", func(t *testing.T) {
 		db := e2e.StartMariaDB(t)
-		s := e2e.NewStackOn(t, db.DSN, itest.ZooKeeper(t), chaosEnv...)
+		s := e2e.NewStackOn(t, db.DSN, e2e.ZooKeeper(t), chaosEnv...)
 		instances := chaosServe(t, cfg, s)
 		record("mariadb restarted", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
 			began := time.Now()
@@ -399,7 +398,7 @@ func TestChaos(t *testing.T) {
 		s.Shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
 		// A reaches MySQL through a proxy, so that the kill lands while A
 		// holds the lock: its claim is held back, then A is killed.
-		dbProxy := itest.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
+		dbProxy := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
 		a := s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, dbProxy.Addr()))
 		instances := []*e2e.Instance{a, s.Serve(t)}
 		record("instance killed holding the lock", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -17,7 +16,7 @@ func TestTheShopSaysWhenMySQLCanLoseCommits(t *testing.T) {
 	for _, flush := range []string{"2", "0"} {
 		t.Run("innodb_flush_log_at_trx_commit="+flush, func(t *testing.T) {
 			db := e2e.StartMariaDBWith(t, false, []string{"--innodb-flush-log-at-trx-commit=" + flush})
-			s := e2e.NewStackOn(t, db.DSN, itest.ZooKeeper(t))
+			s := e2e.NewStackOn(t, db.DSN, e2e.ZooKeeper(t))
 			s.Shop(t, "migrate")
 			in := s.Serve(t)
 			if n := e2e.MetricValue(t, in.URL, "seckill_mysql_durable_commits"); n != 0 {

@@ -11,7 +11,6 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the test reads the tables directly
 	"github.com/go-zookeeper/zk"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -25,7 +24,7 @@ const (
 func twoInstances(t *testing.T, lockEnabled bool, env ...string) (e2e.Stack, e2e.Outcome) {
 	t.Helper()
 	s := e2e.NewStack(t, append([]string{
-		"SHOP_LOCK_PATH=" + itest.Path(t) + "/locks/goods/{goodsNo}",
+		"SHOP_LOCK_PATH=" + e2e.Path(t) + "/locks/goods/{goodsNo}",
 		fmt.Sprintf("SHOP_LOCK_ENABLED=%t", lockEnabled),
 		"SHOP_DEMO_MAXSLEEP=20ms",
 		"SHOP_LOCK_ACQUIRETIMEOUT=2m", // 300 buyers queue through one lock
@@ -170,7 +169,7 @@ func TestQueuedBuyersLeaveTheLockQueueAtTheSellOut(t *testing.T) {
 	s := e2e.NewStack(t, "SHOP_LOG_LEVEL=info")
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
-	db := itest.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
+	db := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
 	sale := db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
 	in := s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, db.Addr()))
 	var answers []<-chan e2e.Answer

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -20,7 +19,7 @@ const faultSession = "2s" // short sessions: a stalled holder expires quickly
 type faultPair struct {
 	e2e.Stack
 	a, b   *e2e.Instance
-	db, zk *itest.Proxy
+	db, zk *e2e.Proxy
 	first  e2e.Answer // an allot pair's: A's first buyer's answer
 }
 
@@ -30,10 +29,10 @@ func newFaultPair(t *testing.T, proxyZK bool, env ...string) faultPair {
 	s.Binary = e2e.ShopBinaryNoRace(t) // A's session expires and it reconnects
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
-	p := faultPair{Stack: s, db: itest.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))}
+	p := faultPair{Stack: s, db: e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))}
 	aEnv := []string{"SHOP_MYSQL_DSN=" + e2e.ViaProxy(t, s.DSN, p.db.Addr())}
 	if proxyZK {
-		p.zk = itest.NewProxy(t, itest.ZooKeeper(t)[0])
+		p.zk = e2e.NewProxy(t, e2e.ZooKeeper(t)[0])
 		aEnv = append(aEnv, "SHOP_ZOOKEEPER_SERVERS="+p.zk.Addr())
 	}
 	p.a, p.b = s.Serve(t, aEnv...), s.Serve(t)
@@ -41,7 +40,7 @@ func newFaultPair(t *testing.T, proxyZK bool, env ...string) faultPair {
 }
 
 // heldBy waits until h holds A's packet.
-func (p faultPair) heldBy(t *testing.T, h *itest.Hold, what string) {
+func (p faultPair) heldBy(t *testing.T, h *e2e.Hold, what string) {
 	t.Helper()
 	select {
 	case <-h.Held():
@@ -68,7 +67,7 @@ func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
 	fromA := e2e.PurchaseAsync(p.a.URL)
 	p.heldBy(t, commit, "A's COMMIT")
 	fromB := e2e.PurchaseAsync(p.b.URL) // waits for the lock until A's session expires
-	itest.WaitForBlockedUpdate(t, p.DSN)
+	e2e.WaitForBlockedUpdate(t, p.DSN)
 	commit.Release()
 	p.zk.Resume()
 
@@ -115,7 +114,7 @@ func TestStoppedHolderDoesNotOversell(t *testing.T) {
 	p := newFaultPair(t, false, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
 	insert, fromA := p.stopAfterClaim(t)
 	fromB := e2e.PurchaseAsync(p.b.URL)
-	itest.WaitForBlockedUpdate(t, p.DSN) // B holds the lock (A's session expired) and waits at the row
+	e2e.WaitForBlockedUpdate(t, p.DSN) // B holds the lock (A's session expired) and waits at the row
 	if err := p.a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +152,7 @@ func TestStoppedHolderDoesNotStopTheSale(t *testing.T) {
 
 // stopAfterClaim has A claim the row and SIGSTOPs it as it sends its order
 // (the packet held at the proxy until the test releases it).
-func (p faultPair) stopAfterClaim(t *testing.T) (insert *itest.Hold, fromA <-chan e2e.Answer) {
+func (p faultPair) stopAfterClaim(t *testing.T) (insert *e2e.Hold, fromA <-chan e2e.Answer) {
 	t.Helper()
 	insert = p.db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
 	fromA = e2e.PurchaseAsync(p.a.URL)

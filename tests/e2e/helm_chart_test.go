@@ -42,6 +42,7 @@ const chartDir = "deploy/helm/seckill"
 // helmBinary is bin/helm, or a failure saying how to get it.
 func helmBinary(t *testing.T) string {
 	t.Helper()
+	e2e.Integration(t) // a load tool: make unit skips it, make test builds it
 	bin := filepath.Join(e2e.Root(t), "bin", "helm")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: run scripts/loadtools.sh helm (make loadtools builds it from the Go module proxy, once per machine)", bin)
@@ -151,6 +152,7 @@ func render(t *testing.T, values string, extra ...string) ([]object, error) {
 // decodeAll alone checks them.
 func validateSchemas(t *testing.T, stream []byte, file string) error {
 	t.Helper()
+	e2e.Integration(t)
 	bin := filepath.Join(e2e.Root(t), "bin", "kubectl-validate")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: run scripts/loadtools.sh helm (make loadtools builds it from the Go module proxy, once per machine)", bin)

@@ -14,7 +14,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -112,7 +111,7 @@ func leaveNothingBehind(t *testing.T, strategy string) {
 	if n := lockNodesLeft(t, lockPath); n != 0 {
 		t.Errorf("%d lock nodes left under %s", n, lockPath)
 	}
-	if w := watchesUnder(t, itest.ZooKeeper(t)[0], strings.TrimSuffix(lockPath, "/{goodsNo}")); len(w) != 0 {
+	if w := watchesUnder(t, e2e.ZooKeeper(t)[0], strings.TrimSuffix(lockPath, "/{goodsNo}")); len(w) != 0 {
 		t.Errorf("%d watches left on lock paths, e.g. %s", len(w), w[0])
 	}
 }
@@ -143,7 +142,7 @@ func leakGauges(t *testing.T, base string) (goroutines, heap float64) {
 // own children, or for a path per goods the children of each goods' lock.
 func lockNodesLeft(t *testing.T, p string) int {
 	t.Helper()
-	conn, _, err := zk.Connect(itest.ZooKeeper(t), 10*time.Second, zk.WithLogInfo(false))
+	conn, _, err := zk.Connect(e2e.ZooKeeper(t), 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +216,8 @@ func fourLetterWord(t testing.TB, server, word string) string {
 // TestLockNodesLeftCountsEveryGoodsLock: the leak test's count of lock
 // nodes finds a node under any goods' lock, and under a shared lock.
 func TestLockNodesLeftCountsEveryGoodsLock(t *testing.T) {
-	root := itest.Path(t)
-	conn, _, err := zk.Connect(itest.ZooKeeper(t), 10*time.Second, zk.WithLogInfo(false))
+	root := e2e.Path(t)
+	conn, _, err := zk.Connect(e2e.ZooKeeper(t), 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}

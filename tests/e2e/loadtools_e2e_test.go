@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -20,7 +19,7 @@ var exampleHost = regexp.MustCompile(`https?://shop-[ab]\.example:8080|shop-[ab]
 // deployment that is not there fails: a load tool that fails must not look
 // like a pass.
 func TestTheReadmesLoadToolCommandsRunAndFailLoudly(t *testing.T) {
-	itest.Integration(t)
+	e2e.Integration(t)
 	for _, tool := range []string{"../../bin/k6", "/usr/share/jmeter", "../../bin/loadtest"} {
 		if _, err := os.Stat(tool); err != nil {
 			t.Fatalf("%s is missing: make build loadtools builds bin/ and installs k6 and JMeter", tool)

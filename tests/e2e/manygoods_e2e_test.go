@@ -11,7 +11,6 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
@@ -108,7 +107,7 @@ func checkDashboardSale(t *testing.T, s e2e.Stack, base string, goods int) {
 // (onHold runs then). The first buyer's goods is not one of theirs: buyers
 // who come during a batch's claim join it when it claimed their goods. The
 // first buyer has bought (one piece of goods 6); answers are the ten's.
-func primeManyGoods(t *testing.T, p faultPair, next func([]byte) bool, onHold func()) (held *itest.Hold, answers []<-chan e2e.Answer) {
+func primeManyGoods(t *testing.T, p faultPair, next func([]byte) bool, onHold func()) (held *e2e.Hold, answers []<-chan e2e.Answer) {
 	t.Helper()
 	prime := p.db.HoldPacket(isStatement("ORDER BY id LIMIT 1 FOR UPDATE"), nil)
 	first := e2e.PurchaseOfAsync(p.a.URL, primerGoods)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/auth"
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -246,7 +245,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	// beyond purchase.maxWaiting meanwhile (busy), one whose COMMIT's answer
 	// is lost with MySQL gone (outcome_unknown), one while MySQL is gone
 	// (unavailable), and the payment of an order past orders.payTimeout.
-	db, zkp := itest.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN)), itest.NewProxy(t, s.ZKServers[0])
+	db, zkp := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN)), e2e.NewProxy(t, s.ZKServers[0])
 	s.Shop(t, "stock", "set", "--goods", "5", "--stock", "5", "--clear-orders")
 	in = s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, db.Addr()), "SHOP_ZOOKEEPER_SERVERS="+zkp.Addr(), "SHOP_PURCHASE_STRATEGY=seed",
 		"SHOP_LOCK_ACQUIRETIMEOUT=1s", "SHOP_PURCHASE_MAXWAITING=1", "SHOP_PURCHASE_QUEUETARGET=0", "SHOP_ORDERS_PAYTIMEOUT=1s")

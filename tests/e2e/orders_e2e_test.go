@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -162,7 +161,7 @@ func TestASuspendedLeaderStopsSweepingBeforeAnotherStarts(t *testing.T) {
 		"SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_LOG_LEVEL=debug")
 	s.Binary = e2e.ShopBinaryNoRace(t) // A's session expires and it reconnects
 	s.Shop(t, "migrate")
-	zk := itest.NewProxy(t, itest.ZooKeeper(t)[0])
+	zk := e2e.NewProxy(t, e2e.ZooKeeper(t)[0])
 	a := s.Serve(t, "SHOP_ZOOKEEPER_SERVERS="+zk.Addr(), "SHOP_LEADER_ID=A")
 	if !e2e.WaitUntil(30*time.Second, func() bool { l, ok := leaderOf(t, a); return ok && l == a }) {
 		t.Fatalf("A did not lead within 30s\n%s", a.Logs())
@@ -219,7 +218,7 @@ func TestASuspendedLeaderStopsSweepingBeforeAnotherStarts(t *testing.T) {
 // one sweeper leads both pairs, and the other database's orders never
 // expire.
 func TestTwoDeploymentsOnOneZooKeeperEachSweepTheirOwn(t *testing.T) {
-	leaderPath := itest.Path(t) + "/{database}/leader"
+	leaderPath := e2e.Path(t) + "/{database}/leader"
 	var deployments [2]struct {
 		e2e.Stack
 		ins   []*e2e.Instance

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -71,7 +70,7 @@ func TestMySQLOverTLS(t *testing.T) {
 	}
 	before := handshakes()
 
-	s := e2e.NewStackOn(t, m.DSN, itest.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(dir, "ca.pem"), "SHOP_PURCHASE_STRATEGY=batch")
+	s := e2e.NewStackOn(t, m.DSN, e2e.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(dir, "ca.pem"), "SHOP_PURCHASE_STRATEGY=batch")
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "50", "--clear-orders")
 	in := s.Serve(t)
@@ -93,7 +92,7 @@ func TestMySQLOverTLS(t *testing.T) {
 	t.Logf("the shop's TLS handshakes: %d; cipher of a connection: %s", handshakes()-before, cipher)
 
 	other := certificates(t)
-	s2 := e2e.NewStackOn(t, m.DSN, itest.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(other, "ca.pem"))
+	s2 := e2e.NewStackOn(t, m.DSN, e2e.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(other, "ca.pem"))
 	out, code := s2.ShopExit(t, "migrate")
 	if code == 0 || !strings.Contains(out, "certificate") {
 		t.Fatalf("a shop trusting another CA: exit %d\n%s\nwant a refusal naming the certificate", code, out)

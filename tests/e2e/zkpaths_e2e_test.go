@@ -12,7 +12,6 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -69,7 +68,7 @@ func serveExit(t *testing.T, s e2e.Stack, env ...string) (string, int) {
 // counted, the dashboard) until the path is its own again; an election
 // that cannot queue does the same. The sale stays exact throughout.
 func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
-	auth := "SHOP_ZOOKEEPER_AUTH=digest:" + itest.ZKDigest
+	auth := "SHOP_ZOOKEEPER_AUTH=digest:" + e2e.ZKDigest
 
 	t.Run("squatted before the start", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -99,7 +98,7 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 				if code != 1 || !strings.Contains(out, p) || !strings.Contains(out, tc.setting) || !strings.Contains(out, tc.want) {
 					t.Fatalf("shop serve with %s taken: exit %d, want 1 and a line naming %s, %s and %q:\n%s", p, code, p, tc.setting, tc.want, out)
 				}
-				if strings.Contains(out, strings.SplitN(itest.ZKDigest, ":", 2)[1]) {
+				if strings.Contains(out, strings.SplitN(e2e.ZKDigest, ":", 2)[1]) {
 					t.Errorf("the shop's ZooKeeper password is in its output")
 				}
 			})

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/internal/metrics"
+	"github.com/seckill-zk/seckill-zk/internal/metrics/scrape"
 )
 
 // Outcome counts a crowd's answers by status and by code.
@@ -82,7 +82,7 @@ func Await(t *testing.T, what string, ch <-chan Answer) Answer {
 }
 
 // MetricValue reads one sample of /metrics, parsed by Prometheus' own
-// parser (metrics.ParseText): the one whose name{labels} (labels sorted by
+// parser (scrape.Parse): the one whose name{labels} (labels sorted by
 // name, as the exposition writes them) is series, or whose name is series.
 func MetricValue(t testing.TB, base, series string) float64 {
 	t.Helper()
@@ -118,13 +118,13 @@ func MetricSum(t testing.TB, base, name string) float64 {
 }
 
 // metricSamples reads and parses the /metrics of the instance at base.
-func metricSamples(t testing.TB, base string) []metrics.Sample {
+func metricSamples(t testing.TB, base string) []scrape.Sample {
 	t.Helper()
 	a := Ask(http.MethodGet, base+"/metrics")
 	if a.Err != nil {
 		t.Fatal(a.Err)
 	}
-	samples, err := metrics.ParseText(bytes.NewReader(a.Body))
+	samples, err := scrape.Parse(bytes.NewReader(a.Body))
 	if err != nil {
 		t.Fatalf("/metrics of %s: %v", base, err)
 	}

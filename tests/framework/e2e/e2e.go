@@ -1,10 +1,19 @@
-// Package e2e is the end-to-end harness, after etcd's tests/framework/e2e:
-// it gives a suite what it runs against and one way to talk to it.
+// Package e2e is the tests' one harness, after etcd's tests/framework/e2e:
+// it starts every server a test runs against and gives a suite one way to
+// talk to the shop. The packages' own integration tests (internal/repo,
+// internal/zklock, ...) and the end-to-end suites (tests/e2e) use it alike;
+// no other test starts a server (internal/arch holds that).
 //
-//   - The servers: the local ZooKeeper and MariaDB through internal/itest
-//     (a missing server fails the test with how to start it), a ZooKeeper
-//     ensemble of the test's own (StartEnsemble), a MariaDB of the test's
-//     own (StartMariaDB), the Galera cluster (itest.Galera).
+//   - The local servers (local.go): ZooKeeper and MariaDB, with a path
+//     and a database of the test's own on them (Path, Database), the
+//     Galera cluster (Galera, GaleraDatabase), Redis; a missing server
+//     fails the test with how to start it. Servers of the test's own: a
+//     ZooKeeper ensemble (StartEnsemble), a Galera cluster (StartGalera),
+//     a MariaDB (StartMariaDB); a node is killed by its PID and started
+//     again (nodes.go).
+//   - The faults: a TCP proxy that stalls, cuts and refuses (NewProxy),
+//     one that holds a MySQL packet (NewMySQLProxy), one that reads
+//     ZooKeeper's wire and expires or keeps sessions (NewZKProxy).
 //   - The shop: built once per test binary, with and without the race
 //     detector (ShopBinary, ShopBinaryNoRace); a Stack is a database and a
 //     lock path of the test's own with the shop's environment pointing at
@@ -13,8 +22,12 @@
 //     connection for load), Buy (a crowd) and the checks every fault test
 //     makes (Stack.CheckNoOversell, CheckPerGoods, CheckNoOrphans).
 //
+// It sits below every package whose tests use it (internal/zk's among
+// them), so it imports only leaves: ZooKeeper and MySQL through their
+// drivers, metrics through internal/metrics/scrape.
+//
 // A suite's TestMain is os.Exit(e2e.Main(m)). Under go test -short the
-// servers' tests skip (itest.Short) and nothing is built.
+// servers' tests skip (Integration) and nothing is built.
 package e2e
 
 import (
@@ -25,8 +38,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
 
 var (
@@ -62,7 +73,7 @@ func Main(m *testing.M) int {
 
 // ShopBinary is cmd/shop built with the race detector, once per test
 // binary, for the end-to-end tests.
-func ShopBinary(t testing.TB) string { return binary(t, "cmd/shop", true) }
+func ShopBinary(t testing.TB) string { return buildBinary(t, "cmd/shop", true) }
 
 // ShopBinaryNoRace is the same program without the race detector, for the
 // tests whose faults make every ZooKeeper client reconnect: go-zookeeper
@@ -71,17 +82,17 @@ func ShopBinary(t testing.TB) string { return binary(t, "cmd/shop", true) }
 // unmerged), which -race would report as a failure of the shop. zklock's own
 // reconnect tests run under -race through a gate that orders the two (see
 // internal/zklock/racegate_test.go). The benchmarks run it too.
-func ShopBinaryNoRace(t testing.TB) string { return binary(t, "cmd/shop", false) }
+func ShopBinaryNoRace(t testing.TB) string { return buildBinary(t, "cmd/shop", false) }
 
 // PeerBinary is tests/redispeer, the benchmark's Redis + Lua peer, built
 // once per test binary without the race detector. It runs on a Stack as
 // the shop does (Stack.Binary), PEER_MODE saying which design.
-func PeerBinary(t testing.TB) string { return binary(t, "tests/redispeer", false) }
+func PeerBinary(t testing.TB) string { return buildBinary(t, "tests/redispeer", false) }
 
 // binary builds the module's package pkg (a slash path) once per test binary.
-func binary(t testing.TB, pkg string, race bool) string {
+func buildBinary(t testing.TB, pkg string, race bool) string {
 	t.Helper()
-	itest.Integration(t)
+	Integration(t)
 	if buildDir == "" {
 		t.Fatal("e2e: the suite's TestMain must call e2e.Main")
 	}

@@ -1,24 +1,19 @@
 package e2e
 
 import (
-	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
 
 // Ensemble is a 3-node ZooKeeper Ensemble of the test's own, started by
 // scripts/stack.sh; its nodes are killed by PID and restarted by the test.
 type Ensemble struct {
-	dir     string
+	nodes
 	Servers []string
 }
 
@@ -26,13 +21,15 @@ type Ensemble struct {
 // (scripts/stack.sh ensemble), killed at cleanup.
 func StartEnsemble(t *testing.T) *Ensemble {
 	t.Helper()
-	itest.Integration(t)
+	Integration(t)
 	dir := t.TempDir()
 	out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "ensemble", dir).Output()
 	if err != nil {
 		t.Fatalf("start a ZooKeeper ensemble: %v\n%s", err, stderrOf(err))
 	}
-	e := &Ensemble{dir: dir, Servers: strings.Split(strings.TrimSpace(string(out)), ",")}
+	e := &Ensemble{Servers: strings.Split(strings.TrimSpace(string(out)), ",")}
+	e.nodes = nodes{dir: dir, prefix: "zk", what: "ZooKeeper node",
+		restart: func(n int) []string { return []string{"ensemble-node", dir, strconv.Itoa(n)} }}
 	t.Cleanup(func() {
 		for n := 1; n <= 3; n++ {
 			if pid, err := e.pid(n); err == nil {
@@ -48,14 +45,6 @@ func stderrOf(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
-}
-
-func (e *Ensemble) pid(n int) (int, error) {
-	b, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("zk%d", n), "pid"))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // mode asks node n (1..3) for its role with the srvr command.
@@ -105,22 +94,3 @@ func (e *Ensemble) Leader(t *testing.T) int { return e.find(t, "leader") }
 
 // Follower is a node that follows now.
 func (e *Ensemble) Follower(t *testing.T) int { return e.find(t, "follower") }
-
-// Kill ends node n (1..3) with SIGKILL, by its PID.
-func (e *Ensemble) Kill(t *testing.T, n int) {
-	t.Helper()
-	pid, err := e.pid(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	itest.KillPID(t, pid, fmt.Sprintf("ZooKeeper node %d", n))
-	t.Logf("killed ZooKeeper node %d (pid %d)", n, pid)
-}
-
-// Restart starts node n again.
-func (e *Ensemble) Restart(t *testing.T, n int) {
-	t.Helper()
-	if out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "ensemble-node", e.dir, strconv.Itoa(n)).CombinedOutput(); err != nil {
-		t.Fatalf("restart ZooKeeper node %d: %v\n%s", n, err, out)
-	}
-}

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
 
 // MariaDB is a MariaDB server of the test's own (its own data directory and
@@ -38,7 +36,7 @@ func StartMariaDB(t *testing.T) *MariaDB {
 // checking logins if grants.
 func StartMariaDBWith(t *testing.T, grants bool, args []string) *MariaDB {
 	t.Helper()
-	itest.Integration(t)
+	Integration(t)
 	bin, err := exec.LookPath("mariadbd")
 	if err != nil {
 		bin = "/usr/sbin/mariadbd"

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
 
 // Peer is a Stack that serves the Redis + Lua peer (tests/redispeer)
@@ -29,7 +27,7 @@ type Peer struct {
 // NewPeer is the peer in mode on s's database and the local Redis.
 func NewPeer(t testing.TB, s Stack, mode string) Peer {
 	t.Helper()
-	p := Peer{Stack: s, Redis: itest.Redis(t), Prefix: fmt.Sprintf("seckill-test:%s:%d:", mode, time.Now().UnixNano())}
+	p := Peer{Stack: s, Redis: Redis(t), Prefix: fmt.Sprintf("seckill-test:%s:%d:", mode, time.Now().UnixNano())}
 	shop := s.Binary
 	p.Binary = PeerBinary(t)
 	p.Env = append(append([]string{}, s.Env...), "PEER_MODE="+mode, "PEER_REDIS="+p.Redis, "PEER_REDIS_PREFIX="+p.Prefix)

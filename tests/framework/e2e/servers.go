@@ -10,8 +10,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
-
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 )
 
 // ZKConn is a raw go-zookeeper connection, closed at cleanup, for tests that
@@ -61,7 +59,7 @@ func OpenDB(t testing.TB, dsn string) *sql.DB {
 // Chromium finds Debian's Chromium, or fails saying how to install it.
 func Chromium(t *testing.T) string {
 	t.Helper()
-	itest.Integration(t)
+	Integration(t)
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
@@ -110,7 +108,7 @@ func FreePorts(t *testing.T, n int) []string {
 // BuiltRoot is the checkout's root, once make build has built bin/.
 func BuiltRoot(t *testing.T) string {
 	t.Helper()
-	itest.Integration(t)
+	Integration(t)
 	for _, b := range []string{"bin/shop", "bin/loadtest"} {
 		if _, err := os.Stat(InRoot(t, b)); err != nil {
 			t.Fatalf("%s is missing: make build", b)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/seckill-zk/seckill-zk/internal/itest"
 	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
 
@@ -31,19 +30,19 @@ type Stack struct {
 // ZooKeeper.
 func NewStack(t testing.TB, extra ...string) Stack {
 	t.Helper()
-	return NewStackOn(t, itest.Database(t), itest.ZooKeeper(t), extra...)
+	return NewStackOn(t, Database(t), ZooKeeper(t), extra...)
 }
 
 // NewStackOn is a stack on the given database and ZooKeeper servers.
 func NewStackOn(t testing.TB, dsn string, zkServers []string, extra ...string) Stack {
 	t.Helper()
-	lockPath := itest.Path(t) + "/Locks"
+	lockPath := Path(t) + "/Locks"
 	env := append(os.Environ(),
 		"SHOP_MYSQL_DSN="+dsn,
 		"SHOP_ZOOKEEPER_SERVERS="+strings.Join(zkServers, ","),
 		"SHOP_LOCK_PATH="+lockPath,
-		"SHOP_LEADER_PATH="+itest.Path(t)+"/leader",
-		"SHOP_ALLOT_PATH="+itest.Path(t)+"/leases",
+		"SHOP_LEADER_PATH="+Path(t)+"/leader",
+		"SHOP_ALLOT_PATH="+Path(t)+"/leases",
 		"SHOP_CONFIG="+InRoot(t, "config.yaml"),
 		// The suites' closed loops count on every buyer waiting its turn;
 		// the overload suites (overload_e2e_test.go) set the admission's

@@ -1,7 +1,9 @@
-// Package itest gives integration tests the real ZooKeeper and MariaDB they
-// run against, and fails them with a how-to-start message when those are
-// missing: a missing server is a failed test, never a skipped one.
-package itest
+package e2e
+
+// The local servers every integration test runs against: the real
+// ZooKeeper and MariaDB, and the test's own paths and databases on them. A
+// missing server fails the test with a how-to-start message: a failed
+// test, never a skipped one.
 
 import (
 	"context"
@@ -190,8 +192,8 @@ func (quiet) Printf(string, ...any) {}
 // Integration marks a test that needs a server (ZooKeeper, MariaDB, the
 // Galera cluster, a server of its own, a browser or the load tools): it
 // runs under go test and fails when the server is missing; go test -short
-// (make unit) skips it, and says so. Every server accessor of itest and of
-// tests/framework/e2e calls it, so a test need not.
+// (make unit) skips it, and says so. Every server accessor of the harness
+// calls it, so a test need not.
 func Integration(t testing.TB) {
 	t.Helper()
 	if testing.Short() {

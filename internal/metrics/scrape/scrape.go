@@ -1,4 +1,8 @@
-package metrics
+// Package scrape reads what a Prometheus endpoint serves (the shop's
+// /metrics), for the clients of the shop's metrics: the load tester and the
+// tests. It is a leaf: the tests' harness, below every package it tests,
+// reads metrics through it.
+package scrape
 
 import (
 	"fmt"
@@ -20,14 +24,13 @@ type Sample struct {
 	Value  float64
 }
 
-// ParseText reads a scrape in Prometheus' text exposition format (what
-// /metrics serves) with Prometheus' own parser, for the clients of the
-// shop's metrics: the load tester and the tests.
-func ParseText(r io.Reader) ([]Sample, error) {
+// Parse reads a scrape in Prometheus' text exposition format (what
+// /metrics serves) with Prometheus' own parser.
+func Parse(r io.Reader) ([]Sample, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return nil, fmt.Errorf("scrape: %w", err)
 	}
 	var out []Sample
 	for name, f := range families {

@@ -1,4 +1,4 @@
-package itest
+package e2e
 
 import (
 	"encoding/binary"
@@ -17,7 +17,7 @@ func readZKPacket(r io.Reader) ([]byte, error) {
 	}
 	n := int(binary.BigEndian.Uint32(hdr[:]))
 	if n < 0 || n > 64<<20 {
-		return nil, fmt.Errorf("itest: zookeeper packet of %d bytes", n)
+		return nil, fmt.Errorf("e2e: zookeeper packet of %d bytes", n)
 	}
 	pkt := make([]byte, 4+n)
 	copy(pkt, hdr[:])

@@ -1,4 +1,4 @@
-package itest
+package e2e
 
 import (
 	"encoding/binary"
@@ -148,7 +148,7 @@ func (p *ZKProxy) ExpireSessions() error {
 	}
 	for id, pw := range sessions {
 		if err := closeZKSession(p.target, id, pw); err != nil {
-			return fmt.Errorf("itest: expire session %#x: %w", id, err)
+			return fmt.Errorf("e2e: expire session %#x: %w", id, err)
 		}
 		p.mu.Lock()
 		delete(p.sessions, id)
@@ -187,7 +187,7 @@ func (p *ZKProxy) KeepSessions() (stop func(), err error) {
 		conn, err := connectAsZKSession(p.target, id, pw, keeperTimeoutMs)
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("itest: keep session %#x: %w", id, err)
+			return nil, fmt.Errorf("e2e: keep session %#x: %w", id, err)
 		}
 		conns = append(conns, conn)
 		wg.Add(2)
@@ -222,7 +222,7 @@ func (p *ZKProxy) seen() (map[int64][]byte, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.sessions) == 0 {
-		return nil, errors.New("itest: no session seen through the proxy")
+		return nil, errors.New("e2e: no session seen through the proxy")
 	}
 	sessions := make(map[int64][]byte, len(p.sessions))
 	for id, pw := range p.sessions {

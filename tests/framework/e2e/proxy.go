@@ -1,4 +1,4 @@
-package itest
+package e2e
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package itest
+package e2e
 
 import (
 	"context"
@@ -124,8 +124,9 @@ func seeDatabase(t testing.TB, addr, name string) {
 // scripts/stack.sh in a directory of the test's; its nodes are killed by
 // PID and restarted by the test, and stopped at cleanup.
 type GaleraCluster struct {
-	dir, base string
-	Nodes     []string // SQL addresses of nodes 1..3
+	nodes
+	base  string
+	Nodes []string // SQL addresses of nodes 1..3
 }
 
 // StartGalera starts a cluster whose node N serves SQL on 127.0.0.1:base+N
@@ -134,13 +135,15 @@ type GaleraCluster struct {
 func StartGalera(t testing.TB, base int) *GaleraCluster {
 	t.Helper()
 	Integration(t)
-	c := &GaleraCluster{dir: t.TempDir(), base: strconv.Itoa(base)}
+	c := &GaleraCluster{base: strconv.Itoa(base)}
+	c.nodes = nodes{dir: t.TempDir(), prefix: "node", what: "Galera node",
+		restart: func(n int) []string { return []string{"galera-node", c.dir, strconv.Itoa(n), c.base} }}
 	t.Cleanup(func() {
-		if out, err := exec.Command(stackScript(t), "galera-down", c.dir).CombinedOutput(); err != nil {
+		if out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "galera-down", c.dir).CombinedOutput(); err != nil {
 			t.Errorf("stop the test's Galera cluster: %v\n%s", err, out)
 		}
 	})
-	out, err := exec.Command(stackScript(t), "galera", c.dir, c.base).Output()
+	out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "galera", c.dir, c.base).Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -152,29 +155,6 @@ func StartGalera(t testing.TB, base int) *GaleraCluster {
 	return c
 }
 
-// Kill SIGKILLs node n (1..3) by its PID and waits until it is gone.
-func (c *GaleraCluster) Kill(t testing.TB, n int) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d", n), "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	KillPID(t, pid, fmt.Sprintf("Galera node %d", n))
-}
-
-// Restart starts node n again; it rejoins the cluster (state transfer) and
-// is waited for until Synced.
-func (c *GaleraCluster) Restart(t testing.TB, n int) {
-	t.Helper()
-	if out, err := exec.Command(stackScript(t), "galera-node", c.dir, strconv.Itoa(n), c.base).CombinedOutput(); err != nil {
-		t.Fatalf("restart Galera node %d: %v\n%s", n, err, out)
-	}
-}
-
 // CrashAll SIGKILLs the three nodes by their PIDs as close together as
 // it can (all signals first, then the waits): a whole-cluster crash. It
 // returns how far apart the first and the last signal were.
@@ -182,11 +162,8 @@ func (c *GaleraCluster) CrashAll(t testing.TB) time.Duration {
 	t.Helper()
 	pids := make([]int, 3)
 	for n := range 3 {
-		b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d", n+1), "pid"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pids[n], err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+		var err error
+		if pids[n], err = c.pid(n + 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,7 +187,7 @@ func (c *GaleraCluster) CrashAll(t testing.TB) time.Duration {
 // seqno, which bootstrapped).
 func (c *GaleraCluster) Recover(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command(stackScript(t), "galera-recover", c.dir, c.base).CombinedOutput()
+	out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "galera-recover", c.dir, c.base).CombinedOutput()
 	if err != nil {
 		t.Fatalf("recover the Galera cluster: %v\n%s", err, out)
 	}
@@ -229,42 +206,5 @@ func (c *GaleraCluster) SetGlobal(t testing.TB, setting string) {
 		if out, err := exec.Command(client, "--no-defaults", "-uroot", "--socket="+sock, "-e", "SET GLOBAL "+setting).CombinedOutput(); err != nil {
 			t.Fatalf("SET GLOBAL %s on Galera node %d: %v\n%s", setting, n, err, out)
 		}
-	}
-}
-
-// KillPID SIGKILLs a server a test started (through a script: not the
-// test's child) and waits, at most 30 s, until it is gone or a zombie.
-func KillPID(t testing.TB, pid int, what string) {
-	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill %s (pid %d): %v", what, pid, err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if f := strings.Fields(string(stat)); err != nil || len(f) > 2 && f[2] == "Z" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs 30s after SIGKILL", what, pid)
-		}
-	}
-}
-
-// stackScript is scripts/stack.sh of the module the test runs in.
-func stackScript(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "scripts", "stack.sh")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
 	}
 }
