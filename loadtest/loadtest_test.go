@@ -580,3 +580,16 @@ func TestARampSpreadsTheBuyers(t *testing.T) {
 		t.Fatalf("sent %d over %.3f s, want 20 spread over the 1 s ramp (the last due at 0.95 s)", r.Sent, r.Seconds)
 	}
 }
+
+// The load engine speaks plain HTTP/1.1 to base URLs: anything else is a
+// usage error, not a run whose every request fails.
+func TestTargetsAreBaseURLs(t *testing.T) {
+	for _, url := range []string{"https://127.0.0.1:1", "127.0.0.1:1", "http://127.0.0.1:1/goods-stock/1", "http://127.0.0.1:1,ftp://x"} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"--url", url, "--requests", "1"}, &out, &errOut)
+		var f *failure
+		if !errors.As(err, &f) || f.code != 2 {
+			t.Errorf("--url %s: %v, want a usage error", url, err)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,6 +143,8 @@ to buyers who had gone. It says so when it could not keep the rate.
 			switch {
 			case len(o.Targets) == 0:
 				return usageError("--url: no target")
+			case slices.ContainsFunc(o.Targets, func(u string) bool { return !strings.HasPrefix(u, "http://") || strings.Count(u, "/") > 2 }):
+				return usageError("--url %q: base URLs are http://host:port (the load engine speaks plain HTTP/1.1)", urls)
 			case o.Buyers < 0:
 				return usageError("--buyers must be 0 or more")
 			case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):

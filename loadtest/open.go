@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
@@ -38,26 +37,16 @@ type OpenSummary struct {
 
 // openLoop sends the purchases of o's profile on their schedule over a
 // fixed pool of connections, whatever the answers' pace.
-func openLoop(ctx context.Context, o Options, send func(i int) (gi int, url, user, token, rid string),
+func openLoop(ctx context.Context, o Options, send func(i int) (gi int, path string, header []string),
 	answered func(gi, status int, code string), c *counters, r *Result) (*loadgen.OpenResult, error) {
 	profile := loadgen.Profile{Rate: o.Rate, Duration: o.Duration, RampUp: o.RampUp}
 	goodsOf := make([]int, profile.Requests())
 	res, err := loadgen.Open(ctx, loadgen.OpenOptions{
 		Targets: o.Targets, Profile: profile, Connections: o.Connections, Timeout: o.Timeout, SendTimeout: o.SendTimeout,
 		Request: func(i int) (string, []string) {
-			gi, url, user, token, rid := send(i)
+			gi, path, header := send(i)
 			goodsOf[i] = gi
-			var header []string
-			if user != "" {
-				header = append(header, "X-User-ID", user)
-			}
-			if token != "" {
-				header = append(header, "Authorization", "Bearer "+token)
-			}
-			if rid != "" {
-				header = append(header, "X-Request-ID", rid)
-			}
-			return url[strings.Index(url, "/goods-stock/"):], header
+			return path, header
 		},
 		OnAnswer: func(rec loadgen.Record) {
 			if rec.Sent.IsZero() {

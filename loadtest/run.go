@@ -145,20 +145,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	var elapsed time.Duration
 	var open *loadgen.OpenResult
-	send := func(i int) (gi int, url, user, token, rid string) {
+	// send is purchase i: its goods (an index of o.Goods), its path and
+	// its header pairs; it goes to target i mod len(o.Targets).
+	send := func(i int) (gi int, path string, header []string) {
 		gi = pick.Index(i)
 		requestsOf[gi].Add(1)
-		url = fmt.Sprintf("%s/goods-stock/%d", o.Targets[i%len(o.Targets)], o.Goods[gi])
 		switch {
 		case tokens != nil:
-			token = tokens[i%len(tokens)]
+			header = append(header, "Authorization", "Bearer "+tokens[i%len(tokens)])
 		case o.Buyers > 0:
-			user = fmt.Sprint("buyer-", i%o.Buyers)
+			header = append(header, "X-User-ID", fmt.Sprint("buyer-", i%o.Buyers))
 		}
 		if o.RequestIDs != "" {
-			rid = o.RequestIDs + "-" + strconv.Itoa(i)
+			header = append(header, "X-Request-ID", o.RequestIDs+"-"+strconv.Itoa(i))
 		}
-		return gi, url, user, token, rid
+		return gi, fmt.Sprintf("/goods-stock/%d", o.Goods[gi]), header
 	}
 	answered := func(gi, status int, code string) {
 		switch {
@@ -180,7 +181,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		elapsed = open.Elapsed
 	} else {
-		elapsed = closedLoop(ctx, o, start, client, latencies, send, answered, &c)
+		elapsed = closedLoop(ctx, o, latencies, send, answered, &c)
 	}
 	close(stopProgress)
 	<-progressDone
@@ -231,68 +232,39 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r, nil
 }
 
-// closedLoop sends o.Requests purchases, o.Concurrency at a time: each
-// buyer sends its next purchase once the last is answered. It returns the
-// time from start to the last answer.
-func closedLoop(ctx context.Context, o Options, start time.Time, client *http.Client, latencies []time.Duration,
-	send func(i int) (gi int, url, user, token, rid string), answered func(gi, status int, code string), c *counters) time.Duration {
-	var next atomic.Int64
-	// lastAnswer is when the last answer came, in nanoseconds since start:
-	// the run's length for the throughput, however long the ramp was.
-	var lastAnswer atomic.Int64
-	// With a ramp, purchase i is not sent before start + Ramp*i/Requests:
-	// the buyers arrive spread over the ramp, however fast the answers
-	// come. Once every goods has answered sold out the sale is over, and
-	// the purchases still due are sent at once: a ramp longer than the
-	// sale does not stretch the run.
-	over := make(chan struct{})
+// closedLoop sends o.Requests purchases, o.Concurrency at a time, through
+// the load engine's closed loop: each buyer sends its next purchase once
+// the last is answered. With a ramp, purchase i is not sent before start +
+// Ramp*i/Requests: the buyers arrive spread over the ramp, however fast the
+// answers come; once every goods has answered sold out the sale is over,
+// and the purchases still due are sent at once (a ramp longer than the sale
+// does not stretch the run). It returns the time from its start to the last
+// answer.
+func closedLoop(ctx context.Context, o Options, latencies []time.Duration,
+	send func(i int) (gi int, path string, header []string), answered func(gi, status int, code string), c *counters) time.Duration {
 	soldOut := make([]atomic.Bool, len(o.Goods))
 	var goodsOut atomic.Int64
-	var closeOver sync.Once
-	var wg sync.WaitGroup
-	for range o.Concurrency {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= o.Requests || ctx.Err() != nil {
-					return
-				}
-				if o.Ramp > 0 {
-					due := start.Add(o.Ramp * time.Duration(i) / time.Duration(o.Requests))
-					select {
-					case <-time.After(time.Until(due)):
-					case <-over:
-					case <-ctx.Done():
-						return
-					}
-				}
-				gi, url, user, token, rid := send(i)
-				t0 := time.Now()
-				status, code, err := buy(ctx, client, url, user, token, rid)
-				latencies[i] = time.Since(t0)
-				for at := int64(time.Since(start)); ; {
-					if last := lastAnswer.Load(); at <= last || lastAnswer.CompareAndSwap(last, at) {
-						break
-					}
-				}
-				c.sent.Add(1)
-				if err != nil {
-					c.transport.Add(1)
-					continue
-				}
-				answered(gi, status, code)
-				if code == "sold_out" && gi < len(soldOut) && !soldOut[gi].Swap(true) && int(goodsOut.Add(1)) == len(soldOut) {
-					closeOver.Do(func() { close(over) })
-				}
+	goodsOf := make([]int, o.Requests)
+	res := loadgen.Closed(ctx, loadgen.ClosedOptions{
+		Targets: o.Targets, Requests: o.Requests, Concurrency: o.Concurrency, Ramp: o.Ramp, Timeout: o.Timeout,
+		Request: func(i int) (string, string, []string) {
+			gi, path, header := send(i)
+			goodsOf[i] = gi
+			return http.MethodGet, path, header
+		},
+		OnAnswer: func(i int, a loadgen.Answer) bool {
+			latencies[i] = a.End.Sub(a.Start)
+			c.sent.Add(1)
+			if a.Err != nil {
+				c.transport.Add(1)
+				return false
 			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Duration(lastAnswer.Load())
-	if elapsed == 0 {
-		elapsed = time.Since(start)
-	}
-	return elapsed
+			gi := goodsOf[i]
+			answered(gi, a.Status, a.Code)
+			return a.Code == api.SoldOut && !soldOut[gi].Swap(true) && int(goodsOut.Add(1)) == len(soldOut)
+		},
+	})
+	return res.Elapsed
 }
 
 // settle reads the goods again every 250 ms until two reads agree on their
@@ -317,39 +289,6 @@ func settle(ctx context.Context, client *http.Client, o Options, last []goods) (
 		last = now
 	}
 	return last, nil
-}
-
-// buy sends one purchase and returns the status and the body's code.
-func buy(ctx context.Context, client *http.Client, url, user, token, requestID string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if user != "" {
-		req.Header.Set("X-User-ID", user)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if requestID != "" {
-		req.Header.Set("X-Request-ID", requestID)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Code string `json:"code"`
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return 0, "", err
-	}
-	if json.Unmarshal(raw, &body) != nil {
-		body.Code = "non-json"
-	}
-	return resp.StatusCode, body.Code, nil
 }
 
 func readGoods(ctx context.Context, client *http.Client, base string, goodsNo int) (goods, error) {

@@ -1,7 +1,9 @@
 // Package loadgen is the load engine: the buyer's connection (Conn), the
-// open loop (Open: requests sent on a schedule, latency taken from each
-// one's intended send time) and its report. The load tester, the
-// end-to-end suites and make bench-shop send their buyers through it.
+// closed loop (Closed: each buyer sends its next request once the last is
+// answered), the open loop (Open: requests sent on a schedule, latency
+// taken from each one's intended send time) and its report. The load
+// tester, the end-to-end suites and make bench-shop send their buyers
+// through it.
 package loadgen
 
 import (

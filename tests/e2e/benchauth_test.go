@@ -80,8 +80,8 @@ func benchAuthSale(b *testing.B, m authMode, headers [][]string, conc int) bench
 	stock := len(headers) + 1000
 	s.Shop(b, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(stock), "--clear-orders")
 	in1, in2 := s.Serve(b), s.Serve(b)
-	answers, start := closedLoadWith([]string{in1.URL, in2.URL}, len(headers), conc, func(c *e2e.Conn, i int) e2e.Answer {
-		return c.Get("/goods-stock/1", headers[i]...)
+	answers, start := closedLoadWith([]string{in1.URL, in2.URL}, len(headers), conc, func(i int) (string, []string) {
+		return "/goods-stock/1", headers[i]
 	})
 	run := tally(answers, start, nil)
 	left, orders := s.GoodsCounts(b)

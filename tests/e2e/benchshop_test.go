@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -8,10 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -362,37 +363,24 @@ func closedLoad(bases []string, buyers, conc int) ([]e2e.Answer, time.Time) {
 }
 
 func closedLoadOf(bases []string, buyers, conc int, goodsOf func(i int) int32) ([]e2e.Answer, time.Time) {
-	return closedLoadWith(bases, buyers, conc, func(c *e2e.Conn, i int) e2e.Answer { return c.Purchase(goodsOf(i)) })
+	return closedLoadWith(bases, buyers, conc, func(i int) (string, []string) { return fmt.Sprintf("/goods-stock/%d", goodsOf(i)), nil })
 }
 
 // closedLoadOfPath sends n GETs of path the same way.
 func closedLoadOfPath(bases []string, n, conc int, path string) ([]e2e.Answer, time.Time) {
-	return closedLoadWith(bases, n, conc, func(c *e2e.Conn, _ int) e2e.Answer { return c.Get(path) })
+	return closedLoadWith(bases, n, conc, func(int) (string, []string) { return path, nil })
 }
 
-func closedLoadWith(bases []string, buyers, conc int, send func(c *e2e.Conn, i int) e2e.Answer) ([]e2e.Answer, time.Time) {
-	answers := make([]e2e.Answer, buyers)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			conns := make([]*e2e.Conn, len(bases))
-			for k, base := range bases {
-				conns[k] = e2e.NewConn(base)
-				defer conns[k].Close()
-			}
-			for i := range next {
-				answers[i] = send(conns[i%len(bases)], i)
-			}
-		})
-	}
-	for i := range buyers {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return answers, start
+// closedLoadWith is the load engine's closed loop: buyers GETs, of
+// request(i)'s path with its header pairs, conc at a time, round-robin over
+// bases.
+func closedLoadWith(bases []string, buyers, conc int, request func(i int) (path string, header []string)) ([]e2e.Answer, time.Time) {
+	r := loadgen.Closed(context.Background(), loadgen.ClosedOptions{Targets: bases, Requests: buyers, Concurrency: conc,
+		Request: func(i int) (string, string, []string) {
+			path, header := request(i)
+			return http.MethodGet, path, header
+		}})
+	return r.Answers, r.Start
 }
 
 // peakRSS is the instance's peak resident set (VmHWM), or -1.

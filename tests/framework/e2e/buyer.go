@@ -2,15 +2,16 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 	"github.com/seckill-zk/seckill-zk/internal/metrics/scrape"
 )
 
@@ -20,33 +21,24 @@ type Outcome struct {
 	Codes  map[string]int
 }
 
-// Buy fires n concurrent purchases of goods 1, round-robin over bases; an
+// Buy fires n concurrent purchases of goods 1, round-robin over bases,
+// through the load engine's closed loop (n buyers, one purchase each); an
 // answer that is not JSON, or none, fails the test.
 func Buy(t *testing.T, bases []string, n int) Outcome {
 	t.Helper()
 	out := Outcome{Status: map[int]int{}, Codes: map[string]int{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			a := Ask(http.MethodGet, bases[i%len(bases)]+"/goods-stock/1")
-			switch {
-			case a.Err != nil:
-				t.Errorf("request %d: %v", i, a.Err)
-				return
-			case strings.HasPrefix(a.Code, "not JSON"):
-				t.Errorf("request %d: status %d, %s", i, a.Status, a.Code)
-			}
-			mu.Lock()
-			out.Status[a.Status]++
-			out.Codes[a.Code]++
-			mu.Unlock()
-		})
+	r := loadgen.Closed(context.Background(), loadgen.ClosedOptions{Targets: bases, Requests: n, Concurrency: n})
+	for i, a := range r.Answers {
+		switch {
+		case a.Err != nil:
+			t.Errorf("request %d: %v", i, a.Err)
+			continue
+		case strings.HasPrefix(a.Code, "not JSON"):
+			t.Errorf("request %d: status %d, %s", i, a.Status, a.Code)
+		}
+		out.Status[a.Status]++
+		out.Codes[a.Code]++
 	}
-	close(start)
-	wg.Wait()
 	return out
 }
 

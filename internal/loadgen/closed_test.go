@@ -1,0 +1,67 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A closed loop sends every request once, round-robin over its targets,
+// at most Concurrency at a time: a slow server slows its buyers.
+func TestAClosedLoopIsPacedByItsAnswers(t *testing.T) {
+	var inFlight, most, served [2]atomic.Int64
+	servers := make([]string, 2)
+	for k := range servers {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := inFlight[k].Add(1)
+			defer inFlight[k].Add(-1)
+			for m := most[k].Load(); n > m && !most[k].CompareAndSwap(m, n); m = most[k].Load() {
+			}
+			served[k].Add(1)
+			time.Sleep(5 * time.Millisecond)
+			fmt.Fprintf(w, `{"code":"ok","path":%q}`, r.URL.Path)
+		}))
+		t.Cleanup(srv.Close)
+		servers[k] = srv.URL
+	}
+	var answered atomic.Int64
+	r := Closed(context.Background(), ClosedOptions{Targets: servers, Requests: 40, Concurrency: 4,
+		Request:  func(i int) (string, string, []string) { return http.MethodGet, fmt.Sprint("/r/", i), nil },
+		OnAnswer: func(int, Answer) bool { answered.Add(1); return false }})
+	if r.Sent != 40 || answered.Load() != 40 {
+		t.Fatalf("sent %d, told of %d answers; want 40", r.Sent, answered.Load())
+	}
+	for i, a := range r.Answers {
+		if a.Err != nil || a.Code != "ok" || !contains(a.Body, fmt.Sprintf(`"/r/%d"`, i)) {
+			t.Errorf("request %d: %+v", i, a)
+		}
+	}
+	for k := range servers {
+		if served[k].Load() != 20 || most[k].Load() > 4 {
+			t.Errorf("server %d served %d (want 20), at most %d at once (want at most 4)", k, served[k].Load(), most[k].Load())
+		}
+	}
+	if r.Elapsed < 10*5*time.Millisecond {
+		t.Errorf("40 requests of 5 ms, 4 at a time, took %v: not a closed loop", r.Elapsed)
+	}
+}
+
+// On a ramp the requests are spread out, until OnAnswer says the run is
+// over: those still due are then sent at once.
+func TestAClosedLoopsRampEndsWhenTheRunIsOver(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"code":"sold_out"}`) }))
+	t.Cleanup(srv.Close)
+	start := time.Now()
+	r := Closed(context.Background(), ClosedOptions{Targets: []string{srv.URL}, Requests: 20, Concurrency: 2, Ramp: time.Hour,
+		OnAnswer: func(_ int, a Answer) bool { return a.Code == "sold_out" }})
+	if r.Sent != 20 || time.Since(start) > time.Minute {
+		t.Errorf("sent %d in %v; want all 20 at once once the run was over", r.Sent, time.Since(start))
+	}
+}
+
+func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
