@@ -30,8 +30,9 @@ import (
 // longer than cfg.IdleTransaction() for their next statement.
 // A store that cannot be opened is named with the key that fixes it.
 func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
-	store, err := repo.Open(ctx, cfg.MySQL.DSN, repo.Options{MaxOpenConns: cfg.MySQL.MaxOpenConns, MaxIdleConns: cfg.MySQL.MaxIdleConns, SaleConns: cfg.MySQL.SaleConns, TLSCA: cfg.MySQL.TLSCA,
-		Password: cfg.MySQL.Password, IdleTransactionTimeout: cfg.IdleTransaction()})
+	opts := cfg.MySQL.Options
+	opts.IdleTransactionTimeout = cfg.IdleTransaction()
+	store, err := repo.Open(ctx, cfg.MySQL.DSN, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w\n  check mysql.dsn (SHOP_MYSQL_DSN, --mysql.dsn); for the local MariaDB run: make stack-up", err)
 	}
@@ -116,13 +117,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var zc *zklock.Client
 	var roots *coord.Roots
 	if useLock || elect || allot {
-		conn, err := connectZooKeeper(ctx, cfg, zk.Options{
-			SessionTimeout:    cfg.ZooKeeper.SessionTimeout,
-			ConnectionTimeout: cfg.ZooKeeper.ConnectionTimeout,
-			Retry:             cfg.ZooKeeper.Retry,
-			Logger:            log,
-			Digest:            cfg.ZooKeeper.Auth,
-		}, log)
+		opts := cfg.ZooKeeper.Options
+		opts.Logger = log
+		conn, err := connectZooKeeper(ctx, cfg, opts, log)
 		if err != nil {
 			return err
 		}
@@ -152,20 +149,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("lock disabled: purchases are not serialised and WILL oversell under load")
 	}
 
-	scfg := service.Config{
-		Pause:          demoPause(cfg.Demo.MaxSleep),
-		AcquireTimeout: cfg.Lock.AcquireTimeout,
-		MaxWaiting:     cfg.Purchase.MaxWaiting,
-		QueueTarget:    cfg.Purchase.QueueTarget,
-		BatchMax:       cfg.Purchase.BatchMax,
-		OnePerBuyer:    cfg.Purchase.OnePerBuyer,
-		AllotKeep:      cfg.Allot.Keep,
-		// Row locks are each server's own: where a goods' sales may reach
-		// different Galera nodes, the next holder starts only after the
-		// commit has answered. A batch of several goods (a lock that goods
-		// share) goes to the writer of its lowest goods, not of each.
-		HandOffAfterCommit: !store.OneWriter() || store.Cluster() && st.BatchesAcrossGoods && !paths.PerGoods(),
-	}
+	scfg := cfg.Purchase.Config
+	scfg.Pause = demoPause(cfg.Demo.MaxSleep)
+	// Row locks are each server's own: where a goods' sales may reach
+	// different Galera nodes, the next holder starts only after the commit
+	// has answered. A batch of several goods (a lock that goods share) goes
+	// to the writer of its lowest goods, not of each.
+	scfg.HandOffAfterCommit = !store.OneWriter() || store.Cluster() && st.BatchesAcrossGoods && !paths.PerGoods()
 	switch {
 	case store.Cluster() && store.OneWriter():
 		log.Info("mysql is a Galera cluster named by its nodes: each goods' sales on one writer node, causal claims, commits confirmed")
@@ -187,7 +177,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		a := shop.Admission()
 		return metrics.Admission{InFlight: a.InFlight, Limit: a.Limit, Rate: a.Rate, Refused: a.Refused}
 	})
-	orders := service.NewOrders(store, service.OrdersConfig{PayTimeout: cfg.Orders.PayTimeout, SweepInterval: cfg.Orders.SweepInterval}, log)
+	orders := service.NewOrders(store, cfg.Orders, log)
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
@@ -302,7 +292,7 @@ func claimRoots(ctx context.Context, cfg Config, conn *zk.Client, db string, loc
 		return nil, err
 	}
 	for _, r := range rs {
-		if cfg.ZooKeeper.Auth != "" && strings.Count(r.Path, "/") == 1 {
+		if cfg.ZooKeeper.Digest != "" && strings.Count(r.Path, "/") == 1 {
 			log.Warn("a ZooKeeper path of the shop sits right under /, which anyone may write: an outsider may delete it while it is empty "+
 				"and make it again as his; the shop then refuses to sell there and says so (/readyz, seckill_zookeeper_paths_owned), "+
 				"but cannot take it back. Give it a directory the shop owns (zookeeper.namespace, e.g. /seckill-prod)", "path", r.Path, "setting", r.Setting)
@@ -374,11 +364,11 @@ func who(cfg Config, s *handler.Services) error {
 			return err
 		}
 	}
-	if cfg.Limits.BuyerRate > 0 {
-		s.BuyerLimit = limit.New(limit.Options{Rate: cfg.Limits.BuyerRate, Burst: cfg.Limits.BuyerBurst})
+	if cfg.Limits.Buyer.Rate > 0 {
+		s.BuyerLimit = limit.New(cfg.Limits.Buyer)
 	}
-	if cfg.Limits.ClientRate > 0 {
-		s.ClientLimit = limit.New(limit.Options{Rate: cfg.Limits.ClientRate, Burst: cfg.Limits.ClientBurst})
+	if cfg.Limits.Client.Rate > 0 {
+		s.ClientLimit = limit.New(cfg.Limits.Client)
 	}
 	return nil
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/seckill-zk/seckill-zk/internal/limit"
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
@@ -29,46 +32,40 @@ type Config struct {
 		MaxConnectionsPerClient int
 		TrustedProxies          []string
 	}
+	// The sections below hand their package its own options: a setting's
+	// row (settings.go) parses into the package's field, where its meaning
+	// and default are written, and serve passes the section on.
 	MySQL struct {
 		DSN          string
-		MaxOpenConns int
-		SaleConns    int
-		MaxIdleConns int
 		InitialConns int
-		// IdleTransactionTimeout: 0 derives it (IdleTransaction).
-		IdleTransactionTimeout time.Duration
-		TLSCA                  string // "" : the DSN's tls parameter
-		Password               string // from mysql.passwordFile; "" : the DSN's
+		// repo.Options: mysql.maxOpenConns, saleConns, maxIdleConns,
+		// tlsCA, passwordFile (Password) and idleTransactionTimeout (0
+		// here: IdleTransaction derives it).
+		repo.Options
 	}
 	ZooKeeper struct {
-		Servers           []string
-		SessionTimeout    time.Duration
-		ConnectionTimeout time.Duration
-		Retry             zk.ExponentialBackoffRetry
-		Auth              string // user:password of the digest identity; "" : none
-		Namespace         string // a path every path goes under; "": none
+		Servers   []string
+		Namespace string // a path every path goes under; "": none
+		// zk.Options: zookeeper.sessionTimeout, connectionTimeout,
+		// retry.* and auth (Digest).
+		zk.Options
 	}
 	Lock struct {
-		Enabled        bool
-		Path           string // may hold {goodsNo} or {stripe}
-		Stripes        int
-		AcquireTimeout time.Duration
+		Enabled bool
+		Path    string // may hold {goodsNo} or {stripe}
+		Stripes int
 	}
 	Purchase struct {
-		Strategy    string // seed, batch, atomic or allot
-		MaxWaiting  int
-		QueueTarget time.Duration // 0: MaxWaiting alone
-		BatchMax    int
-		OnePerBuyer bool
+		Strategy string // a name of service.Strategies
+		// service.Config: purchase.maxWaiting, queueTarget, batchMax and
+		// onePerBuyer, lock.acquireTimeout (AcquireTimeout) and allot.keep
+		// (AllotKeep).
+		service.Config
 	}
 	Allot struct {
-		Path string        // the leases' nodes
-		Keep time.Duration // unsold stock nobody asks for stays this long
+		Path string // the leases' nodes
 	}
-	Orders struct {
-		PayTimeout    time.Duration // 0: orders never expire
-		SweepInterval time.Duration
-	}
+	Orders service.OrdersConfig // orders.payTimeout (0: never), sweepInterval
 	Leader struct {
 		Enabled bool
 		Path    string
@@ -86,10 +83,7 @@ type Config struct {
 		Audience       string
 	}
 	Limits struct {
-		BuyerRate   float64 // 0: no limit
-		BuyerBurst  int
-		ClientRate  float64 // 0: no limit
-		ClientBurst int
+		Buyer, Client limit.Options // limits.buyerRate and buyerBurst, clientRate and clientBurst; a Rate of 0: no limit
 	}
 	Demo struct {
 		MaxSleep time.Duration
@@ -273,7 +267,7 @@ func parseConfig(v *viper.Viper, from map[string]string) (Config, error) {
 	if p.err == nil && c.Auth.Mode == "jwt" && (c.Auth.HMACSecretFile == "") == (c.Auth.PublicKeyFile == "") {
 		p.err = errors.New("config: auth.mode=jwt needs auth.hmacSecretFile (SHOP_AUTH_HMACSECRETFILE) or auth.publicKeyFile (SHOP_AUTH_PUBLICKEYFILE), one of them")
 	}
-	if longest := c.Lock.AcquireTimeout + c.Demo.MaxSleep; p.err == nil && c.Server.WriteTimeout > 0 && c.Server.WriteTimeout <= longest {
+	if longest := c.Purchase.AcquireTimeout + c.Demo.MaxSleep; p.err == nil && c.Server.WriteTimeout > 0 && c.Server.WriteTimeout <= longest {
 		p.err = fmt.Errorf("config: server.writeTimeout (SHOP_SERVER_WRITETIMEOUT) %v must exceed lock.acquireTimeout + demo.maxSleep (%v): a buyer who waited that long would lose the answer to a purchase that was made", c.Server.WriteTimeout, longest)
 	}
 	if p.err != nil {

@@ -324,10 +324,10 @@ func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		longest := c.Lock.AcquireTimeout + c.Demo.MaxSleep + service.DefaultOutcomeTimeout
+		longest := c.Purchase.AcquireTimeout + c.Demo.MaxSleep + service.DefaultOutcomeTimeout
 		if w := httpLimits(c).write; w < longest+20*time.Second {
 			t.Errorf("%v: write timeout %v, want at least %v (acquire %v + sleep %v + outcome %v) and 20 s for the transaction",
-				env, w, longest+20*time.Second, c.Lock.AcquireTimeout, c.Demo.MaxSleep, service.DefaultOutcomeTimeout)
+				env, w, longest+20*time.Second, c.Purchase.AcquireTimeout, c.Demo.MaxSleep, service.DefaultOutcomeTimeout)
 		}
 	}
 }
@@ -427,8 +427,8 @@ func TestZooKeeperAuthSetting(t *testing.T) {
 		{"file:" + file, "shop:s3cret-from-file"},
 	} {
 		c, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": tc.value})
-		if err != nil || c.ZooKeeper.Auth != tc.want {
-			t.Errorf("%q: %q, %v; want %q", tc.value, c.ZooKeeper.Auth, err, tc.want)
+		if err != nil || c.ZooKeeper.Digest != tc.want {
+			t.Errorf("%q: %q, %v; want %q", tc.value, c.ZooKeeper.Digest, err, tc.want)
 		}
 	}
 	// An empty file would leave every node open to anyone, without a word.

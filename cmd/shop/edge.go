@@ -27,7 +27,7 @@ type limits struct {
 func httpLimits(cfg Config) limits {
 	l := limits{write: cfg.Server.WriteTimeout, connections: cfg.Server.MaxConnections}
 	if l.write == 0 {
-		l.write = cfg.Lock.AcquireTimeout + cfg.Demo.MaxSleep + service.DefaultOutcomeTimeout + 30*time.Second
+		l.write = cfg.Purchase.AcquireTimeout + cfg.Demo.MaxSleep + service.DefaultOutcomeTimeout + 30*time.Second
 	}
 	if l.connections == 0 {
 		var rl syscall.Rlimit

@@ -14,7 +14,10 @@ import (
 // the flags, viper's defaults and the parsing come from it, and config.yaml
 // and docs/configuration.md's table are generated from it (UPDATE_DOCS=1 go
 // test ./cmd/shop -run TestEverySettingIsDocumented; the test fails when
-// they differ).
+// they differ). A key of a package's parses into that package's own
+// options (Config embeds repo.Options, zk.Options, service.Config,
+// service.OrdersConfig, limit.Options), whose default constant the row
+// names, and serve hands them over as they are.
 type setting struct {
 	key  string
 	kind kind
@@ -84,7 +87,7 @@ var settings = []setting{
 	{"zookeeper.retry.maxSleep", kDuration, "0s", "exponential backoff retry: longest sleep (0: no cap)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Retry.MaxSleep = p.duration(k, true) }},
 	{"zookeeper.auth", kString, "", "digest:user:password, or file:PATH of a file holding it: the shop authenticates as that identity and its nodes let only it change them (empty: no authentication, nodes open to anyone)",
-		func(p *parser, k string, c *Config) { c.ZooKeeper.Auth = p.zkAuth(k) }},
+		func(p *parser, k string, c *Config) { c.ZooKeeper.Digest = p.zkAuth(k) }},
 	{"zookeeper.namespace", kString, "", "a path every ZooKeeper path of the shop's goes under (lock.path, leader.path, allot.path), as Curator's namespace: deployments sharing an ensemble kept apart (empty: none)",
 		func(p *parser, k string, c *Config) { c.ZooKeeper.Namespace = p.namespace(k) }},
 	{"lock.enabled", kBool, "true", "guard purchases with the ZooKeeper lock; false reproduces overselling",
@@ -94,7 +97,7 @@ var settings = []setting{
 	{"lock.stripes", kInt, "16", "how many locks a lock.path with {stripe} spreads the goods over (goodsNo mod lock.stripes)",
 		func(p *parser, k string, c *Config) { c.Lock.Stripes = p.positive(k) }},
 	{"lock.acquireTimeout", kDuration, service.DefaultAcquireTimeout.String(), "how long a purchase waits for the lock (allot: for stock another instance holds) before answering 503",
-		func(p *parser, k string, c *Config) { c.Lock.AcquireTimeout = p.duration(k, false) }},
+		func(p *parser, k string, c *Config) { c.Purchase.AcquireTimeout = p.duration(k, false) }},
 	{"purchase.strategy", kString, "seed", strategyDoc(),
 		func(p *parser, k string, c *Config) { c.Purchase.Strategy = p.oneOf(k, strategyNames()...) }},
 	{"purchase.maxWaiting", kInt, "1000", "the most purchases in progress per instance (buyers waiting for the lock), whatever purchase.queueTarget allows; beyond it 503 busy",
@@ -108,7 +111,7 @@ var settings = []setting{
 	{"allot.path", kString, "/seckill/{database}/leases", "allot strategy: ZooKeeper path of the leases' ephemeral nodes (a lease whose node is gone is closed and its stock put back); {database} is mysql.dsn's database",
 		func(p *parser, k string, c *Config) { c.Allot.Path = p.lockPath(k) }},
 	{"allot.keep", kDuration, service.DefaultAllotKeep.String(), "allot strategy: how long an instance keeps the stock of a goods its buyers stopped asking for before it goes back to the goods' row; stock another instance asks for goes back after 100 ms",
-		func(p *parser, k string, c *Config) { c.Allot.Keep = p.duration(k, false) }},
+		func(p *parser, k string, c *Config) { c.Purchase.AllotKeep = p.duration(k, false) }},
 	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)",
 		func(p *parser, k string, c *Config) { c.Orders.PayTimeout = p.duration(k, true) }},
 	{"orders.sweepInterval", kDuration, service.DefaultSweepInterval.String(), "how often the elected instance expires unpaid orders",
@@ -134,13 +137,13 @@ var settings = []setting{
 	{"auth.audience", kString, "", "auth.mode jwt: an aud every token must carry (empty: not checked)",
 		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
 	{"limits.buyerRate", kFloat, "0", "purchases per second one buyer may make, on average (0: no limit); beyond it 429 too_many_requests",
-		func(p *parser, k string, c *Config) { c.Limits.BuyerRate = p.rate(k) }},
+		func(p *parser, k string, c *Config) { c.Limits.Buyer.Rate = p.rate(k) }},
 	{"limits.buyerBurst", kInt, "5", "purchases one buyer may make at once before limits.buyerRate paces it",
-		func(p *parser, k string, c *Config) { c.Limits.BuyerBurst = p.positive(k) }},
+		func(p *parser, k string, c *Config) { c.Limits.Buyer.Burst = p.positive(k) }},
 	{"limits.clientRate", kFloat, "0", "purchases (and, with auth.mode jwt, order reads and payments) per second one client address may make, on average (0: no limit)",
-		func(p *parser, k string, c *Config) { c.Limits.ClientRate = p.rate(k) }},
+		func(p *parser, k string, c *Config) { c.Limits.Client.Rate = p.rate(k) }},
 	{"limits.clientBurst", kInt, "50", "requests limits.clientRate counts that one client address may make at once before it paces them",
-		func(p *parser, k string, c *Config) { c.Limits.ClientBurst = p.positive(k) }},
+		func(p *parser, k string, c *Config) { c.Limits.Client.Burst = p.positive(k) }},
 	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier (the seed sleeps up to 1s)",
 		func(p *parser, k string, c *Config) { c.Demo.MaxSleep = p.duration(k, true) }},
 	{"log.level", kString, "info", "log level: debug, info, warn, error",
