@@ -13,10 +13,12 @@ import (
 // to know of the sale's orders; it hands that over as Facts to the
 // strategy's Decide, which answers which orders to sell to; the store
 // writes that (the stocks and the order rows), calls the strategy's guard
-// (is the lock still held?) and commits. Decide is the one place where the
-// service's code runs inside the store's transaction: the decision needs
-// the rows as the claim read them, and the writes must follow it within
-// the same transaction, without a round trip of their own between them.
+// (is the lock still held? then the lock's hand-off begins) and commits.
+// Decide and the guard are the service's code that runs inside the
+// store's transaction, in this shape for every strategy: the decision
+// needs the rows as the claim read them, the writes must follow it within
+// the same transaction without a round trip of their own between them,
+// and the guard's check must come before the commit.
 // The rules are the service's (SortBuyers, a strategy's choice); the store
 // runs SQL and reports what it read and what happened.
 

@@ -12,13 +12,13 @@
 // on the lock), queue.go (the buyers waiting for a batch), sale.go (a
 // batch's decision and the buyer rules).
 //
-// A store's sale runs one piece of the service inside its transaction, in
+// A store's sale runs the service's decision inside its transaction, in
 // one shape for every strategy (Decide, sale.go): the store claims the
 // rows and reads the facts the buyer rules need, the strategy decides whom
-// to sell to, the store writes and commits. The allot strategy's grant
-// also takes a function, of a goods' row and the stock wanted, for how much
-// to take (grantSize): a rule of the service applied to the row the grant
-// locked.
+// to sell to, the store writes, calls the strategy's guard and commits.
+// The allot strategy's grant also takes a function, of a goods' row and
+// the stock wanted, for how much to take (grantSize): a rule of the
+// service applied to the row the grant locked.
 package service
 
 import (
