@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
 
 // Chart geometry, in SVG user units.
@@ -18,13 +20,13 @@ const (
 // series is one line of a chart.
 type series struct {
 	name, color, dash string
-	value             func(Sample) int
+	value             func(loadgen.Sample) int
 }
 
 var chartSeries = []series{
-	{"stock", "#1f77b4", "", func(s Sample) int { return s.Stock }},
-	{"order rows", "#2ca02c", "", func(s Sample) int { return s.Orders }},
-	{"200 answers", "#ff7f0e", "5 4", func(s Sample) int { return s.Succeeded }},
+	{"stock", "#1f77b4", "", func(s loadgen.Sample) int { return s.Stock }},
+	{"order rows", "#2ca02c", "", func(s loadgen.Sample) int { return s.Orders }},
+	{"200 answers", "#ff7f0e", "5 4", func(s loadgen.Sample) int { return s.Succeeded }},
 }
 
 // chartSVG draws one run: stock, order rows and successful answers over time.
@@ -32,7 +34,7 @@ var chartSeries = []series{
 // stock the blue line started from.
 // Runs drawn side by side share the scales (maxT seconds, maxY pieces), so
 // that their panels compare at a glance.
-func chartSVG(r *Result, x0, maxT float64, maxY int) string {
+func chartSVG(r *loadgen.Result, x0, maxT float64, maxY int) string {
 	var b strings.Builder
 	px := func(t float64) float64 { return x0 + padL + t/maxT*(chartW-padL-padR) }
 	py := func(v int) float64 { return padT + (1-float64(v)/float64(maxY))*(chartH-padT-padB) }
@@ -82,7 +84,7 @@ func niceCeil(v int) int {
 }
 
 // scales returns the time and value ranges that hold every run.
-func scales(rs ...*Result) (maxT float64, maxY int) {
+func scales(rs ...*loadgen.Result) (maxT float64, maxY int) {
 	for _, r := range rs {
 		maxY = max(maxY, r.StockBefore)
 		for _, s := range r.Samples {
@@ -97,7 +99,7 @@ func scales(rs ...*Result) (maxT float64, maxY int) {
 
 // writeSVG writes the runs' charts side by side, on the same scales, as one
 // SVG document that scales to the width it is given (viewBox, width 100%).
-func writeSVG(w io.Writer, rs ...*Result) error {
+func writeSVG(w io.Writer, rs ...*loadgen.Result) error {
 	maxT, maxY := scales(rs...)
 	var body strings.Builder
 	for i, r := range rs {
@@ -129,7 +131,7 @@ Without the lock the green and orange lines climb past the stock the run started
 `))
 
 // writeHTML writes a self-contained report of the runs.
-func writeHTML(w io.Writer, verdicts []string, rs ...*Result) error {
+func writeHTML(w io.Writer, verdicts []string, rs ...*loadgen.Result) error {
 	var svg bytes.Buffer
 	if err := writeSVG(&svg, rs...); err != nil {
 		return err

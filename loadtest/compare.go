@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
 
 // loadtest compare: runs' results side by side, and the expectations a run is
@@ -39,13 +41,13 @@ func compareCommand(stdout io.Writer) *cobra.Command {
 
 // compare prints the runs in files side by side with a verdict each.
 func compare(files []string, html, svg, expect string, stdout io.Writer) error {
-	var rs []*Result
+	var rs []*loadgen.Result
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
-		var r Result
+		var r loadgen.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
@@ -76,10 +78,10 @@ func compare(files []string, html, svg, expect string, stdout io.Writer) error {
 }
 
 // verdicts says of each run whether it oversold, sold exactly, or neither.
-func verdicts(rs ...*Result) []string {
+func verdicts(rs ...*loadgen.Result) []string {
 	var out []string
 	for _, r := range rs {
-		switch p := r.exactProblems(); {
+		switch p := r.Problems(); {
 		case r.Oversold > 0:
 			out = append(out, fmt.Sprintf("%s: OVERSOLD %d — %d buyers were told they succeeded for a stock that went down by %d.",
 				r.Label, r.Oversold, r.Succeeded, r.StockBefore-r.StockAfter))
@@ -92,7 +94,7 @@ func verdicts(rs ...*Result) []string {
 	return out
 }
 
-func checkExpectations(expect []string, rs []*Result) error {
+func checkExpectations(expect []string, rs []*loadgen.Result) error {
 	if len(expect) != len(rs) {
 		return fmt.Errorf("--expect has %d entries for %d runs", len(expect), len(rs))
 	}
@@ -105,7 +107,7 @@ func checkExpectations(expect []string, rs []*Result) error {
 				failed = append(failed, r.Label+" did not oversell")
 			}
 		case "exact":
-			if p := r.exactProblems(); len(p) > 0 {
+			if p := r.Problems(); len(p) > 0 {
 				failed = append(failed, r.Label+" not exact: "+strings.Join(p, "; "))
 			}
 		default:

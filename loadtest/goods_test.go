@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
 
 // manyGoodsShop is a fake shop of several goods; oversell makes it sell one
@@ -84,7 +86,7 @@ func TestRunOverManyGoodsChecksEachGoods(t *testing.T) {
 			for i := range set {
 				set[i] = int32(i + 1)
 			}
-			r, err := Run(context.Background(), Options{
+			r, err := loadgen.Run(context.Background(), loadgen.RunOptions{
 				Label: "many", Targets: []string{srv.URL}, Goods: set, Skew: c.skew, Seed: 7, RequestIDs: "t",
 				Requests: 400, Concurrency: 20, Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: time.Millisecond,
 			})
@@ -108,12 +110,12 @@ func TestRunOverManyGoodsChecksEachGoods(t *testing.T) {
 			if c.skew == "uniform" && (hot > 3*cold || cold > 3*hot) || c.skew != "uniform" && hot < 5*cold {
 				t.Fatalf("%s: the first goods had %d requests, the last %d", c.skew, hot, cold)
 			}
-			problems := r.exactProblems()
+			problems := r.Problems()
 			if c.oversell == 0 && c.skew == "uniform" && len(problems) != 0 {
 				t.Fatalf("exact sale reported %v", problems)
 			}
 			if c.oversell != 0 {
-				if w, _ := r.worstGoods(); w.GoodsNo != int32(c.oversell) || w.Oversold <= 0 {
+				if w, _ := r.WorstGoods(); w.GoodsNo != int32(c.oversell) || w.Oversold <= 0 {
 					t.Fatalf("worst goods %+v", w)
 				}
 				if len(problems) == 0 || !strings.Contains(strings.Join(problems, ";"), fmt.Sprintf("goods %d oversold", c.oversell)) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,68 +16,33 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/auth"
+
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
 
-func TestOversold(t *testing.T) {
-	tests := []struct {
-		succeeded, before, after, expired, want int
-	}{
-		{100, 100, 0, 0, 0},      // exact
-		{1500, 100, 95, 0, 1495}, // the seed's overselling
-		{40, 100, 60, 0, 0},      // fewer buyers than stock
-		{0, 100, 100, 0, 0},
-		{100, 100, 30, 30, 0}, // 30 orders expired during the run: their pieces came back, sold again
-		{130, 100, 0, 30, 0},  // and were sold again
-		{131, 100, 0, 30, 1},
-	}
-	for _, tt := range tests {
-		if got := oversold(tt.succeeded, tt.before, tt.after, tt.expired); got != tt.want {
-			t.Errorf("oversold(%d, %d, %d, expired %d) = %d, want %d", tt.succeeded, tt.before, tt.after, tt.expired, got, tt.want)
-		}
-	}
-}
-
-func TestPercentilesNearestRank(t *testing.T) {
-	var ds []time.Duration
-	for i := 100; i >= 1; i-- { // unsorted on purpose
-		ds = append(ds, time.Duration(i)*time.Millisecond)
-	}
-	got := percentiles(ds)
-	want := Latency{P50: 50, P90: 90, P99: 99, Max: 100}
-	if got != want {
-		t.Fatalf("percentiles = %+v, want %+v", got, want)
-	}
-	if (percentiles(nil) != Latency{}) {
-		t.Fatal("percentiles of nothing should be zero")
-	}
-	if got := percentiles([]time.Duration{7 * time.Millisecond}); got.P50 != 7 || got.P99 != 7 {
-		t.Fatalf("one sample: %+v", got)
-	}
-}
-
 func TestExactProblems(t *testing.T) {
-	exact := Result{Requests: 1500, StockBefore: 100, StockAfter: 0, Succeeded: 100, OrdersCreated: 100}
+	exact := loadgen.Result{Requests: 1500, StockBefore: 100, StockAfter: 0, Succeeded: 100, OrdersCreated: 100}
 	tests := []struct {
 		name   string
-		mutate func(*Result)
+		mutate func(*loadgen.Result)
 		want   string // substring of the problems; "" for none
 	}{
-		{"exact", func(*Result) {}, ""},
-		{"oversold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.Oversold = 150, 150, 50 }, "oversold 50"},
-		{"order rows missing", func(r *Result) { r.OrdersCreated = 99 }, "99 order rows for 100 successes"},
-		{"undersold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.StockAfter = 90, 90, 10 }, "10 left of a stock of 100"},
+		{"exact", func(*loadgen.Result) {}, ""},
+		{"oversold", func(r *loadgen.Result) { r.Succeeded, r.OrdersCreated, r.Oversold = 150, 150, 50 }, "oversold 50"},
+		{"order rows missing", func(r *loadgen.Result) { r.OrdersCreated = 99 }, "99 order rows for 100 successes"},
+		{"undersold", func(r *loadgen.Result) { r.Succeeded, r.OrdersCreated, r.StockAfter = 90, 90, 10 }, "10 left of a stock of 100"},
 		// Orders that expire during the run return their pieces: sold again,
 		// the run is exact with more successes than the stock; left, not.
-		{"expired pieces resold", func(r *Result) { r.Succeeded, r.OrdersCreated, r.Expired = 130, 130, 30 }, ""},
-		{"expired pieces left", func(r *Result) { r.Requests, r.StockAfter, r.Expired = 100, 30, 30 }, "30 left of a stock of 100"},
-		{"fewer buyers than stock", func(r *Result) { r.Requests, r.Succeeded, r.OrdersCreated, r.StockAfter = 40, 40, 40, 60 }, ""},
-		{"transport errors", func(r *Result) { r.TransportErrors = 2 }, "2 transport errors"},
+		{"expired pieces resold", func(r *loadgen.Result) { r.Succeeded, r.OrdersCreated, r.Expired = 130, 130, 30 }, ""},
+		{"expired pieces left", func(r *loadgen.Result) { r.Requests, r.StockAfter, r.Expired = 100, 30, 30 }, "30 left of a stock of 100"},
+		{"fewer buyers than stock", func(r *loadgen.Result) { r.Requests, r.Succeeded, r.OrdersCreated, r.StockAfter = 40, 40, 40, 60 }, ""},
+		{"transport errors", func(r *loadgen.Result) { r.TransportErrors = 2 }, "2 transport errors"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := exact
 			tt.mutate(&r)
-			got := strings.Join(r.exactProblems(), "; ")
+			got := strings.Join(r.Problems(), "; ")
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Fatalf("problems %q, want %q", got, tt.want)
 			}
@@ -160,7 +124,7 @@ func TestRunMeasuresOversellingAgainstAFakeShop(t *testing.T) {
 			a, b := httptest.NewServer(shop), httptest.NewServer(shop) // two "instances"
 			defer a.Close()
 			defer b.Close()
-			r, err := Run(context.Background(), Options{
+			r, err := loadgen.Run(context.Background(), loadgen.RunOptions{
 				Label: "fake", Targets: []string{a.URL, b.URL}, Goods: []int32{1}, Requests: 200, Concurrency: 50,
 				Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 			})
@@ -176,8 +140,8 @@ func TestRunMeasuresOversellingAgainstAFakeShop(t *testing.T) {
 			if r.Oversold != r.Succeeded-(20-shop.stock) {
 				t.Fatalf("oversold %d", r.Oversold)
 			}
-			if locked && len(r.exactProblems()) != 0 {
-				t.Fatalf("locked fake shop not exact: %v", r.exactProblems())
+			if locked && len(r.Problems()) != 0 {
+				t.Fatalf("locked fake shop not exact: %v", r.Problems())
 			}
 			if !locked && r.Oversold <= 0 {
 				t.Fatalf("the unlocked fake shop did not oversell: %+v", r)
@@ -194,7 +158,7 @@ func TestRunMeasuresOversellingAgainstAFakeShop(t *testing.T) {
 
 func TestCompareReportAndExpectations(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, r Result) string {
+	write := func(name string, r loadgen.Result) string {
 		p := filepath.Join(dir, name)
 		b, _ := json.Marshal(r) // plain struct: cannot fail
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -202,11 +166,11 @@ func TestCompareReportAndExpectations(t *testing.T) {
 		}
 		return p
 	}
-	samples := []Sample{{T: 0, Stock: 100}, {T: 1, Stock: 95, Orders: 1500, Succeeded: 1500}}
-	off := write("off.json", Result{Label: "lock off", Targets: []string{"http://127.0.0.1:1"}, Goods: []int32{1}, Requests: 1500,
+	samples := []loadgen.Sample{{T: 0, Stock: 100}, {T: 1, Stock: 95, Orders: 1500, Succeeded: 1500}}
+	off := write("off.json", loadgen.Result{Label: "lock off", Targets: []string{"http://127.0.0.1:1"}, Goods: []int32{1}, Requests: 1500,
 		Sent: 1500, Succeeded: 1500, StockBefore: 100, StockAfter: 95, OrdersCreated: 1500, Oversold: 1495, Samples: samples,
 		ByStatus: map[string]int{"200": 1500}})
-	on := write("on.json", Result{Label: "lock on", Targets: []string{"http://127.0.0.1:1"}, Goods: []int32{1}, Requests: 1500,
+	on := write("on.json", loadgen.Result{Label: "lock on", Targets: []string{"http://127.0.0.1:1"}, Goods: []int32{1}, Requests: 1500,
 		Sent: 1500, Succeeded: 100, SoldOut: 1400, StockBefore: 100, StockAfter: 0, OrdersCreated: 100, Samples: samples,
 		ByStatus: map[string]int{"200": 100, "409": 1400, "503": 0}})
 	html, svg := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.svg")
@@ -236,51 +200,13 @@ func TestCompareReportAndExpectations(t *testing.T) {
 	}
 }
 
-func TestServerMetricsFromAScrape(t *testing.T) {
-	scrape := func(text string) serverMetrics {
-		m := serverMetrics{waitBuckets: map[float64]float64{}, outcomes: map[string]float64{}}
-		if err := m.add(strings.NewReader(text)); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	before := scrape(`# HELP x
-seckill_lock_wait_seconds_bucket{path="/Locks",le="0.001"} 0
-seckill_lock_wait_seconds_bucket{path="/Locks",le="0.002"} 0
-seckill_lock_wait_seconds_bucket{path="/Locks",le="0.004"} 0
-seckill_lock_wait_seconds_bucket{path="/Locks",le="+Inf"} 0
-seckill_purchases_total{goods="1",outcome="lock_lost",strategy="seed"} 1
-`)
-	after := scrape(`seckill_lock_wait_seconds_bucket{path="/Locks",le="0.001"} 50
-seckill_lock_wait_seconds_bucket{path="/Locks",le="0.002"} 90
-seckill_lock_wait_seconds_bucket{path="/Locks",le="0.004"} 100
-seckill_lock_wait_seconds_bucket{path="/Locks",le="+Inf"} 100
-seckill_purchases_total{goods="1",outcome="lock_lost",strategy="seed"} 3
-seckill_purchases_total{goods="1",outcome="unavailable",strategy="seed"} 4
-seckill_purchases_total{goods="-",outcome="unavailable",strategy="seed"} 1
-`)
-	d := after.minus(before)
-	if got := d.waitQuantile(0.5); got != 0.001 {
-		t.Errorf("p50 = %v, want 0.001 (the 50th of 100 waits is the last of the first bucket)", got)
-	}
-	if got := d.waitQuantile(0.99); math.Abs(got-0.0038) > 1e-9 {
-		t.Errorf("p99 = %v, want 0.0038 (interpolated in the 2–4 ms bucket)", got)
-	}
-	if d.outcomes["lock_lost"] != 2 || d.outcomes["unavailable"] != 5 {
-		t.Errorf("outcomes %v, want 2 lock_lost and 5 unavailable", d.outcomes)
-	}
-	if !math.IsNaN(before.minus(before).waitQuantile(0.5)) {
-		t.Error("no waits should give NaN")
-	}
-}
-
 // Buyer mode: request i is buyer i mod N; repeats of a buyer who bought are
 // counted as already bought and shown in the table.
 func TestRunWithBuyers(t *testing.T) {
 	shop := &fakeShop{stock: 100, locked: true}
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
-	r, err := Run(context.Background(), Options{
+	r, err := loadgen.Run(context.Background(), loadgen.RunOptions{
 		Label: "buyers", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 70, Concurrency: 1, Buyers: 30,
 		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 	})
@@ -293,7 +219,7 @@ func TestRunWithBuyers(t *testing.T) {
 	if r.Succeeded != 30 || r.ByCode["already_bought"] != 40 {
 		t.Fatalf("%d bought, %d already bought; want 30 and 40", r.Succeeded, r.ByCode["already_bought"])
 	}
-	if p := r.exactProblems(); len(p) != 0 {
+	if p := r.Problems(); len(p) != 0 {
 		t.Fatalf("not exact: %v", p)
 	}
 	table := fmt.Sprint(rows(r))
@@ -319,7 +245,7 @@ func TestRunWithTokens(t *testing.T) {
 		shop := &fakeShop{stock: 100, locked: true, verify: v.Buyer}
 		srv := httptest.NewServer(shop)
 		now := time.Now()
-		r, err := Run(context.Background(), Options{
+		r, err := loadgen.Run(context.Background(), loadgen.RunOptions{
 			Label: "tokens", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 70, Concurrency: 4, Buyers: tc.buyers,
 			Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 			Token: func(buyer string) (string, error) {
@@ -341,7 +267,7 @@ func TestRunStartingWithOrdersPresent(t *testing.T) {
 	shop := &fakeShop{stock: 10, orders: 7, locked: true}
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
-	r, err := Run(context.Background(), Options{
+	r, err := loadgen.Run(context.Background(), loadgen.RunOptions{
 		Label: "again", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 15, Concurrency: 3,
 		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 	})
@@ -351,7 +277,7 @@ func TestRunStartingWithOrdersPresent(t *testing.T) {
 	if r.OrdersBefore != 7 || r.OrdersAfter != 17 || r.OrdersCreated != 10 || r.Oversold != 0 {
 		t.Fatalf("orders %d -> %d, created %d, oversold %d; want 7 -> 17, 10, 0", r.OrdersBefore, r.OrdersAfter, r.OrdersCreated, r.Oversold)
 	}
-	if p := r.exactProblems(); len(p) != 0 {
+	if p := r.Problems(); len(p) != 0 {
 		t.Fatalf("not exact: %v", p)
 	}
 }
@@ -364,7 +290,7 @@ func TestARampLongerThanTheSaleDoesNotStretchTheRun(t *testing.T) {
 	shop := &fakeShop{stock: 5, locked: true}
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
-	r, err := Run(context.Background(), Options{
+	r, err := loadgen.Run(context.Background(), loadgen.RunOptions{
 		Label: "ramp", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 40, Concurrency: 10, Ramp: 4 * time.Second,
 		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 	})
@@ -384,8 +310,8 @@ func TestARampLongerThanTheSaleDoesNotStretchTheRun(t *testing.T) {
 // The runs' charts scale to the page (a viewBox, no fixed width) and share
 // their scales: the panel of a small run is drawn on the axes of the big one.
 func TestChartsScaleToThePageOnCommonAxes(t *testing.T) {
-	small := &Result{Label: "small", StockBefore: 10, Samples: []Sample{{T: 0, Stock: 10}, {T: 2, Stock: 0, Orders: 10, Succeeded: 10}}}
-	big := &Result{Label: "big", StockBefore: 100, Samples: []Sample{{T: 0, Stock: 100}, {T: 30, Stock: 0, Orders: 180, Succeeded: 180}}}
+	small := &loadgen.Result{Label: "small", StockBefore: 10, Samples: []loadgen.Sample{{T: 0, Stock: 10}, {T: 2, Stock: 0, Orders: 10, Succeeded: 10}}}
+	big := &loadgen.Result{Label: "big", StockBefore: 100, Samples: []loadgen.Sample{{T: 0, Stock: 100}, {T: 30, Stock: 0, Orders: 180, Succeeded: 180}}}
 	var b strings.Builder
 	if err := writeSVG(&b, small, big, small); err != nil {
 		t.Fatal(err)
@@ -474,7 +400,7 @@ func TestAnOpenLoopCountsSalesToBuyersWhoHadGone(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
 	}
-	var r Result
+	var r loadgen.Result
 	if err := run(context.Background(), []string{"--url", srv.URL, "--rate", "100", "--duration", "1s", "--timeout", "100ms", "--quiet", "--json"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
@@ -508,12 +434,12 @@ func TestOpenLoopFlagsAreChecked(t *testing.T) {
 // a ramp as a ramp, not "at once".
 func TestTheDefaultLabelSaysWhatWasSent(t *testing.T) {
 	for _, tc := range []struct {
-		o    Options
+		o    loadgen.RunOptions
 		want string
 	}{
-		{Options{Requests: 1500, Concurrency: 1500}, "1500 buyers, 1500 at once"},
-		{Options{Requests: 600, Concurrency: 100, Buyers: 500}, "600 requests by 500 buyers, 100 at once"},
-		{Options{Requests: 100, Concurrency: 100, Ramp: 5 * time.Second}, "100 buyers, 100 at a time, started over 5s"},
+		{loadgen.RunOptions{Requests: 1500, Concurrency: 1500}, "1500 buyers, 1500 at once"},
+		{loadgen.RunOptions{Requests: 600, Concurrency: 100, Buyers: 500}, "600 requests by 500 buyers, 100 at once"},
+		{loadgen.RunOptions{Requests: 100, Concurrency: 100, Ramp: 5 * time.Second}, "100 buyers, 100 at a time, started over 5s"},
 	} {
 		if got := closedLabel(tc.o); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.o, got, tc.want)
@@ -569,7 +495,7 @@ func TestARampSpreadsTheBuyers(t *testing.T) {
 	shop := &fakeShop{stock: 100, locked: true}
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
-	r, err := Run(context.Background(), Options{
+	r, err := loadgen.Run(context.Background(), loadgen.RunOptions{
 		Label: "ramp", Targets: []string{srv.URL}, Goods: []int32{1}, Requests: 20, Concurrency: 20, Ramp: time.Second,
 		Timeout: 10 * time.Second, MaxDuration: time.Minute, Sample: 5 * time.Millisecond,
 	})

@@ -65,7 +65,7 @@ func readJWTSecret(path string) ([]byte, error) {
 }
 
 // authNote says why purchases were answered 401, "" when none was.
-func authNote(r *Result, signed bool) string {
+func authNote(r *loadgen.Result, signed bool) string {
 	n := r.ByStatus["401"]
 	if n == 0 {
 		return ""
@@ -106,7 +106,7 @@ func commands(stdout, stderr io.Writer) *cobra.Command {
 	var urls, out, html, goods string
 	var jwtSecretFile, jwtIssuer, jwtAudience string
 	var asJSON, exact, quiet bool
-	o := Options{}
+	o := loadgen.RunOptions{}
 	root := &cobra.Command{
 		Use:   "loadtest [flags]",
 		Short: "Fire the seed's flash sale at shop instances and measure overselling",
@@ -212,7 +212,7 @@ to buyers who had gone. It says so when it could not keep the rate.
 					}
 				}
 			}
-			r, err := Run(cmd.Context(), o)
+			r, err := loadgen.Run(cmd.Context(), o)
 			if r == nil {
 				return err
 			}
@@ -233,7 +233,7 @@ to buyers who had gone. It says so when it could not keep the rate.
 				fmt.Fprintln(stderr, note)
 			}
 			if exact {
-				if p := r.exactProblems(); len(p) > 0 {
+				if p := r.Problems(); len(p) > 0 {
 					if note != "" {
 						p = append(p, note)
 					}
@@ -278,7 +278,7 @@ to buyers who had gone. It says so when it could not keep the rate.
 
 // closedLabel is a closed loop's default label: how many requests, from
 // how many buyers when they repeat, and how many at once or over what ramp.
-func closedLabel(o Options) string {
+func closedLabel(o loadgen.RunOptions) string {
 	who := fmt.Sprintf("%d buyers", o.Requests)
 	if o.Buyers > 0 && o.Buyers < o.Requests {
 		who = fmt.Sprintf("%d requests by %d buyers", o.Requests, o.Buyers)
@@ -329,7 +329,7 @@ func tokensCommand(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-func emit(r *Result, asJSON bool, out, html string, stdout io.Writer) error {
+func emit(r *loadgen.Result, asJSON bool, out, html string, stdout io.Writer) error {
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -1,9 +1,11 @@
 // Package loadgen is the load engine: the buyer's connection (Conn), the
 // closed loop (Closed: each buyer sends its next request once the last is
 // answered), the open loop (Open: requests sent on a schedule, latency
-// taken from each one's intended send time) and its report. The load
-// tester, the end-to-end suites and make bench-shop send their buyers
-// through it.
+// taken from each one's intended send time), and a sale measured whole
+// (Run: the goods read before and after, the shops' metrics, the run's
+// Result and what was oversold, Problems). The load tester is Run behind a
+// command line; the end-to-end suites and make bench-shop send their
+// buyers through Closed and Open.
 package loadgen
 
 import (

@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"context"
@@ -99,16 +99,16 @@ func (r *Result) goodsProblems() []string {
 	return p
 }
 
-// worstGoods is the goods oversold most (the first such), for the table.
-func (r *Result) worstGoods() (GoodsResult, bool) {
+// WorstGoods is the goods oversold most (the first such), for the table.
+func (r *Result) WorstGoods() (GoodsResult, bool) {
 	if len(r.PerGoods) == 0 {
 		return GoodsResult{}, false
 	}
 	return slices.MaxFunc(r.PerGoods, func(a, b GoodsResult) int { return a.Oversold - b.Oversold }), true
 }
 
-// soldOutGoods counts the goods left with no stock.
-func (r *Result) soldOutGoods() int {
+// SoldOutGoods counts the goods left with no stock.
+func (r *Result) SoldOutGoods() int {
 	n := 0
 	for _, g := range r.PerGoods {
 		if g.StockAfter <= 0 {

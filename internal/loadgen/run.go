@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"cmp"
@@ -17,11 +17,11 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
-	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 )
 
-// Options of one load run.
-type Options struct {
+// RunOptions is a load run of the load tester: a closed loop, or an open
+// one with Rate, and what it reads of the shop around it.
+type RunOptions struct {
 	Label   string
 	Targets []string // base URLs, used round-robin
 	// Goods is the set of goods bought (at least one); Skew spreads the
@@ -78,7 +78,7 @@ type counters struct {
 
 // Run fires the purchases and measures them. It stops by itself: after
 // Requests requests, or MaxDuration, or when ctx ends.
-func Run(ctx context.Context, o Options) (*Result, error) {
+func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.MaxDuration)
 	defer cancel()
 	client := &http.Client{
@@ -144,7 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	go func() { defer close(progressDone); progress(o, &c, start, stopProgress) }()
 
 	var elapsed time.Duration
-	var open *loadgen.OpenResult
+	var open *OpenResult
 	// send is purchase i: its goods (an index of o.Goods), its path and
 	// its header pairs; it goes to target i mod len(o.Targets).
 	send := func(i int) (gi int, path string, header []string) {
@@ -240,19 +240,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // and the purchases still due are sent at once (a ramp longer than the sale
 // does not stretch the run). It returns the time from its start to the last
 // answer.
-func closedLoop(ctx context.Context, o Options, latencies []time.Duration,
+func closedLoop(ctx context.Context, o RunOptions, latencies []time.Duration,
 	send func(i int) (gi int, path string, header []string), answered func(gi, status int, code string), c *counters) time.Duration {
 	soldOut := make([]atomic.Bool, len(o.Goods))
 	var goodsOut atomic.Int64
 	goodsOf := make([]int, o.Requests)
-	res := loadgen.Closed(ctx, loadgen.ClosedOptions{
+	res := Closed(ctx, ClosedOptions{
 		Targets: o.Targets, Requests: o.Requests, Concurrency: o.Concurrency, Ramp: o.Ramp, Timeout: o.Timeout,
 		Request: func(i int) (string, string, []string) {
 			gi, path, header := send(i)
 			goodsOf[i] = gi
 			return http.MethodGet, path, header
 		},
-		OnAnswer: func(i int, a loadgen.Answer) bool {
+		OnAnswer: func(i int, a Answer) bool {
 			latencies[i] = a.End.Sub(a.Start)
 			c.sent.Add(1)
 			if a.Err != nil {
@@ -270,7 +270,7 @@ func closedLoop(ctx context.Context, o Options, latencies []time.Duration,
 // settle reads the goods again every 250 ms until two reads agree on their
 // order rows (at most 10 s): the purchases still under way when the last
 // buyer left have then been written or not.
-func settle(ctx context.Context, client *http.Client, o Options, last []goods) ([]goods, error) {
+func settle(ctx context.Context, client *http.Client, o RunOptions, last []goods) ([]goods, error) {
 	orders := func(gs []goods) (n int) {
 		for _, g := range gs {
 			n += *g.Orders
@@ -316,7 +316,7 @@ func readGoods(ctx context.Context, client *http.Client, base string, goodsNo in
 // sample reads the stock every o.Sample until stopped, for the chart: the
 // goods', or with many goods their sum (then at most once a second, each
 // sample reading them all).
-func sample(ctx context.Context, client *http.Client, o Options, ordersBefore int, start time.Time, c *counters, stop <-chan struct{}) []Sample {
+func sample(ctx context.Context, client *http.Client, o RunOptions, ordersBefore int, start time.Time, c *counters, stop <-chan struct{}) []Sample {
 	var out []Sample
 	every := o.Sample
 	if len(o.Goods) > 1 {
@@ -344,7 +344,7 @@ func sample(ctx context.Context, client *http.Client, o Options, ordersBefore in
 }
 
 // progress draws a bar on o.Progress until stopped.
-func progress(o Options, c *counters, start time.Time, stop <-chan struct{}) {
+func progress(o RunOptions, c *counters, start time.Time, stop <-chan struct{}) {
 	if o.Progress == nil {
 		return
 	}

@@ -1,17 +1,13 @@
-package main
+package loadgen
 
 import (
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
-// Result is what one load run saw. The JSON form is what --json prints and
-// what `loadtest compare` reads.
+// Result is what one load run (Run) saw. The JSON form is what the load
+// tester's --json prints and what `loadtest compare` reads.
 type Result struct {
 	Label   string   `json:"label"`
 	Targets []string `json:"targets"`
@@ -125,10 +121,11 @@ func percentiles(ds []time.Duration) Latency {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// exactProblems lists why a run is not an exact sale: anything oversold,
-// successes without order rows, or (when there were enough buyers) not the
-// whole stock sold.
-func (r *Result) exactProblems() []string {
+// Problems lists why a run is not an exact sale: anything oversold,
+// successes without order rows, (when there were enough buyers) not the
+// whole stock sold, transport errors, and the goods of a set that were not
+// exact.
+func (r *Result) Problems() []string {
 	var p []string
 	if r.Oversold != 0 {
 		p = append(p, fmt.Sprintf("oversold %d", r.Oversold))
@@ -149,132 +146,4 @@ func (r *Result) exactProblems() []string {
 		p = append(p, fmt.Sprintf("%d transport errors", r.TransportErrors))
 	}
 	return append(p, r.goodsProblems()...)
-}
-
-// rows is the table of one or more runs, one column each.
-func rows(rs ...*Result) [][]string {
-	line := func(name string, f func(r *Result) string) []string {
-		row := []string{name}
-		for _, r := range rs {
-			row = append(row, f(r))
-		}
-		return row
-	}
-	itoa := strconv.Itoa
-	withBuyers := slices.ContainsFunc(rs, func(r *Result) bool { return r.Buyers > 0 })
-	out := [][]string{
-		line("run", func(r *Result) string { return r.Label }),
-		line("requests sent", func(r *Result) string { return itoa(r.Sent) }),
-		line("succeeded (200)", func(r *Result) string { return itoa(r.Succeeded) }),
-		line("sold out (409)", func(r *Result) string { return itoa(r.SoldOut) }),
-		line("other answers", func(r *Result) string { return others(r) }),
-		line("transport errors", func(r *Result) string { return itoa(r.TransportErrors) }),
-		line("throughput (req/s)", func(r *Result) string { return fmt.Sprintf("%.0f", r.Throughput) }),
-		line("latency p50/p90/p99 (ms)", func(r *Result) string {
-			return fmt.Sprintf("%.0f / %.0f / %.0f", r.Latency.P50, r.Latency.P90, r.Latency.P99)
-		}),
-		line("latency max (ms)", func(r *Result) string { return fmt.Sprintf("%.0f", r.Latency.Max) }),
-		line("stock before -> after", func(r *Result) string { return fmt.Sprintf("%d -> %d", r.StockBefore, r.StockAfter) }),
-		line("order rows created", func(r *Result) string { return itoa(r.OrdersCreated) }),
-		line("orders expired meanwhile", func(r *Result) string { return itoa(r.Expired) }),
-		line("lock wait p50/p99 (ms, histogram est.)", func(r *Result) string {
-			if !r.ServerMetrics || r.LockWaitP50 == 0 && r.LockWaitP99 == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.1f / %.1f", r.LockWaitP50, r.LockWaitP99)
-		}),
-		line("lock_lost / unavailable (shops' metrics)", func(r *Result) string {
-			if !r.ServerMetrics {
-				return "-"
-			}
-			return fmt.Sprintf("%d / %d", r.LockLost, r.Unavailable)
-		}),
-		line("OVERSOLD", func(r *Result) string { return itoa(r.Oversold) }),
-	}
-	if slices.ContainsFunc(rs, func(r *Result) bool { return r.Open != nil }) { // after "throughput"
-		out = slices.Insert(out, 7, openRows(line)...)
-	}
-	if withBuyers { // after "sold out (409)"
-		rows := [][]string{
-			line("buyers (distinct ids)", func(r *Result) string { return itoa(r.Buyers) }),
-			line("already bought (409)", func(r *Result) string { return itoa(r.ByCode["already_bought"]) }),
-		}
-		out = slices.Insert(out, 4, rows...)
-	}
-	if slices.ContainsFunc(rs, func(r *Result) bool { return len(r.PerGoods) > 0 }) { // after "run"
-		rows := [][]string{
-			line("goods (spread)", func(r *Result) string {
-				if len(r.PerGoods) == 0 {
-					return strconv.Itoa(r.GoodsNo)
-				}
-				return fmt.Sprintf("%d (%s)", len(r.PerGoods), r.Skew)
-			}),
-			line("goods sold out", func(r *Result) string {
-				if len(r.PerGoods) == 0 {
-					return "-"
-				}
-				return fmt.Sprintf("%d of %d", r.soldOutGoods(), len(r.PerGoods))
-			}),
-			line("worst goods: oversold", func(r *Result) string {
-				g, ok := r.worstGoods()
-				if !ok {
-					return "-"
-				}
-				return fmt.Sprintf("%d (goods %d)", g.Oversold, g.GoodsNo)
-			}),
-		}
-		out = slices.Insert(out, 1, rows...)
-	}
-	return out
-}
-
-func others(r *Result) string {
-	var parts []string
-	for _, k := range sortedKeys(r.ByStatus) {
-		if k != "200" && k != "409" {
-			parts = append(parts, fmt.Sprintf("%s×%d", k, r.ByStatus[k]))
-		}
-	}
-	if n := r.ByStatus["409"] - r.SoldOut - r.ByCode["already_bought"]; n > 0 {
-		parts = append(parts, fmt.Sprintf("409 other×%d", n))
-	}
-	if len(parts) == 0 {
-		return "0"
-	}
-	return strings.Join(parts, " ")
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// writeTable prints runs side by side: names left, figures right.
-func writeTable(w io.Writer, rs ...*Result) error {
-	rws := rows(rs...)
-	widths := make([]int, len(rws[0]))
-	for _, row := range rws {
-		for i, cell := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
-		}
-	}
-	for _, row := range rws {
-		var b strings.Builder
-		for i, cell := range row {
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
-			if i == 0 {
-				b.WriteString(cell + pad)
-			} else {
-				b.WriteString("   " + pad + cell)
-			}
-		}
-		if _, err := fmt.Fprintln(w, b.String()); err != nil {
-			return err
-		}
-	}
-	return nil
 }
