@@ -49,7 +49,12 @@ func (p Profile) At(i int) time.Duration {
 
 // OpenOptions is an open-loop run.
 type OpenOptions struct {
-	Targets []string // base URLs (http://host:port), used round-robin
+	Targets []string // base URLs (http://host:port), one per connection, round-robin
+	// Target, if set, is request i's base URL instead, asked when a
+	// connection takes the request: a target chosen at send time (a load
+	// balancer that stops sending to a dead instance). Each connection
+	// then keeps a keep-alive connection to every target it was given.
+	Target  func(i int) string
 	Profile Profile
 	// Connections bounds the keep-alive connections (one worker each). A
 	// request due while every one is busy waits for one, and its latency
@@ -74,6 +79,7 @@ type OpenOptions struct {
 // Record is one request of an open loop.
 type Record struct {
 	Index    int
+	Target   string    // the base URL it went to ("" if never sent)
 	Intended time.Time // when it was due
 	Sent     time.Time // when a connection took it (zero: never sent)
 	Answer
@@ -159,7 +165,7 @@ func Ms(h *hdrhistogram.Histogram, q float64) float64 { return float64(h.ValueAt
 // stops by itself once every scheduled request was answered or given up,
 // or when ctx ends.
 func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
-	if len(o.Targets) == 0 || o.Request == nil || o.Profile.Rate <= 0 || o.Profile.Duration <= 0 {
+	if len(o.Targets) == 0 && o.Target == nil || o.Request == nil || o.Profile.Rate <= 0 || o.Profile.Duration <= 0 {
 		return nil, errors.New("loadgen: an open loop needs targets, a request, a rate and a duration")
 	}
 	if o.Connections <= 0 {
@@ -193,8 +199,16 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 	var mu sync.Mutex // r's counts and histograms
 	for w := range o.Connections {
 		wg.Go(func() {
-			conn := NewConn(o.Targets[w%len(o.Targets)])
-			defer conn.Close()
+			conns := map[string]*Conn{}
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			fixed := ""
+			if o.Target == nil {
+				fixed = o.Targets[w%len(o.Targets)]
+			}
 			for d := range work {
 				taken := time.Now()
 				rec := Record{Index: d.i, Intended: d.intended}
@@ -211,7 +225,15 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 				if o.SendTimeout {
 					header = append(header, "X-Request-Timeout-Ms", strconv.FormatInt(max(1, left.Milliseconds()), 10))
 				}
-				rec.Sent = taken
+				rec.Sent, rec.Target = taken, fixed
+				if o.Target != nil {
+					rec.Target = o.Target(d.i)
+				}
+				conn := conns[rec.Target]
+				if conn == nil {
+					conn = NewConn(rec.Target)
+					conns[rec.Target] = conn
+				}
 				rec.Answer = conn.DoBy(deadline, http.MethodGet, path, header...)
 				keep(rec)
 				mu.Lock()

@@ -129,3 +129,39 @@ func TestABuyerPastItsTimeoutLeaves(t *testing.T) {
 		}
 	}
 }
+
+// With Target, each request goes where Target says when it is sent (a
+// balancer that stops sending to a dead instance), and its record names
+// that target.
+func TestAnOpenLoopSendsWhereTargetSays(t *testing.T) {
+	var served [2]atomic.Int64
+	urls := make([]string, 2)
+	for k := range urls {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served[k].Add(1)
+			w.Write([]byte(`{"code":"ok"}`))
+		}))
+		t.Cleanup(srv.Close)
+		urls[k] = srv.URL
+	}
+	target := func(i int) string {
+		if i < 10 {
+			return urls[i%2]
+		}
+		return urls[0] // the second was dropped
+	}
+	var wrong atomic.Int64
+	r, err := Open(context.Background(), OpenOptions{Profile: Profile{Rate: 200, Duration: 100 * time.Millisecond}, Connections: 4, Target: target,
+		Request: func(int) (string, []string) { return "/goods-stock/1", nil },
+		OnAnswer: func(rec Record) {
+			if rec.Target != target(rec.Index) || rec.Err != nil {
+				wrong.Add(1)
+			}
+		}})
+	if err != nil || r.OK != 20 {
+		t.Fatalf("%v, %d ok; want 20", err, r.OK)
+	}
+	if served[0].Load() != 15 || served[1].Load() != 5 || wrong.Load() != 0 {
+		t.Errorf("served %d and %d (want 15 and 5), %d records with another target or an error", served[0].Load(), served[1].Load(), wrong.Load())
+	}
+}

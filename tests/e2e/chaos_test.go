@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 	"github.com/seckill-zk/seckill-zk/tests/framework/history"
 )
@@ -68,17 +70,17 @@ var chaosEnv = []string{
 	"SHOP_ORDERS_SWEEPINTERVAL=200ms",
 }
 
-// load sends cfg.buyers purchases of goods 1 at cfg.rate per second,
-// round-robin over the instances it still routes to. Every other buyer
-// who bought pays at once (the others' orders expire); two readers read
-// the goods and the latest order all along. Every operation goes into the
-// history (rec), for the checker.
+// load sends cfg.buyers purchases of goods 1 at cfg.rate per second, an
+// open loop of the load engine (loadgen.Open), round-robin over the
+// instances it still routes to. Every other buyer who bought pays at once
+// (the others' orders expire); two readers read the goods and the latest
+// order all along. Every operation goes into the history (rec), for the
+// checker.
 type buyerLoad struct {
 	mu      sync.Mutex
 	bases   []string
 	answers []e2e.Answer
 	sent    atomic.Int64
-	wg      sync.WaitGroup
 	done    chan struct{}
 	rec     history.Recorder
 	last    atomic.Uint64 // the latest order placed
@@ -89,21 +91,25 @@ func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
 		bases: append([]string{}, bases...),
 		done:  make(chan struct{}),
 	}
-	interval := time.Duration(float64(time.Second) / cfg.rate)
+	// cfg.buyers arrivals, one every 1/rate from the start; each buyer has
+	// a connection of its own and waits for its answer as long as it takes
+	// (a fault may hold it), as a browser would.
+	n := cfg.buyers
+	profile := loadgen.Profile{Rate: cfg.rate, Duration: time.Duration((float64(n) + 0.5) / cfg.rate * float64(time.Second))}
 	buying := make(chan struct{})
 	go func() {
 		defer close(l.done)
 		var readers sync.WaitGroup
-		readers.Go(func() { l.read(cfg.buyers, buying) })
-		next := time.Now()
-		for i := range cfg.buyers {
-			time.Sleep(time.Until(next))
-			next = next.Add(interval)
-			base := l.base(i)
-			l.wg.Go(func() { l.buy(base, i) })
-			l.sent.Add(1)
-		}
-		l.wg.Wait()
+		readers.Go(func() { l.read(n, buying) })
+		// Its only error is its context's, which never ends.
+		_, _ = loadgen.Open(context.Background(), loadgen.OpenOptions{
+			Profile: profile, Connections: n, Timeout: 5 * time.Minute, Target: l.base,
+			Request: func(i int) (string, []string) {
+				l.sent.Add(1)
+				return "/goods-stock/1", []string{"X-Request-ID", fmt.Sprintf("chaos-%d", i)}
+			},
+			OnAnswer: l.bought,
+		})
 		close(buying)
 		readers.Wait()
 	}()
@@ -117,9 +123,14 @@ func (l *buyerLoad) base(i int) string {
 	return l.bases[i%len(l.bases)]
 }
 
-func (l *buyerLoad) buy(base string, i int) {
+// bought records purchase rec.Index's answer and pays for every other
+// order bought, at the instance that sold it.
+func (l *buyerLoad) bought(rec loadgen.Record) {
+	if rec.Sent.IsZero() {
+		return // never sent: the shop never heard of it
+	}
+	i, a, base := rec.Index, rec.Answer, rec.Target
 	rid := fmt.Sprintf("chaos-%d", i)
-	a := e2e.Ask(http.MethodGet, base+"/goods-stock/1", "X-Request-ID", rid)
 	l.mu.Lock()
 	l.answers = append(l.answers, a)
 	l.mu.Unlock()
