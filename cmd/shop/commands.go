@@ -164,7 +164,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	marks := service.NewSoldOutMarks(service.DefaultSoldOutFor)
 	marks.Expiring(cfg.Orders.PayTimeout, store.OldestUnpaid) // a mark ends before an expired order's piece can be back
-	deps := service.Deps{Store: store, Locker: locker, Env: service.Env{Marks: marks, Config: scfg, Log: log}}
+	deps := service.Deps{Store: store, Locker: locker, Allot: cfg.Allot.AllotConfig, Env: service.Env{Marks: marks, Config: scfg, Log: log}}
 	if allot {
 		deps.Leases = coord.NewLeaseNodes(zc, cfg.Allot.Path)
 	}

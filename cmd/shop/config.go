@@ -57,13 +57,14 @@ type Config struct {
 	}
 	Purchase struct {
 		Strategy string // a name of service.Strategies
-		// service.Config: purchase.maxWaiting, queueTarget, batchMax and
-		// onePerBuyer, lock.acquireTimeout (AcquireTimeout) and allot.keep
-		// (AllotKeep).
+		// service.Config: purchase.maxWaiting, queueTarget, batchMax (the
+		// batching strategies' bound: batch and allot) and onePerBuyer, and
+		// lock.acquireTimeout (AcquireTimeout).
 		service.Config
 	}
 	Allot struct {
-		Path string // the leases' nodes
+		Path                string // the leases' nodes
+		service.AllotConfig        // allot.keep
 	}
 	Orders service.OrdersConfig // orders.payTimeout (0: never), sweepInterval
 	Leader struct {

@@ -111,7 +111,7 @@ var settings = []setting{
 	{"allot.path", kString, "/seckill/{database}/leases", "allot strategy: ZooKeeper path of the leases' ephemeral nodes (a lease whose node is gone is closed and its stock put back); {database} is mysql.dsn's database",
 		func(p *parser, k string, c *Config) { c.Allot.Path = p.lockPath(k) }},
 	{"allot.keep", kDuration, service.DefaultAllotKeep.String(), "allot strategy: how long an instance keeps the stock of a goods its buyers stopped asking for before it goes back to the goods' row; stock another instance asks for goes back after 100 ms",
-		func(p *parser, k string, c *Config) { c.Purchase.AllotKeep = p.duration(k, false) }},
+		func(p *parser, k string, c *Config) { c.Allot.Keep = p.duration(k, false) }},
 	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)",
 		func(p *parser, k string, c *Config) { c.Orders.PayTimeout = p.duration(k, true) }},
 	{"orders.sweepInterval", kDuration, service.DefaultSweepInterval.String(), "how often the elected instance expires unpaid orders",

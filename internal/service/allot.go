@@ -41,7 +41,7 @@ type LeaseNodes interface {
 
 // Allot timings and sizes.
 const (
-	allotIdle       = 100 * time.Millisecond // a goods' stock another lease asked for goes back once this long without buyers (any other after Config.AllotKeep)
+	allotIdle       = 100 * time.Millisecond // a goods' stock another lease asked for goes back once this long without buyers (any other after AllotConfig.Keep)
 	allotRetry      = 20 * time.Millisecond  // a buyer of a goods whose stock other leases hold tries again after this
 	allotReapEvery  = time.Second            // how often the open leases are checked for a dead owner
 	allotOpTimeout  = 10 * time.Second       // a lease operation without a buyer's deadline
@@ -61,7 +61,7 @@ const (
 // another lease holds some, its buyers wait for it to come back, and their
 // instance asks that lease for it (WantBack). Stock held unsold goes back
 // to the goods' row once no buyer of the instance asked for it in allotIdle
-// if another lease asked for it, in AllotKeep if not.
+// if another lease asked for it, in AllotConfig.Keep if not.
 //
 // The lease lives as long as the instance's ZooKeeper session: once its
 // node is gone, any instance closes the lease and puts back what it held
@@ -72,6 +72,7 @@ type Allot struct {
 	nodes   LeaseNodes
 	soldOut *SoldOutMarks
 	cfg     Config
+	keep    time.Duration // AllotConfig.Keep
 	log     *slog.Logger
 
 	wake    chan struct{}
@@ -100,19 +101,33 @@ type Allot struct {
 	lastHousekeep time.Time
 }
 
+// AllotConfig is the allot strategy's own settings (Deps.Allot).
+type AllotConfig struct {
+	// Keep is how long an instance keeps unsold stock of a goods none of
+	// its buyers asked for lately, unless another instance asks for it.
+	// Default DefaultAllotKeep.
+	Keep time.Duration
+}
+
+// DefaultAllotKeep is AllotConfig.Keep's default.
+const DefaultAllotKeep = time.Second
+
 var allotStrategy = Strategy{
 	Name:              "allot",
 	Summary:           "each instance sells in batches from stock allotted to its lease: no lock per batch",
 	Needs:             Needs{Leases: true},
 	ReadsRowsPerBatch: true,
-	New:               build(func(s AllotStore, d Deps) Purchaser { return NewAllot(s, d.Leases, d.Env) }),
+	New:               build(func(s AllotStore, d Deps) Purchaser { return NewAllot(s, d.Leases, d.Allot, d.Env) }),
 }
 
 // NewAllot returns the allot strategy and starts its worker. Close it
 // after the last Purchase.
-func NewAllot(store AllotStore, nodes LeaseNodes, env Env) *Allot {
+func NewAllot(store AllotStore, nodes LeaseNodes, cfg AllotConfig, env Env) *Allot {
 	env = env.withDefaults()
-	a := &Allot{store: store, nodes: nodes, soldOut: env.Marks, cfg: env.Config, log: env.Log, windows: env.windows,
+	if cfg.Keep <= 0 {
+		cfg.Keep = DefaultAllotKeep
+	}
+	a := &Allot{store: store, nodes: nodes, soldOut: env.Marks, cfg: env.Config, keep: cfg.Keep, log: env.Log, windows: env.windows,
 		waiting: buyerQueue{marks: env.Marks},
 		wake:    make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		held: map[int32]Allotment{}, goods: map[int32]Goods{}, used: map[int32]time.Time{}, wanted: map[int32]time.Time{}}

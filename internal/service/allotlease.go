@@ -118,7 +118,7 @@ func (a *Allot) readWanted(now time.Time) {
 
 // returnIdle puts back the stock of goods nobody here asked for lately:
 // after allotIdle of a goods another lease asked for (its buyers wait for
-// it), after AllotKeep of any other (holding it costs nothing, taking it
+// it), after AllotConfig.Keep of any other (holding it costs nothing, taking it
 // again a grant).
 func (a *Allot) returnIdle(now time.Time) {
 	if a.lease == 0 {
@@ -128,8 +128,8 @@ func (a *Allot) returnIdle(now time.Time) {
 	for no := range a.held {
 		idle := now.Sub(a.used[no])
 		asked, ok := a.wanted[no]
-		wanted := ok && now.Sub(asked) < a.cfg.AllotKeep
-		if n := a.left(no); n > 0 && (idle >= a.cfg.AllotKeep || wanted && idle >= allotIdle) {
+		wanted := ok && now.Sub(asked) < a.keep
+		if n := a.left(no); n > 0 && (idle >= a.keep || wanted && idle >= allotIdle) {
 			back[no] = n
 		}
 	}

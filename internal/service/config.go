@@ -2,7 +2,8 @@ package service
 
 import "time"
 
-// Config tunes the purchase.
+// Config tunes the purchase, for every strategy; a setting of one
+// strategy alone is in that strategy's own config (AllotConfig).
 type Config struct {
 	// Pause, if set, is how long a purchase sleeps between reading and
 	// writing the stock: the seed's race amplifier, the demo's random sleep
@@ -26,8 +27,8 @@ type Config struct {
 	// rate times QueueTarget (and by MaxWaiting), a buyer beyond that bound
 	// is answered ErrBusy at once (see admission). 0: MaxWaiting alone.
 	QueueTarget time.Duration
-	// BatchMax bounds the buyers one batch sells to (the batch strategy).
-	// Default DefaultBatchMax.
+	// BatchMax bounds the buyers one batch sells to, for both strategies
+	// that sell in batches (batch, allot). Default DefaultBatchMax.
 	BatchMax int
 	// OnePerBuyer: a buyer who gives an id holds at most one order of a
 	// goods that is not expired (enforced by the database).
@@ -36,10 +37,6 @@ type Config struct {
 	// is trusted before it is read again: a changed window shows within
 	// it. Default DefaultWindowFor.
 	WindowFor time.Duration
-	// AllotKeep (allot) is how long an instance keeps unsold stock of a
-	// goods none of its buyers asked for lately, unless another instance
-	// asks for it. Default DefaultAllotKeep.
-	AllotKeep time.Duration
 	// ConflictRetries bounds how often a purchase that wrote nothing for a
 	// conflict (ErrConflict) or a broken connection (ErrConnectionLost) is
 	// tried again, after a short random wait, within the request's deadline.
@@ -67,7 +64,6 @@ const (
 	DefaultSoldOutFor      = time.Second
 	DefaultBatchMax        = 100
 	DefaultWindowFor       = time.Second
-	DefaultAllotKeep       = time.Second
 	DefaultConflictRetries = 5
 )
 
@@ -86,9 +82,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.WindowFor <= 0 {
 		c.WindowFor = DefaultWindowFor
-	}
-	if c.AllotKeep <= 0 {
-		c.AllotKeep = DefaultAllotKeep
 	}
 	if c.ConflictRetries == 0 {
 		c.ConflictRetries = DefaultConflictRetries

@@ -54,6 +54,9 @@ type Deps struct {
 	Store  Store
 	Locker Locker     // when Needs.Lock
 	Leases LeaseNodes // when Needs.Leases
+	// A strategy's own settings, beside the ones every strategy shares
+	// (Env.Config).
+	Allot AllotConfig
 	Env
 }
 
