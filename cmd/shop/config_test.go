@@ -343,6 +343,7 @@ func TestEverySettingReachesItsOwnField(t *testing.T) {
 		kDuration: {"77s", "7s"},
 		kList:     {"h1:1,h2:2", "10.0.0.0/8"},
 		kFloat:    {"2.5"},
+		kRate:     {"2.5"},
 	}
 	// A file's path, for the settings that read one (mysql.passwordFile).
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -580,4 +581,41 @@ func TestZooKeeperPathsFollowTheDatabaseAndTheNamespace(t *testing.T) {
 			t.Errorf("namespace %q: %v, want refused", bad, err)
 		}
 	}
+}
+
+// The limits are on by default where buyers are strangers (auth.mode jwt)
+// and off for the anonymous demo; a rate given, 0 included, is kept.
+func TestTheLimitsFollowTheAuthModeByDefault(t *testing.T) {
+	jwt := map[string]string{"SHOP_AUTH_MODE": "jwt", "SHOP_AUTH_HMACSECRETFILE": "/s"}
+	for _, c := range []struct {
+		name          string
+		env           map[string]string
+		buyer, client float64
+	}{
+		{"auth.mode none", map[string]string{}, 0, 0},
+		{"auth.mode jwt", jwt, autoBuyerRate, autoClientRate},
+		{"auth.mode jwt, the limits turned off", merge(jwt, map[string]string{"SHOP_LIMITS_BUYERRATE": "0", "SHOP_LIMITS_CLIENTRATE": "0"}), 0, 0},
+		{"auth.mode none, a buyer rate given", map[string]string{"SHOP_LIMITS_BUYERRATE": "3"}, 3, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := load(t, c.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Limits.Buyer.Rate != c.buyer || cfg.Limits.Client.Rate != c.client {
+				t.Errorf("buyer rate %v, client rate %v; want %v and %v", cfg.Limits.Buyer.Rate, cfg.Limits.Client.Rate, c.buyer, c.client)
+			}
+		})
+	}
+}
+
+func merge(a, b map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
 }

@@ -162,6 +162,18 @@ func (p *parser) rate(key string) float64 {
 	return f
 }
 
+// autoRate is a rate, or auto: jwt with auth.mode jwt (mode), no limit
+// otherwise. (The auth.* settings are parsed before the limits'.)
+func (p *parser) autoRate(key, mode string, jwt float64) float64 {
+	if p.str(key) != "auto" {
+		return p.rate(key)
+	}
+	if mode == "jwt" {
+		return jwt
+	}
+	return 0
+}
+
 // proxies is server.trustedProxies: addresses or CIDRs, maybe none.
 func (p *parser) proxies(key string) []string {
 	out := p.items(key)

@@ -39,7 +39,26 @@ const (
 	kDuration
 	kList // comma separated, or a YAML list in the file
 	kFloat
+	kRate // a non-negative number, or auto (see autoRate)
 )
+
+// The limits' rates where buyers are strangers (auth.mode jwt); auto is
+// no limit with auth.mode none, the demo's, whose load tools send as one
+// client. docs/operations.md says why these: a person, or a patient client
+// that comes back as Retry-After says (at least a second later), makes
+// well under one purchase a second, and limits.buyerBurst (5) covers a
+// double click and a retry after outcome_unknown; one client address is
+// often many buyers (an office, a carrier's NAT), so its rate is a
+// hundred of them, with limits.clientBurst for a sale's opening second.
+const (
+	autoBuyerRate  = 2
+	autoClientRate = 100
+)
+
+// autoRateDoc is an auto rate's documentation.
+func autoRateDoc(jwt float64) string {
+	return strconv.FormatFloat(jwt, 'f', -1, 64) + " with auth.mode jwt, 0 with auth.mode none"
+}
 
 var settings = []setting{
 	{"server.addr", kString, "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)",
@@ -136,12 +155,12 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Auth.Issuer = p.optional(k) }},
 	{"auth.audience", kString, "", "auth.mode jwt: an aud every token must carry (empty: not checked)",
 		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
-	{"limits.buyerRate", kFloat, "0", "purchases per second one buyer may make, on average (0: no limit); beyond it 429 too_many_requests",
-		func(p *parser, k string, c *Config) { c.Limits.Buyer.Rate = p.rate(k) }},
+	{"limits.buyerRate", kRate, "auto", "purchases per second one buyer may make, on average (0: no limit); beyond it 429 too_many_requests; auto: " + autoRateDoc(autoBuyerRate),
+		func(p *parser, k string, c *Config) { c.Limits.Buyer.Rate = p.autoRate(k, c.Auth.Mode, autoBuyerRate) }},
 	{"limits.buyerBurst", kInt, "5", "purchases one buyer may make at once before limits.buyerRate paces it",
 		func(p *parser, k string, c *Config) { c.Limits.Buyer.Burst = p.positive(k) }},
-	{"limits.clientRate", kFloat, "0", "purchases (and, with auth.mode jwt, order reads and payments) per second one client address may make, on average (0: no limit)",
-		func(p *parser, k string, c *Config) { c.Limits.Client.Rate = p.rate(k) }},
+	{"limits.clientRate", kRate, "auto", "purchases (and, with auth.mode jwt, order reads and payments) per second one client address may make, on average (0: no limit); auto: " + autoRateDoc(autoClientRate),
+		func(p *parser, k string, c *Config) { c.Limits.Client.Rate = p.autoRate(k, c.Auth.Mode, autoClientRate) }},
 	{"limits.clientBurst", kInt, "50", "requests limits.clientRate counts that one client address may make at once before it paces them",
 		func(p *parser, k string, c *Config) { c.Limits.Client.Burst = p.positive(k) }},
 	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier (the seed sleeps up to 1s)",

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"time"
 
@@ -45,7 +47,19 @@ func order(db *gorm.DB, id uint64, owner string) (service.Order, error) {
 // before placedSince, is service.ErrOrderExpired. With an owner, only that
 // buyer's order is paid (the UPDATE names it too); another's is untouched
 // and, read back as the owner's, service.ErrOrderNotFound.
+//
+// Once the UPDATE is sent, the caller's context no longer decides (as for a
+// sale's COMMIT, see tx.final): the statement and the read back run on a
+// context of their own, bounded by saleTimeout. When the connection breaks
+// with the UPDATE in flight, the order is read again: paid, the payment
+// happened (or an earlier one did); unpaid, it did not
+// (service.ErrConnectionLost); unreadable, service.ErrCommitUnknown.
 func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, placedSince time.Time) (service.Order, error) {
+	if err := ctx.Err(); err != nil {
+		return service.Order{}, err // nothing sent
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saleTimeout)
+	defer cancel()
 	db := s.db.WithContext(ctx)
 	stmt, args := payOrderSQL, []any{service.OrderPaid, now, id, service.OrderUnpaid, placedSince}
 	if owner != "" {
@@ -63,6 +77,9 @@ func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, plac
 		}
 		break
 	}
+	if res.Error != nil && !refusedBeforeCommit(res.Error) {
+		return s.paymentOutcome(id, owner, res.Error)
+	}
 	if res.Error != nil {
 		return service.Order{}, translate(res.Error)
 	}
@@ -78,6 +95,26 @@ func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, plac
 	default:
 		return o, nil
 	}
+}
+
+// paymentOutcome reads order id again after its payment's UPDATE was cut
+// off (err), on a connection of its own: paid, the payment was made;
+// otherwise it was not.
+func (s *Store) paymentOutcome(id uint64, owner string, err error) (service.Order, error) {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return service.Order{}, translate(err) // never connected: nothing was sent
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), saleTimeout)
+	defer cancel()
+	o, rerr := order(s.db.WithContext(ctx), id, owner)
+	switch {
+	case rerr == nil && o.Status == service.OrderPaid:
+		return o, nil
+	case rerr == nil:
+		return o, fmt.Errorf("%w: mysql: the payment was cut off and did not happen: %w", service.ErrConnectionLost, err)
+	}
+	return service.Order{}, fmt.Errorf("%w: mysql: the payment was cut off: %w", service.ErrCommitUnknown, errors.Join(err, rerr))
 }
 
 // The two statements that lock order rows lock them by primary key, in the

@@ -34,7 +34,8 @@ import (
 // character set); the rest of the store keeps a pool that takes one
 // statement per query.
 
-// saleTimeout bounds a ROLLBACK sent after the purchase's context ended.
+// saleTimeout bounds a ROLLBACK sent after the purchase's context ended,
+// and the packet that carries a COMMIT (see tx.final).
 const saleTimeout = 5 * time.Second
 
 // tx is a sale's transaction on one connection of a salePool, as SQL
@@ -49,6 +50,10 @@ type tx struct {
 	// committing: the COMMIT went out in the packet of the last writes
 	// (commitIn), whose answers are being read; ended once they are.
 	committing bool
+	// finalCtx is the context of the packet that carries the COMMIT (see
+	// final); cancel ends it once the transaction is over.
+	finalCtx context.Context
+	cancel   context.CancelFunc
 }
 
 // inTx runs fn in a tx on one connection of sp and commits when fn returns
@@ -67,6 +72,7 @@ func (s *Store) inTx(ctx context.Context, sp salePool, fn func(t *tx) error) err
 		}
 		// A new session: each statement builds its own clauses.
 		t := &tx{conn: c, gorm: conn.Session(&gorm.Session{NewDB: true})}
+		defer t.endFinal()
 		if err := fn(t); err != nil {
 			if t.committing && !refusedBeforeCommit(err) {
 				// The COMMIT went out with the writes and may have been
@@ -90,12 +96,48 @@ func (s *Store) inTx(ctx context.Context, sp salePool, fn func(t *tx) error) err
 // one packet, preceded by START TRANSACTION when the transaction has not
 // begun, and returns the rows of the first statement that has any. An
 // error of any of the statements is returned; those after it did not run.
+// A packet that carries the COMMIT (commitIn) is sent on the final context
+// instead of ctx; not at all when ctx has ended.
 func (t *tx) query(ctx context.Context, stmts string, args ...any) (*sql.Rows, error) {
+	if t.committing {
+		fctx, err := t.final(ctx)
+		if err != nil {
+			t.committing = false // not sent: the transaction rolls back
+			return nil, err
+		}
+		ctx = fctx
+	}
 	if !t.open {
 		stmts = "START TRANSACTION; " + stmts
 		t.open = true
 	}
 	return t.conn.QueryContext(ctx, stmts, args...)
+}
+
+// final is the context of the packet that carries the transaction's
+// COMMIT, or ctx's error when ctx has ended before it is sent. Once a
+// COMMIT is sent, the buyer's deadline no longer decides: cut off then,
+// the commit's answer would be lost while the commit itself may be
+// applied, and the buyer told it was sold nothing would hold an order. So
+// the packet goes out on a context that ctx's end does not cancel (its
+// values kept), bounded by saleTimeout; a buyer whose deadline passes
+// meanwhile still hears how the commit ended. A deadline that passed
+// before is the buyer's answer, with nothing written.
+func (t *tx) final(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if t.finalCtx == nil {
+		t.finalCtx, t.cancel = context.WithTimeout(context.WithoutCancel(ctx), saleTimeout)
+	}
+	return t.finalCtx, nil
+}
+
+// endFinal ends the final context, once the transaction is over.
+func (t *tx) endFinal() {
+	if t.cancel != nil {
+		t.cancel()
+	}
 }
 
 // db is the transaction as GORM, begun if it was not.
@@ -169,6 +211,12 @@ func (t *tx) commit(ctx context.Context) error {
 	if !t.open {
 		return nil
 	}
+	fctx, err := t.final(ctx)
+	if err != nil {
+		t.rollback(ctx)
+		return err // the buyer's deadline, before the COMMIT: nothing written
+	}
+	ctx = fctx
 	if len(t.orders) == 0 {
 		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
 			t.discard()
@@ -248,13 +296,20 @@ func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
 }
 
 // commitError translates a transaction's error. When the connection failed
-// during the commit itself, the outcome is unknown: service.ErrCommitUnknown.
+// during the commit itself, or the commit's answer did not come within its
+// bound (a context error while committing: see tx.final), the outcome is
+// unknown: service.ErrCommitUnknown, never the context's error, which
+// would tell the buyer nothing was bought.
 //
 // Before the commit, a broken connection is service.ErrConnectionLost: the
 // server rolls back what the connection had open, so nothing was written.
 func commitError(err error, committing bool) error {
-	if !committing && connBroken(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	ctxErr := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if !committing && connBroken(err) && !ctxErr {
 		return fmt.Errorf("%w: mysql: %w", service.ErrConnectionLost, err)
+	}
+	if committing && ctxErr {
+		return fmt.Errorf("%w: no answer to the commit in time: %w", service.ErrCommitUnknown, err)
 	}
 	err = translate(err)
 	if committing && errors.Is(err, service.ErrUnavailable) && !errors.Is(err, service.ErrConflict) {

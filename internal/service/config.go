@@ -37,6 +37,11 @@ type Config struct {
 	// is trusted before it is read again: a changed window shows within
 	// it. Default DefaultWindowFor.
 	WindowFor time.Duration
+	// KnownFor is how long an instance answers a buyer's order (a retry
+	// of a request id that bought, a buyer holding an order of the goods)
+	// from what it learnt, without the admission, the lock or the
+	// database. Default DefaultKnownFor; negative: never.
+	KnownFor time.Duration
 	// ConflictRetries bounds how often a purchase that wrote nothing for a
 	// conflict (ErrConflict) or a broken connection (ErrConnectionLost) is
 	// tried again, after a short random wait, within the request's deadline.
@@ -70,6 +75,9 @@ const (
 func (c *Config) setDefaults() {
 	if c.AcquireTimeout <= 0 {
 		c.AcquireTimeout = DefaultAcquireTimeout
+	}
+	if c.KnownFor == 0 {
+		c.KnownFor = DefaultKnownFor
 	}
 	if c.UnlockTimeout <= 0 {
 		c.UnlockTimeout = DefaultUnlockTimeout

@@ -168,6 +168,9 @@ type Shop struct {
 	soldOut   *SoldOutMarks
 	windows   *saleWindows
 	admission *admission
+	known     *knownOrders
+	// inProgress: the buyers with a purchase under way here.
+	inProgress inProgress
 }
 
 // New returns a Shop that sells with the strategy st, built from d (see
@@ -191,7 +194,7 @@ func New(st Strategy, d Deps) (*Shop, error) {
 		return nil, err
 	}
 	return &Shop{store: d.Store, purchaser: p, cfg: d.Config, log: d.Log, soldOut: d.Marks, windows: d.windows,
-		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now())}, nil
+		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now()), known: newKnownOrders(d.Config.KnownFor)}, nil
 }
 
 // Close closes the strategy: new buyers are refused, those under way
@@ -266,15 +269,73 @@ type PurchaseRequest struct {
 // shop's strategy. Nothing is written unless it returns the order. A request
 // id that bought before gets its order back (Replayed), a buyer who holds
 // an order of the goods under the one-per-buyer rule an AlreadyBoughtError.
+//
+// What cannot buy costs nothing shared (known.go): a request id or a
+// buyer's order this instance learnt of lately is answered from memory, a
+// closed window or a goods marked sold out without the admission, and a
+// buyer (or an anonymous buyer's request id) with a purchase under way
+// here is refused at once, one at a time (a RateLimitError): none of them
+// takes a place in the admission, a lock or a sale's transaction.
 func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) {
 	if p.GoodsNo <= 0 {
 		return nil, ErrInvalidGoodsNo
 	}
+	if o, err, known := s.knownAnswer(p, time.Now()); known {
+		return o, err
+	}
+	o, err := s.buy(ctx, p)
+	s.learn(p, o, err)
+	return o, err
+}
+
+// knownAnswer is the answer to p from what this instance learnt within
+// KnownFor, if it has one: the order of p's request id (a retry, replayed,
+// or ErrRequestIDConflict for another goods), or the order p's buyer holds
+// of the goods under the one-per-buyer rule (AlreadyBoughtError).
+func (s *Shop) knownAnswer(p PurchaseRequest, now time.Time) (*Order, error, bool) {
+	if p.ClientRequestID {
+		if o, ok := s.known.request(RequestKey{p.UserID, p.RequestID}, now); ok {
+			if o.GoodsNo != p.GoodsNo {
+				return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID), true
+			}
+			o.Replayed = true
+			return &o, nil, true
+		}
+	}
+	if p.UserID != "" && s.cfg.OnePerBuyer {
+		if o, ok := s.known.held(p.GoodsNo, p.UserID, now); ok && o.RequestID != p.RequestID {
+			return nil, &AlreadyBoughtError{Order: o}, true
+		}
+	}
+	return nil, nil, false
+}
+
+// learn remembers the order a purchase ended with: its own (bought or
+// replayed), or the one its buyer was found to hold.
+func (s *Shop) learn(p PurchaseRequest, o *Order, err error) {
+	var held *AlreadyBoughtError
+	switch {
+	case err == nil && o != nil:
+		s.known.remember(*o, p.ClientRequestID, time.Now())
+	case errors.As(err, &held):
+		s.known.remember(held.Order, false, time.Now())
+	}
+}
+
+// buy is Purchase past what was known: the sale window, the sold-out mark,
+// one purchase at a time per buyer, the admission, the strategy.
+func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 	if err := s.windows.check(ctx, s.store, p.GoodsNo, time.Now()); err != nil {
 		return s.refuse(ctx, p, err)
 	}
 	if s.soldOut.check(ctx, s.store, p.GoodsNo) {
 		return s.refuse(ctx, p, ErrSoldOut)
+	}
+	if key, ok := progressKey(p); ok {
+		if !s.inProgress.enter(key) {
+			return nil, oneAtATime
+		}
+		defer s.inProgress.leave(key)
 	}
 	if !s.admission.admit(time.Now()) {
 		return nil, ErrBusy
@@ -368,9 +429,11 @@ func (s *Shop) refuse(ctx context.Context, p PurchaseRequest, err error) (*Order
 // outcome finds out whether a purchase whose commit was cut off happened,
 // by looking for its order (request ids are unique), until OutcomeTimeout.
 // The buyer then hears the truth: 200 with the order, or the purchase's
-// failure; ErrCommitUnknown only if the database stays away.
+// failure; ErrCommitUnknown only if the database stays away. The lookup
+// has a context of its own (ctx's values, not its end): a buyer whose
+// deadline passed during the commit is owed the outcome as much as any.
 func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Order, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.OutcomeTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OutcomeTimeout)
 	defer cancel()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		o, found, err := s.store.OrderByRequestID(ctx, order.Key())

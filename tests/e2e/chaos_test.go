@@ -134,14 +134,7 @@ func (l *buyerLoad) bought(rec loadgen.Record) {
 	l.mu.Lock()
 	l.answers = append(l.answers, a)
 	l.mu.Unlock()
-	op := history.Op{Client: i, Kind: history.Buy, Goods: 1, RequestID: rid, Result: history.BuyResult(answerOf(a)), Call: a.Start, Ret: a.End}
-	if op.Result == history.OK {
-		var body struct{ OrderID uint64 }
-		if err := a.Decode(&body); err != nil || body.OrderID == 0 {
-			op.Result = history.Unknown // a 200 without its order id: the rows will tell
-		}
-		op.Order = body.OrderID
-	}
+	op := buyOp(i, rid, a)
 	l.rec.Add(op)
 	if op.Result != history.OK {
 		return

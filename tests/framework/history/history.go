@@ -116,7 +116,11 @@ type Answer struct {
 
 // BuyResult classifies a purchase's answer. The shop's contract: nothing is
 // written unless it answers 200, except when it answers outcome_unknown;
-// and without an answer the client cannot know.
+// and without an answer the client cannot know. Every other answer —
+// timeout (the buyer's X-Request-Timeout-Ms passed), busy, unavailable,
+// lock_timeout, lock_lost, canceled, the 4xx refusals — is Refused, a
+// promise that nothing happened: the checker finds an order that holds
+// its request id illegal (complete).
 func BuyResult(a Answer) Result {
 	switch {
 	case a.Err != nil || a.Code == "outcome_unknown":

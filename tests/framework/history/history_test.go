@@ -156,3 +156,18 @@ func TestTheCheckerJudgesHandMadeHistories(t *testing.T) {
 		})
 	}
 }
+
+// The answers that promise nothing happened are refusals, which the checker
+// holds to it; outcome_unknown and no answer leave it to the rows.
+func TestBuyResultKeepsTheNothingHappenedAnswersToTheirPromise(t *testing.T) {
+	for _, code := range []string{"timeout", "busy", "unavailable", "lock_timeout", "lock_lost", "canceled"} {
+		if got := BuyResult(Answer{Status: 503, Code: code}); got != Refused {
+			t.Errorf("503 %s is %v, want %v", code, got, Refused)
+		}
+	}
+	for _, a := range []Answer{{Status: 503, Code: "outcome_unknown"}, {Err: os.ErrDeadlineExceeded}} {
+		if got := BuyResult(a); got != Unknown {
+			t.Errorf("%+v is %v, want %v", a, got, Unknown)
+		}
+	}
+}
