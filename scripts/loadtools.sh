@@ -90,13 +90,16 @@ check_many_goods() {
 }
 
 # jwt_shop starts the instances again with auth.mode jwt and a fresh HS256 secret in
-# out/jwt.secret, restocked; an anonymous purchase must then be refused (401).
+# out/jwt.secret, restocked; an anonymous purchase must then be refused (401). The limits,
+# on by default with jwt, are turned off: every buyer of a load tool comes from this one
+# address (limits.clientRate would count them all as one client).
 jwt_shop() {
 	scripts/demo.sh down
 	mkdir -p out
 	head -c 48 /dev/urandom | base64 | tr -d '\n' >out/jwt.secret
 	chmod 600 out/jwt.secret
-	SHOP_LOCK_ENABLED=true SHOP_PURCHASE_QUEUETARGET=0s SHOP_AUTH_MODE=jwt SHOP_AUTH_HMACSECRETFILE="$root/out/jwt.secret" scripts/demo.sh up
+	SHOP_LOCK_ENABLED=true SHOP_PURCHASE_QUEUETARGET=0s SHOP_AUTH_MODE=jwt SHOP_AUTH_HMACSECRETFILE="$root/out/jwt.secret" \
+		SHOP_LIMITS_BUYERRATE=0 SHOP_LIMITS_CLIENTRATE=0 scripts/demo.sh up
 	bin/shop stock set --goods 1 --stock "$stock" --clear-orders
 	local code
 	code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8081/goods-stock/1)

@@ -91,7 +91,7 @@ var errorTable = []struct {
 	{service.ErrLockTimeout, http.StatusServiceUnavailable, api.LockTimeout, "too many buyers right now, try again"},
 	{service.ErrLockLost, http.StatusServiceUnavailable, api.LockLost, "the purchase was interrupted and nothing was bought, try again"},
 	{service.ErrBusy, http.StatusServiceUnavailable, api.Busy, "too many buyers are waiting, try again in a second"},
-	{service.ErrCommitUnknown, http.StatusServiceUnavailable, api.OutcomeUnknown, "the purchase (or payment) may or may not have been made: retry it (a purchase with the same X-Request-ID)"},
+	{service.ErrCommitUnknown, http.StatusServiceUnavailable, api.OutcomeUnknown, "the purchase may or may not have been made: retry with the same X-Request-ID"},
 	{service.ErrUnavailable, http.StatusServiceUnavailable, api.Unavailable, "the shop cannot reach its database or lock service, try again"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, api.Timeout, "the request took too long, try again"},
 	{context.Canceled, http.StatusServiceUnavailable, api.Canceled, "the request was canceled"},

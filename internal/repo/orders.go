@@ -53,7 +53,8 @@ func order(db *gorm.DB, id uint64, owner string) (service.Order, error) {
 // context of their own, bounded by saleTimeout. When the connection breaks
 // with the UPDATE in flight, the order is read again: paid, the payment
 // happened (or an earlier one did); unpaid, it did not
-// (service.ErrConnectionLost); unreadable, service.ErrCommitUnknown.
+// (service.ErrConnectionLost); unreadable, service.ErrUnavailable (pay
+// again: a payment is idempotent).
 func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, placedSince time.Time) (service.Order, error) {
 	if err := ctx.Err(); err != nil {
 		return service.Order{}, err // nothing sent
@@ -114,7 +115,9 @@ func (s *Store) paymentOutcome(id uint64, owner string, err error) (service.Orde
 	case rerr == nil:
 		return o, fmt.Errorf("%w: mysql: the payment was cut off and did not happen: %w", service.ErrConnectionLost, err)
 	}
-	return service.Order{}, fmt.Errorf("%w: mysql: the payment was cut off: %w", service.ErrCommitUnknown, errors.Join(err, rerr))
+	// Unknown, but a payment is idempotent: 503 unavailable, pay again
+	// (a payment's 5xx never promised that nothing happened).
+	return service.Order{}, fmt.Errorf("%w: mysql: the payment was cut off and its order could not be read: %w", service.ErrUnavailable, errors.Join(err, rerr))
 }
 
 // The two statements that lock order rows lock them by primary key, in the

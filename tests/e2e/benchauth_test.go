@@ -31,7 +31,7 @@ func authModes(secretFile string) []authMode {
 	jwt := []string{"SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE=" + secretFile}
 	return []authMode{
 		{name: "none, X-User-ID", env: nil},
-		{name: "jwt", env: jwt, jwt: true},
+		{name: "jwt", env: append(append([]string{}, jwt...), "SHOP_LIMITS_BUYERRATE=0", "SHOP_LIMITS_CLIENTRATE=0"), jwt: true},
 		{name: "jwt and the limits", env: append(append([]string{}, jwt...), "SHOP_LIMITS_BUYERRATE=100", "SHOP_LIMITS_BUYERBURST=5",
 			"SHOP_LIMITS_CLIENTRATE=1000000", "SHOP_LIMITS_CLIENTBURST=1000000"), jwt: true},
 	}

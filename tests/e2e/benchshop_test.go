@@ -62,7 +62,12 @@ import (
 //	    CPU of its own; goodput, latency from the due time, refusals, client
 //	    timeouts, sales to buyers who had gone, peak memory, and a spike of
 //	    20 000 arrivals for 1 000 pieces: the share the first 2 000 bought
-//	    (benchspike_test.go). BENCH_SHOP_SPIKE=only runs (i) alone.
+//	    (benchspike_test.go). BENCH_SHOP_SPIKE=only runs (i) alone;
+//	(j) one buyer who spends no stock: honest buyers at 200/s over 39
+//	    goods, alone and beside one buyer who holds an order of goods 1
+//	    asking for it 1 500 times a second, with make serve's defaults and
+//	    the chart's (benchstarve_test.go); BENCH_SHOP_STARVE_SECONDS (6),
+//	    BENCH_SHOP_STARVE_ROUNDS (3); BENCH_SHOP_STARVE=only runs (j) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -111,6 +116,11 @@ func BenchmarkShop(b *testing.B) {
 		writeBenchTable(b, benchRedisTable(redisBuyers, conc, redisRounds, benchRedis(b, redisBuyers, conc, redisRounds)))
 		return
 	}
+	starveSecs, starveRounds := env("BENCH_SHOP_STARVE_SECONDS", 6), env("BENCH_SHOP_STARVE_ROUNDS", 3)
+	if os.Getenv("BENCH_SHOP_STARVE") == "only" {
+		writeBenchTable(b, benchStarveTable(starveSecs, starveRounds, benchStarve(b, starveSecs, starveRounds)))
+		return
+	}
 	if os.Getenv("BENCH_SHOP_COST") == "only" {
 		writeBenchTable(b, benchCostTable(strategies, manyBuyers, conc, benchCost(b, strategies, manyBuyers, conc)))
 		return
@@ -151,9 +161,11 @@ func BenchmarkShop(b *testing.B) {
 	authRuns := benchAuth(b, manyBuyers, conc, authRounds)
 	redisRuns := benchRedis(b, redisBuyers, conc, redisRounds)
 	spikes := benchSpike(b, spikeSecs, spikeRounds)
+	starve := benchStarve(b, starveSecs, starveRounds)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
 		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns) +
-		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns) + "\n" + benchSpikeTable(spikeSecs, spikeRounds, spikes)
+		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns) + "\n" + benchSpikeTable(spikeSecs, spikeRounds, spikes) +
+		"\n" + benchStarveTable(starveSecs, starveRounds, starve)
 	writeBenchTable(b, table)
 	writeSpikeChart(b, spikes)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
