@@ -160,7 +160,9 @@ var settings = []setting{
 	{"limits.buyerBurst", kInt, "5", "purchases one buyer may make at once before limits.buyerRate paces it",
 		func(p *parser, k string, c *Config) { c.Limits.Buyer.Burst = p.positive(k) }},
 	{"limits.clientRate", kRate, "auto", "purchases (and, with auth.mode jwt, order reads and payments) per second one client address may make, on average (0: no limit); auto: " + autoRateDoc(autoClientRate),
-		func(p *parser, k string, c *Config) { c.Limits.Client.Rate = p.autoRate(k, c.Auth.Mode, autoClientRate) }},
+		func(p *parser, k string, c *Config) {
+			c.Limits.Client.Rate = p.autoRate(k, c.Auth.Mode, autoClientRate)
+		}},
 	{"limits.clientBurst", kInt, "50", "requests limits.clientRate counts that one client address may make at once before it paces them",
 		func(p *parser, k string, c *Config) { c.Limits.Client.Burst = p.positive(k) }},
 	{"demo.maxSleep", kDuration, "0s", "random sleep in [0, maxSleep) inside the purchase: the seed's race amplifier (the seed sleeps up to 1s)",

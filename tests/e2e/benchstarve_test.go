@@ -52,13 +52,13 @@ const (
 
 // starveRun is one round of one set of defaults.
 type starveRun struct {
-	alone, attacked  float64 // the honest buyers' goodput, purchases/s
-	honestCodes      map[string]int
-	attackerCodes    map[string]int
-	behind           string
-	attackerP99      float64 // ms, the attacker's answers
-	honestP99        float64 // ms, the honest purchases'
-	oversold         int
+	alone, attacked float64 // the honest buyers' goodput, purchases/s
+	honestCodes     map[string]int
+	attackerCodes   map[string]int
+	behind          string
+	attackerP99     float64 // ms, the attacker's answers
+	honestP99       float64 // ms, the honest purchases'
+	oversold        int
 }
 
 // benchStarve is (j): per set of defaults, rounds rounds of secs seconds
