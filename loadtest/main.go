@@ -259,6 +259,7 @@ to buyers who had gone. It says so when it could not keep the rate.
 	fs.StringVar(&jwtAudience, "jwt-audience", "", "the tokens' aud (the shop's auth.audience)")
 	fs.IntVar(&o.Buyers, "buyers", 0, "distinct buyer ids (X-User-ID buyer-N, request i is buyer i mod N); more requests than buyers means repeat tries; 0: anonymous")
 	fs.DurationVar(&o.Ramp, "ramp", 0, "spread the purchases over this long, purchase i due at RAMP*i/requests, however fast the answers come; once every goods answered sold out the rest go at once (throughput counts from the first request to the last answer)")
+	fs.DurationVar(&o.Patience, "patience", time.Minute, "a buyer told to come back (503 queued or busy, 429, with Retry-After) comes back as told, with its place in the shop's waiting room (X-Place), for up to this long from its first request; 0: it takes the first answer")
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout (with --rate: 5s, a buyer's patience from its due time)")
 	fs.Float64Var(&o.Rate, "rate", 0, "open loop: purchases arrive at this many a second whatever the answers' pace (latency from each one's due time); 0: a closed loop of --concurrency buyers")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "open loop: how long purchases arrive")

@@ -53,6 +53,23 @@ func rows(rs ...*loadgen.Result) [][]string {
 		}),
 		line("OVERSOLD", func(r *loadgen.Result) string { return itoa(r.Oversold) }),
 	}
+	if slices.ContainsFunc(rs, func(r *loadgen.Result) bool { return r.Fair != nil }) { // before "OVERSOLD"
+		rows := [][]string{
+			line("fair: sold to the first S arrivals (S = sold)", func(r *loadgen.Result) string {
+				if r.Fair == nil {
+					return "-"
+				}
+				return fmt.Sprintf("%d of %d (%.0f%%)", r.Fair.ToFirst, r.Fair.Sold, 100*r.Fair.Share)
+			}),
+			line("patient buyers came back (times)", func(r *loadgen.Result) string {
+				if r.Fair == nil {
+					return "-"
+				}
+				return fmt.Sprintf("%d (patience %.0fs)", r.Fair.Retries, r.Fair.Patience)
+			}),
+		}
+		out = slices.Insert(out, len(out)-1, rows...)
+	}
 	if slices.ContainsFunc(rs, func(r *loadgen.Result) bool { return r.Open != nil }) { // after "throughput"
 		out = slices.Insert(out, 7, openRows(line)...)
 	}

@@ -36,6 +36,9 @@ func TestStatements(t *testing.T) {
 		"ALTER TABLE order_info ADD COLUMN request_owner",
 		"CREATE UNIQUE INDEX uk_order_info_request_owner ON order_info (request_id, request_owner)",
 		"DROP INDEX uk_order_info_request_id ON order_info",
+		"CREATE TABLE IF NOT EXISTS room_key (",
+		"CREATE TABLE IF NOT EXISTS room_horizon (",
+		"CREATE TABLE IF NOT EXISTS room_member (",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

@@ -165,6 +165,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	marks := service.NewSoldOutMarks(service.DefaultSoldOutFor)
 	marks.Expiring(cfg.Orders.PayTimeout, store.OldestUnpaid) // a mark ends before an expired order's piece can be back
 	deps := service.Deps{Store: store, Locker: locker, Allot: cfg.Allot.AllotConfig, Env: service.Env{Marks: marks, Config: scfg, Log: log}}
+	if cfg.Room.Enabled {
+		if deps.Room, err = service.NewRoom(ctx, store, cfg.Room.RoomConfig, log); err != nil {
+			return err
+		}
+	}
 	if allot {
 		deps.Leases = coord.NewLeaseNodes(zc, cfg.Allot.Path)
 	}
@@ -216,6 +221,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	sampleCtx, stopSampling := context.WithCancel(ctx)
+	if deps.Room != nil {
+		roomed := make(chan struct{})
+		go func() { defer close(roomed); _ = deps.Room.Run(sampleCtx, id) }()
+		defer func() { stopSampling(); <-roomed }()
+	}
 	sampled := make(chan struct{})
 	go func() { defer close(sampled); sample(sampleCtx, shop, zc, locker != nil, paths, m, log) }()
 	defer func() { stopSampling(); <-sampled }()

@@ -83,6 +83,9 @@ type Config struct {
 		Issuer         string
 		Audience       string
 	}
+	Room struct {
+		service.RoomConfig // room.enabled, room.keep, room.shuffle
+	}
 	Limits struct {
 		Buyer, Client limit.Options // limits.buyerRate and buyerBurst, clientRate and clientBurst; a Rate of 0: no limit
 	}

@@ -32,6 +32,7 @@ const (
 	LockTimeout       = "lock_timeout"
 	LockLost          = "lock_lost"
 	Busy              = "busy"
+	Queued            = "queued"
 	OutcomeUnknown    = "outcome_unknown"
 	Unavailable       = "unavailable"
 	Timeout           = "timeout"
@@ -50,6 +51,6 @@ var All = []string{
 	OK, Ready,
 	InvalidGoodsNo, InvalidRequestID, InvalidUserID, InvalidOrderID, InvalidTimeout, InvalidPage, NotStarted, Ended, AlreadyBought,
 	RequestIDConflict, GoodsNotFound, OrderNotFound, OrderExpired, SoldOut, PurchaseFailed, DuplicateRequest,
-	LockTimeout, LockLost, Busy, OutcomeUnknown, Unavailable, Timeout, Canceled, NotReady, NoRoute,
+	LockTimeout, LockLost, Busy, Queued, OutcomeUnknown, Unavailable, Timeout, Canceled, NotReady, NoRoute,
 	MethodNotAllowed, Internal, Unauthenticated, BuyerMismatch, TooManyRequests,
 }

@@ -86,7 +86,8 @@ func (r *Response) onlyPurchaseFields() bool {
 	return r.OrderRequestID == "" && r.Stock == nil && r.IsActive == nil && r.Orders == nil &&
 		r.Status == "" && r.CreatedAt == nil && r.PaidAt == nil && r.ExpiredAt == nil &&
 		r.OrdersByStatus == nil && r.SaleStart == nil && r.SaleEnd == nil &&
-		r.Leader == nil && r.LeaderID == "" && r.ParticipantID == "" && r.Goods == nil && r.Next == 0
+		r.Leader == nil && r.LeaderID == "" && r.ParticipantID == "" && r.Goods == nil && r.Next == 0 &&
+		r.Place == "" && r.Ahead == nil && r.WaitMs == nil
 }
 
 // plainJSON reports whether encoding/json writes s between its quotes as

@@ -44,6 +44,11 @@ type Response struct {
 	Leader        *bool  `json:"leader,omitempty"`
 	LeaderID      string `json:"leaderId,omitempty"`
 	ParticipantID string `json:"participantId,omitempty"`
+	// The waiting room's: the buyer's place (send it back as X-Place, or
+	// the cookie), the buyers ahead of it and the expected wait.
+	Place  string `json:"place,omitempty"`
+	Ahead  *int   `json:"ahead,omitempty"`
+	WaitMs *int64 `json:"waitMs,omitempty"`
 	// GET /goods': a page of the goods on sale, and the after of the next
 	// page (none on the last).
 	Goods []GoodsItem `json:"goods,omitempty"`
@@ -91,6 +96,7 @@ var errorTable = []struct {
 	{service.ErrLockTimeout, http.StatusServiceUnavailable, api.LockTimeout, "too many buyers right now, try again"},
 	{service.ErrLockLost, http.StatusServiceUnavailable, api.LockLost, "the purchase was interrupted and nothing was bought, try again"},
 	{service.ErrBusy, http.StatusServiceUnavailable, api.Busy, "too many buyers are waiting, try again in a second"},
+	{service.ErrQueued, http.StatusServiceUnavailable, api.Queued, "you have a place in the queue: come back after Retry-After with it (the cookie, or X-Place)"},
 	{service.ErrCommitUnknown, http.StatusServiceUnavailable, api.OutcomeUnknown, "the purchase may or may not have been made: retry with the same X-Request-ID"},
 	{service.ErrUnavailable, http.StatusServiceUnavailable, api.Unavailable, "the shop cannot reach its database or lock service, try again"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, api.Timeout, "the request took too long, try again"},
@@ -136,6 +142,8 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 	case errors.Is(err, service.ErrBusy):
 		// Load shedding is the point of the bound: no log line per buyer.
 		c.Header("Retry-After", "1")
+	case errors.Is(err, service.ErrQueued):
+		// Set below, with the place.
 	case status == http.StatusTooManyRequests:
 		wait := time.Second
 		var limited *service.RateLimitError
@@ -168,6 +176,14 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 	if errors.Is(err, service.ErrAlreadyBought) && errors.As(err, &bought) {
 		body.OrderID, body.UserID = bought.Order.ID, bought.Order.UserID
 	}
+	var queued *service.QueuedError
+	if errors.Is(err, service.ErrQueued) && errors.As(err, &queued) {
+		setPlace(c, goodsNo, queued, &body)
+	}
+	var ahead *service.SoldOutAheadError
+	if errors.Is(err, service.ErrSoldOut) && errors.As(err, &ahead) {
+		body.Ahead = &ahead.Ahead // sold out before the buyer's turn: a forecast
+	}
 	var window *service.WindowError
 	if (errors.Is(err, service.ErrNotStarted) || errors.Is(err, service.ErrEnded)) && errors.As(err, &window) {
 		at := window.At.UTC()
@@ -183,4 +199,44 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 func (h *handler) recovered(c *gin.Context, rec any) {
 	h.log.Error("panic in handler", "path", c.Request.URL.Path, "panic", fmt.Sprint(rec))
 	c.AbortWithStatusJSON(http.StatusInternalServerError, Response{Code: codeInternal, Message: messageInternal, RequestID: requestIDOf(c)})
+}
+
+// headerPlace carries a waiting room's place, both ways; the cookie
+// placeCookie+goodsNo carries it for a browser.
+const (
+	headerPlace = "X-Place"
+	placeCookie = "seckill_place_"
+)
+
+// setPlace answers a buyer queued in the waiting room: its place in the
+// body, in X-Place and in a cookie of the goods' purchase path (HttpOnly,
+// SameSite=Lax: sent back by the browser on its next purchase, to this
+// path only), when to come back (Retry-After in whole seconds, at least 1;
+// X-Retry-After-Ms to the millisecond), the count ahead and the wait.
+func setPlace(c *gin.Context, goodsNo int32, q *service.QueuedError, body *Response) {
+	body.Place = q.Token
+	ahead, waitMs := q.Ahead, q.Wait.Milliseconds()
+	body.Ahead, body.WaitMs = &ahead, &waitMs
+	if q.StartsAt != nil {
+		at := q.StartsAt.UTC()
+		body.SaleStart = &at
+	}
+	c.Header(headerPlace, q.Token)
+	c.Header("Retry-After", strconv.FormatInt(max(1, int64((q.RetryAfter+time.Second-1)/time.Second)), 10))
+	c.Header("X-Retry-After-Ms", strconv.FormatInt(max(1, q.RetryAfter.Milliseconds()), 10))
+	http.SetCookie(c.Writer, &http.Cookie{Name: placeCookie + strconv.Itoa(int(goodsNo)), Value: q.Token,
+		Path: "/goods-stock/" + strconv.Itoa(int(goodsNo)), MaxAge: int((q.RetryAfter + 2*time.Minute).Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+// placeOf is the place the request brings back for goodsNo: X-Place, or
+// the goods' cookie ("" for none).
+func placeOf(c *gin.Context, goodsNo int32) string {
+	if vs := c.Request.Header[headerPlace]; len(vs) == 1 {
+		return vs[0]
+	}
+	if ck, err := c.Request.Cookie(placeCookie + strconv.Itoa(int(goodsNo))); err == nil {
+		return ck.Value
+	}
+	return ""
 }

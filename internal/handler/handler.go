@@ -219,7 +219,8 @@ func (h *handler) purchase(c *gin.Context) {
 	rid := requestIDOf(c)
 	order, err := h.shop.Purchase(ctx, service.PurchaseRequest{
 		// A request id in the request got past requestID: it is the client's.
-		GoodsNo: goodsNo, RequestID: rid, ClientRequestID: len(c.Request.Header[headerRequestID]) > 0, UserID: user})
+		GoodsNo: goodsNo, RequestID: rid, ClientRequestID: len(c.Request.Header[headerRequestID]) > 0, UserID: user,
+		Place: placeOf(c, goodsNo)})
 	h.observe(goodsNo, err, start)
 	if err != nil {
 		h.fail(c, goodsNo, err)

@@ -26,6 +26,11 @@ type ClosedOptions struct {
 	// Request is request i's method, path and header pairs (name, value,
 	// ...); nil: a purchase of goods 1.
 	Request func(i int) (method, path string, header []string)
+	// Patience, if set, makes each buyer patient: told to come back (503
+	// queued or busy, 429), it sends the request again after the time the
+	// shop said, with its place, to the next target, until another answer
+	// or until Patience has passed since its first request (see comeBack).
+	Patience time.Duration
 	// OnAnswer, if set, is told of each request's answer (or failed
 	// exchange), from the buyers' goroutines at once. It returns true once
 	// the run has done what it is for (every goods sold out): the requests
@@ -83,6 +88,11 @@ func Closed(ctx context.Context, o ClosedOptions) *ClosedResult {
 				}
 				method, path, header := request(i)
 				a := conns[i%len(conns)].DoBy(time.Now().Add(o.Timeout), method, path, header...)
+				if o.Patience > 0 {
+					a = patiently(ctx, a, a.Start.Add(o.Patience), func(try int, header2 []string) Answer {
+						return conns[(i+try)%len(conns)].DoBy(time.Now().Add(o.Timeout), method, path, header2...)
+					}, header)
+				}
 				r.Answers[i] = a
 				sent.Add(1)
 				for at := int64(a.End.Sub(r.Start)); ; {

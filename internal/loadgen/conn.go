@@ -31,6 +31,9 @@ type Answer struct {
 	Header     http.Header
 	Err        error
 	Start, End time.Time
+	// Tries is how many requests a patient buyer sent for this answer
+	// (its last): Start is then the first's. 0: one, without patience.
+	Tries int
 }
 
 // Decode unmarshals the answer's JSON body into v.

@@ -71,6 +71,13 @@ type OpenOptions struct {
 	Request func(i int) (path string, header []string)
 	// Record keeps every request's Record in the result.
 	Record bool
+	// Patience, if set, makes each buyer patient (see comeBack): told to
+	// come back, it is due again after the time the shop said, with its
+	// place, and takes the next free connection (a balancer's next
+	// instance), until another answer or until Patience has passed since
+	// it was first due. Its Record is its last answer, timed from its
+	// first due time; retries are counted in Retries.
+	Patience time.Duration
 	// OnAnswer, if set, is told of every request once it is answered,
 	// given up or left unsent, from the connections' goroutines at once.
 	OnAnswer func(Record)
@@ -103,6 +110,7 @@ type OpenResult struct {
 	ByStatus map[int]int
 	ByCode   map[string]int
 	OK       int // 200s
+	Retries  int // requests patient buyers sent again
 	Elapsed  time.Duration
 	// Latency: every answer's, from its intended send time; OKLatency the
 	// 200s', RefusedLatency the 429s' and 503s'. Service is every answer's
@@ -192,11 +200,28 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 	}
 	type due struct {
 		i        int
-		intended time.Time
+		intended time.Time // when this request is due
+		first    time.Time // when the buyer was first due
+		try      int       // 0: its first request
+		header   []string  // a retry's, with its place
 	}
 	work := make(chan due)
 	var wg sync.WaitGroup
-	var mu sync.Mutex // r's counts and histograms
+	var mu sync.Mutex         // r's counts and histograms
+	var buyers sync.WaitGroup // buyers not answered for good: work closes after the last
+	comeBackLater := func(d due, rec Record, wait time.Duration) {
+		mu.Lock()
+		r.Retries++
+		mu.Unlock()
+		time.AfterFunc(wait, func() {
+			select {
+			case work <- d:
+			case <-ctx.Done():
+				keep(rec)
+				buyers.Done()
+			}
+		})
+	}
 	for w := range o.Connections {
 		wg.Go(func() {
 			conns := map[string]*Conn{}
@@ -211,7 +236,7 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 			}
 			for d := range work {
 				taken := time.Now()
-				rec := Record{Index: d.i, Intended: d.intended}
+				rec := Record{Index: d.i, Intended: d.first}
 				deadline := d.intended.Add(o.Timeout)
 				left := time.Until(deadline)
 				if left <= 0 {
@@ -219,15 +244,19 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 					mu.Lock()
 					r.NotSent++
 					mu.Unlock()
+					buyers.Done()
 					continue
 				}
 				path, header := o.Request(d.i)
+				if d.try > 0 {
+					header = d.header
+				}
 				if o.SendTimeout {
 					header = append(header, "X-Request-Timeout-Ms", strconv.FormatInt(max(1, left.Milliseconds()), 10))
 				}
 				rec.Sent, rec.Target = taken, fixed
 				if o.Target != nil {
-					rec.Target = o.Target(d.i)
+					rec.Target = o.Target(d.i + d.try)
 				}
 				conn := conns[rec.Target]
 				if conn == nil {
@@ -235,7 +264,18 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 					conns[rec.Target] = conn
 				}
 				rec.Answer = conn.DoBy(deadline, http.MethodGet, path, header...)
+				rec.Tries = d.try + 1
+				if o.Patience > 0 {
+					if wait, ok := comeBack(rec.Answer); ok {
+						wait = jitter(wait)
+						if at := time.Now().Add(wait); at.Before(d.first.Add(o.Patience)) {
+							comeBackLater(due{d.i, at, d.first, d.try + 1, withPlace(header, rec.Answer)}, rec, wait)
+							continue
+						}
+					}
+				}
 				keep(rec)
+				buyers.Done()
 				mu.Lock()
 				r.Sent++
 				r.PoolWait.RecordValue(int64(taken.Sub(d.intended) / time.Microsecond))
@@ -281,9 +321,11 @@ schedule:
 		// Its own lateness: since it could have sent (a wait for a free
 		// connection is the pool's, counted by the worker).
 		lag := time.Since(later(intended, free))
+		buyers.Add(1)
 		select {
-		case work <- due{i, intended}:
+		case work <- due{i: i, intended: intended, first: intended}:
 		case <-ctx.Done():
+			buyers.Done()
 			break schedule
 		}
 		free = time.Now()
@@ -291,6 +333,7 @@ schedule:
 		r.SchedulerLag.RecordValue(int64(max(lag, 0) / time.Microsecond))
 		mu.Unlock()
 	}
+	buyers.Wait() // the patient ones' last answers
 	close(work)
 	wg.Wait()
 	r.Elapsed = time.Since(start)

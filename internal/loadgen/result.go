@@ -20,6 +20,8 @@ type Result struct {
 	PerGoods    []GoodsResult `json:"perGoods,omitempty"`
 	Requests    int           `json:"requests"`
 	Concurrency int           `json:"concurrency"`
+	// Fair: with patient buyers, how first come, first served the sale was.
+	Fair *FairSummary `json:"fair,omitempty"`
 
 	Sent            int            `json:"sent"`
 	Succeeded       int            `json:"succeeded"`
@@ -146,4 +148,15 @@ func (r *Result) Problems() []string {
 		p = append(p, fmt.Sprintf("%d transport errors", r.TransportErrors))
 	}
 	return append(p, r.goodsProblems()...)
+}
+
+// FairSummary is how fair a sale of patient buyers was: of the pieces
+// sold (Sold), how many went to the first Sold arrivals (ToFirst; Share of
+// Sold), and how often buyers came back (Retries).
+type FairSummary struct {
+	Patience float64 `json:"patienceSeconds"`
+	Sold     int     `json:"sold"`
+	ToFirst  int     `json:"toFirst"`
+	Share    float64 `json:"share"`
+	Retries  int     `json:"retries"`
 }

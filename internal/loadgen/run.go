@@ -62,6 +62,13 @@ type RunOptions struct {
 	RampUp      time.Duration
 	Connections int
 	SendTimeout bool
+	// Patience makes the buyers patient (ClosedOptions.Patience,
+	// OpenOptions.Patience): told to come back, a buyer comes back with
+	// its place until then. An anonymous buyer then sends a request id of
+	// its own (RequestIDs, made if empty): the shop keeps a place only for
+	// a buyer it can name. The result then says how fair the sale was
+	// (Result.Fair).
+	Patience time.Duration
 }
 
 // goods is the shop's answer to GET /goods/{goodsNo}.
@@ -79,6 +86,10 @@ type counters struct {
 // Run fires the purchases and measures them. It stops by itself: after
 // Requests requests, or MaxDuration, or when ctx ends.
 func Run(ctx context.Context, o RunOptions) (*Result, error) {
+	if o.Patience > 0 && o.RequestIDs == "" && o.Buyers == 0 && o.Token == nil {
+		// An anonymous patient buyer is named by its request id.
+		o.RequestIDs = "patient-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.MaxDuration)
 	defer cancel()
 	client := &http.Client{
@@ -174,14 +185,30 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		r.ByCode[code]++
 		mu.Unlock()
 	}
+	n := o.Requests
 	if o.Rate > 0 {
-		open, err = openLoop(ctx, o, send, answered, &c, r)
+		n = Profile{Rate: o.Rate, Duration: o.Duration, RampUp: o.RampUp}.Requests()
+	}
+	bought := make([]bool, n) // by arrival: the fairness of the sale
+	var retries atomic.Int64
+	final := func(i int, a Answer) {
+		if i < len(bought) && a.Err == nil && a.Status == http.StatusOK && a.Code == api.OK {
+			bought[i] = true
+		}
+		retries.Add(int64(max(a.Tries-1, 0)))
+	}
+	if o.Rate > 0 {
+		open, err = openLoop(ctx, o, send, answered, final, &c, r)
 		if open == nil {
 			return nil, err
 		}
 		elapsed = open.Elapsed
 	} else {
-		elapsed = closedLoop(ctx, o, latencies, send, answered, &c)
+		elapsed = closedLoop(ctx, o, latencies, send, answered, final, &c)
+	}
+	if o.Patience > 0 {
+		f := FairnessOf(bought)
+		r.Fair = &FairSummary{Patience: o.Patience.Seconds(), Sold: f.Sold, ToFirst: f.ToFirst, Share: f.Share(), Retries: int(retries.Load())}
 	}
 	close(stopProgress)
 	<-progressDone
@@ -241,12 +268,12 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 // does not stretch the run). It returns the time from its start to the last
 // answer.
 func closedLoop(ctx context.Context, o RunOptions, latencies []time.Duration,
-	send func(i int) (gi int, path string, header []string), answered func(gi, status int, code string), c *counters) time.Duration {
+	send func(i int) (gi int, path string, header []string), answered func(gi, status int, code string), final func(int, Answer), c *counters) time.Duration {
 	soldOut := make([]atomic.Bool, len(o.Goods))
 	var goodsOut atomic.Int64
 	goodsOf := make([]int, o.Requests)
 	res := Closed(ctx, ClosedOptions{
-		Targets: o.Targets, Requests: o.Requests, Concurrency: o.Concurrency, Ramp: o.Ramp, Timeout: o.Timeout,
+		Targets: o.Targets, Requests: o.Requests, Concurrency: o.Concurrency, Ramp: o.Ramp, Timeout: o.Timeout, Patience: o.Patience,
 		Request: func(i int) (string, string, []string) {
 			gi, path, header := send(i)
 			goodsOf[i] = gi
@@ -254,6 +281,7 @@ func closedLoop(ctx context.Context, o RunOptions, latencies []time.Duration,
 		},
 		OnAnswer: func(i int, a Answer) bool {
 			latencies[i] = a.End.Sub(a.Start)
+			final(i, a)
 			c.sent.Add(1)
 			if a.Err != nil {
 				c.transport.Add(1)

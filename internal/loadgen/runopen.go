@@ -35,11 +35,11 @@ type OpenSummary struct {
 // openLoop sends the purchases of o's profile on their schedule over a
 // fixed pool of connections, whatever the answers' pace.
 func openLoop(ctx context.Context, o RunOptions, send func(i int) (gi int, path string, header []string),
-	answered func(gi, status int, code string), c *counters, r *Result) (*OpenResult, error) {
+	answered func(gi, status int, code string), final func(int, Answer), c *counters, r *Result) (*OpenResult, error) {
 	profile := Profile{Rate: o.Rate, Duration: o.Duration, RampUp: o.RampUp}
 	goodsOf := make([]int, profile.Requests())
 	res, err := Open(ctx, OpenOptions{
-		Targets: o.Targets, Profile: profile, Connections: o.Connections, Timeout: o.Timeout, SendTimeout: o.SendTimeout,
+		Targets: o.Targets, Profile: profile, Connections: o.Connections, Timeout: o.Timeout, SendTimeout: o.SendTimeout, Patience: o.Patience,
 		Request: func(i int) (string, []string) {
 			gi, path, header := send(i)
 			goodsOf[i] = gi
@@ -49,6 +49,7 @@ func openLoop(ctx context.Context, o RunOptions, send func(i int) (gi int, path 
 			if rec.Sent.IsZero() {
 				return
 			}
+			final(rec.Index, rec.Answer)
 			c.sent.Add(1)
 			if rec.Err != nil {
 				c.transport.Add(1)

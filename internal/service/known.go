@@ -1,6 +1,8 @@
 package service
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -151,3 +153,37 @@ func (g *inProgress) leave(key RequestKey) {
 // oneAtATime is the refusal of a buyer's second purchase while its first
 // is under way here: nothing happened, try again once the first answered.
 var oneAtATime = &RateLimitError{Limit: "buyer", RetryAfter: time.Second}
+
+// knownAnswer is the answer to p from what this instance learnt within
+// KnownFor, if it has one: the order of p's request id (a retry, replayed,
+// or ErrRequestIDConflict for another goods), or the order p's buyer holds
+// of the goods under the one-per-buyer rule (AlreadyBoughtError).
+func (s *Shop) knownAnswer(p PurchaseRequest, now time.Time) (*Order, error, bool) {
+	if p.ClientRequestID {
+		if o, ok := s.known.request(RequestKey{p.UserID, p.RequestID}, now); ok {
+			if o.GoodsNo != p.GoodsNo {
+				return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID), true
+			}
+			o.Replayed = true
+			return &o, nil, true
+		}
+	}
+	if p.UserID != "" && s.cfg.OnePerBuyer {
+		if o, ok := s.known.held(p.GoodsNo, p.UserID, now); ok && o.RequestID != p.RequestID {
+			return nil, &AlreadyBoughtError{Order: o}, true
+		}
+	}
+	return nil, nil, false
+}
+
+// learn remembers the order a purchase ended with: its own (bought or
+// replayed), or the one its buyer was found to hold.
+func (s *Shop) learn(p PurchaseRequest, o *Order, err error) {
+	var held *AlreadyBoughtError
+	switch {
+	case err == nil && o != nil:
+		s.known.remember(*o, p.ClientRequestID, time.Now())
+	case errors.As(err, &held):
+		s.known.remember(held.Order, false, time.Now())
+	}
+}

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 )
 
@@ -169,6 +168,7 @@ type Shop struct {
 	windows   *saleWindows
 	admission *admission
 	known     *knownOrders
+	room      *Room // nil: no waiting room
 	// inProgress: the buyers with a purchase under way here.
 	inProgress inProgress
 }
@@ -193,8 +193,12 @@ func New(st Strategy, d Deps) (*Shop, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Shop{store: d.Store, purchaser: p, cfg: d.Config, log: d.Log, soldOut: d.Marks, windows: d.windows,
-		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now()), known: newKnownOrders(d.Config.KnownFor)}, nil
+	s := &Shop{store: d.Store, purchaser: p, cfg: d.Config, log: d.Log, soldOut: d.Marks, windows: d.windows,
+		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now()), known: newKnownOrders(d.Config.KnownFor), room: d.Room}
+	if s.room != nil {
+		s.room.attach(s.admission, d.Store)
+	}
+	return s, nil
 }
 
 // Close closes the strategy: new buyers are refused, those under way
@@ -204,6 +208,9 @@ func (s *Shop) Close() { s.purchaser.Close() }
 // Admission is how many purchases are in progress in this instance, how
 // many it lets in, and how many it has refused busy.
 func (s *Shop) Admission() AdmissionStats { return s.admission.stats() }
+
+// Room is the waiting room's state (zero without one).
+func (s *Shop) Room() RoomStats { return s.room.Stats() }
 
 // Stock returns the current row of goodsNo and its number of orders.
 func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
@@ -263,6 +270,8 @@ type PurchaseRequest struct {
 	ClientRequestID bool
 	// UserID identifies the buyer, "" when anonymous.
 	UserID string
+	// Place is the waiting room's place the buyer sent back, if any.
+	Place string
 }
 
 // Purchase buys one piece of p.GoodsNo for the request p.RequestID with the
@@ -288,47 +297,26 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 	return o, err
 }
 
-// knownAnswer is the answer to p from what this instance learnt within
-// KnownFor, if it has one: the order of p's request id (a retry, replayed,
-// or ErrRequestIDConflict for another goods), or the order p's buyer holds
-// of the goods under the one-per-buyer rule (AlreadyBoughtError).
-func (s *Shop) knownAnswer(p PurchaseRequest, now time.Time) (*Order, error, bool) {
-	if p.ClientRequestID {
-		if o, ok := s.known.request(RequestKey{p.UserID, p.RequestID}, now); ok {
-			if o.GoodsNo != p.GoodsNo {
-				return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID), true
-			}
-			o.Replayed = true
-			return &o, nil, true
-		}
-	}
-	if p.UserID != "" && s.cfg.OnePerBuyer {
-		if o, ok := s.known.held(p.GoodsNo, p.UserID, now); ok && o.RequestID != p.RequestID {
-			return nil, &AlreadyBoughtError{Order: o}, true
-		}
-	}
-	return nil, nil, false
-}
-
-// learn remembers the order a purchase ended with: its own (bought or
-// replayed), or the one its buyer was found to hold.
-func (s *Shop) learn(p PurchaseRequest, o *Order, err error) {
-	var held *AlreadyBoughtError
-	switch {
-	case err == nil && o != nil:
-		s.known.remember(*o, p.ClientRequestID, time.Now())
-	case errors.As(err, &held):
-		s.known.remember(held.Order, false, time.Now())
-	}
-}
-
 // buy is Purchase past what was known: the sale window, the sold-out mark,
 // one purchase at a time per buyer, the admission, the strategy.
+//
+// With the waiting room, a buyer it can name (roomWho) goes into the
+// admission when its turn has come, else hears its place (QueuedError);
+// one who comes before the sale's start gets a place in the pre-queue.
 func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
-	if err := s.windows.check(ctx, s.store, p.GoodsNo, time.Now()); err != nil {
-		return s.refuse(ctx, p, err)
+	who := ""
+	if s.room != nil {
+		who = roomWho(p)
 	}
-	if s.soldOut.check(ctx, s.store, p.GoodsNo) {
+	var startsAt *time.Time
+	if err := s.windows.check(ctx, s.store, p.GoodsNo, time.Now()); err != nil {
+		var w *WindowError
+		if who == "" || !errors.Is(err, ErrNotStarted) || !errors.As(err, &w) {
+			return s.refuse(ctx, p, err)
+		}
+		startsAt = &w.At // the pre-queue
+	}
+	if startsAt == nil && s.soldOut.check(ctx, s.store, p.GoodsNo) {
 		return s.refuse(ctx, p, ErrSoldOut)
 	}
 	if key, ok := progressKey(p); ok {
@@ -337,7 +325,16 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 		}
 		defer s.inProgress.leave(key)
 	}
-	if !s.admission.admit(time.Now()) {
+	admit := func() bool { return s.admission.admit(time.Now()) }
+	if who != "" {
+		entered, err := s.room.enter(p.GoodsNo, who, p.Place, startsAt, time.Now(), admit)
+		if errors.Is(err, ErrSoldOut) {
+			return s.refuse(ctx, p, err)
+		}
+		if !entered {
+			return nil, err
+		}
+	} else if !admit() {
 		return nil, ErrBusy
 	}
 	defer func() { s.admission.done(time.Now()) }()
@@ -352,109 +349,4 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 		return s.refuse(ctx, p, err)
 	}
 	return bought, nil
-}
-
-// purchase runs the strategy and finds out how a purchase whose commit was
-// cut off ended (outcome). It runs the strategy again, after a random wait
-// that grows, while the purchase wrote nothing for a reason that may pass
-// at once (a conflict, a broken connection, a cut-off commit that did not
-// happen: a retry cannot sell twice, and the request id would tell if it
-// did), up to ConflictRetries times and within ctx.
-func (s *Shop) purchase(ctx context.Context, order *Order) (*Order, error) {
-	for try, wait := 0, 2*time.Millisecond; ; try, wait = try+1, 2*wait {
-		err := s.purchaser.Purchase(ctx, order)
-		if errors.Is(err, ErrCommitUnknown) {
-			var bought *Order
-			if bought, err = s.outcome(ctx, order, err); err == nil {
-				return bought, nil
-			}
-		}
-		if err == nil {
-			return order, nil
-		}
-		if try >= s.cfg.ConflictRetries || !retryable(err) {
-			return nil, err
-		}
-		t := time.NewTimer(wait/2 + rand.N(wait))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		}
-		s.log.Debug("purchase wrote nothing, trying again", "requestId", order.RequestID, "try", try+1, "err", err)
-		*order = Order{GoodsNo: order.GoodsNo, RequestID: order.RequestID, UserID: order.UserID, OnePerBuyer: order.OnePerBuyer,
-			NewRequestID: order.NewRequestID}
-	}
-}
-
-// retryable: the purchase failed having written nothing, for a reason
-// that may be gone at once.
-func retryable(err error) bool {
-	return errors.Is(err, ErrConflict) || errors.Is(err, ErrConnectionLost)
-}
-
-// refuse turns a refusal into what the buyer should hear. A purchase
-// repeated under a request id that bought answers with that order (a retry
-// whose answer was lost; the id used for another goods is a conflict); a
-// buyer refused while holding an order of the goods under the one-per-buyer
-// rule hears which order. Otherwise the refusal stands. The lookups are made
-// only when the refusal may hide one of those, so anonymous buyers of a
-// sold-out goods cost no query.
-func (s *Shop) refuse(ctx context.Context, p PurchaseRequest, err error) (*Order, error) {
-	var bought *AlreadyBoughtError
-	if errors.As(err, &bought) && bought.Order.RequestID != p.RequestID {
-		return nil, err // the store named the order already
-	}
-	refusal := errors.Is(err, ErrSoldOut) || errors.Is(err, ErrNotStarted) || errors.Is(err, ErrEnded)
-	if errors.Is(err, ErrDuplicateRequest) || errors.Is(err, ErrAlreadyBought) || p.ClientRequestID && refusal {
-		o, found, lerr := s.store.OrderByRequestID(ctx, RequestKey{p.UserID, p.RequestID})
-		switch {
-		case lerr == nil && found && o.GoodsNo != p.GoodsNo:
-			return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID)
-		case lerr == nil && found:
-			o.Replayed = true
-			return &o, nil
-		}
-	}
-	if p.UserID != "" && s.cfg.OnePerBuyer && (errors.Is(err, ErrAlreadyBought) || refusal) {
-		o, found, lerr := s.store.ActiveOrderOfBuyer(ctx, p.GoodsNo, p.UserID)
-		if lerr == nil && found {
-			return nil, &AlreadyBoughtError{Order: o}
-		}
-	}
-	return nil, err
-}
-
-// outcome finds out whether a purchase whose commit was cut off happened,
-// by looking for its order (request ids are unique), until OutcomeTimeout.
-// The buyer then hears the truth: 200 with the order, or the purchase's
-// failure; ErrCommitUnknown only if the database stays away. The lookup
-// has a context of its own (ctx's values, not its end): a buyer whose
-// deadline passed during the commit is owed the outcome as much as any.
-func (s *Shop) outcome(ctx context.Context, order *Order, commitErr error) (*Order, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OutcomeTimeout)
-	defer cancel()
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		o, found, err := s.store.OrderByRequestID(ctx, order.Key())
-		switch {
-		case err == nil && found && o.GoodsNo != order.GoodsNo:
-			// The id bought another goods before (a batch answers its
-			// duplicates too with the cut-off commit).
-			return nil, fmt.Errorf("%w: it bought goods %d (order %d)", ErrRequestIDConflict, o.GoodsNo, o.ID)
-		case err == nil && found:
-			s.log.Warn("commit was cut off but went through", "requestId", order.RequestID, "orderId", o.ID)
-			return &o, nil
-		case err == nil:
-			return nil, fmt.Errorf("%w: the commit was cut off and did not happen (%v)", ErrConnectionLost, commitErr)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			s.log.Error("purchase outcome unknown", "requestId", order.RequestID, "err", commitErr)
-			return nil, commitErr
-		}
-	}
 }

@@ -57,6 +57,9 @@ type Deps struct {
 	// A strategy's own settings, beside the ones every strategy shares
 	// (Env.Config).
 	Allot AllotConfig
+	// Room is the waiting room (NewRoom); nil: none, a buyer past the
+	// admission hears 503 busy.
+	Room *Room
 	Env
 }
 

@@ -130,7 +130,7 @@ func (s Stack) CheckNoOversell(t *testing.T, initial int, answers ...Answer) {
 			t.Errorf("answer %d %s: only 503 may report a fault", a.Status, a.Code)
 		}
 	}
-	t.Logf("stock %d -> %d, %d order rows, %d answered 200, answers %v", initial, stock, orders, ok, answers)
+	t.Logf("stock %d -> %d, %d order rows, %d answered 200, %d answers", initial, stock, orders, ok, len(answers))
 	if oversold := orders - (initial - stock); oversold != 0 {
 		t.Errorf("OVERSOLD %d: %d order rows for a stock that went down by %d", oversold, orders, initial-stock)
 	}
@@ -148,13 +148,14 @@ func (s Stack) CheckNoOversell(t *testing.T, initial int, answers ...Answer) {
 		var body struct {
 			RequestID string `json:"requestId"`
 			OrderID   uint64 `json:"orderId"`
+			Ahead     *int   `json:"ahead"`
 		}
 		if a.Err != nil || a.Decode(&body) != nil || body.RequestID == "" {
 			t.Logf("answer %d names no request: the history is not checked, the totals are", i)
 			return
 		}
 		op := history.Op{Client: i, Kind: history.Buy, Goods: 1, RequestID: body.RequestID,
-			Result: history.BuyResult(history.Answer{Status: a.Status, Code: a.Code}), Call: a.Start, Ret: a.End}
+			Result: history.BuyResult(history.Answer{Status: a.Status, Code: a.Code, Ahead: body.Ahead != nil}), Call: a.Start, Ret: a.End}
 		if op.Result == history.OK {
 			op.Order = body.OrderID
 		}

@@ -112,6 +112,10 @@ type Answer struct {
 	Status int
 	Code   string
 	Err    error // no answer at all
+	// Ahead: a sold_out that names the buyers ahead of the buyer's place
+	// in the waiting room, told before its turn: a forecast, not a read
+	// of the stock (pieces may be left then); nothing was sold to it.
+	Ahead bool
 }
 
 // BuyResult classifies a purchase's answer. The shop's contract: nothing is
@@ -127,7 +131,7 @@ func BuyResult(a Answer) Result {
 		return Unknown
 	case a.Status == http.StatusOK:
 		return OK
-	case a.Code == "sold_out":
+	case a.Code == "sold_out" && !a.Ahead:
 		return SoldOut
 	}
 	return Refused

@@ -1,0 +1,341 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The waiting room: first come, first served past capacity. A buyer the
+// shop cannot let in now gets a place (place.go): its arrival time, signed,
+// carried by the buyer. Buyers are let in in place order across every
+// instance: a goods' horizon, shared in the store (room_horizon), is the
+// arrival time up to which places may go into the admission; a place beyond
+// it is told how many are ahead, how long that should take and when to come
+// back. Each instance moves the horizon forward, never back, at the rate it
+// sells: every tick it counts its own places beyond the horizon (a balancer
+// spreads arrivals evenly, so an instance's share of them is its share of
+// the sale) and lets in as many as it can serve in pipeline, the time a
+// buyer let in takes to come back (RoomPipeline), less those already let
+// in and not yet served. A buyer whose place is beyond what is left to
+// sell (the stock and the unpaid orders that may expire) hears sold out at
+// once. Before a goods' sale starts, places are a pre-queue, ordered at
+// the start by arrival or shuffled (RoomConfig.Shuffle).
+
+// RoomConfig is the waiting room's settings (room.*).
+type RoomConfig struct {
+	// Enabled: past capacity a buyer gets a place instead of 503 busy.
+	Enabled bool
+	// Keep is how long a place is kept when its buyer does not come back
+	// after the time it was told. Default DefaultRoomKeep.
+	Keep time.Duration
+	// Shuffle orders the places given before a goods' sale starts at
+	// random at the start, instead of by arrival.
+	Shuffle bool
+}
+
+// DefaultRoomKeep: a buyer who stops coming back loses its place after
+// this long past the time it was told.
+const DefaultRoomKeep = 10 * time.Second
+
+const (
+	// roomTick is how often an instance reads the horizons and moves them.
+	roomTick = 50 * time.Millisecond
+	// RoomPipeline is the time from letting a place in to the buyer's
+	// return: what the horizon keeps ahead of the sale, in buyers.
+	RoomPipeline = 1500 * time.Millisecond
+	// roomBucket is the resolution of the arrival histogram.
+	roomBucket = 10 * time.Millisecond
+	// roomMaxBuckets bounds one goods' histogram: arrivals later than
+	// that many buckets past the horizon share the last one.
+	roomMaxBuckets = 1 << 16
+	// roomIdle: a goods nobody asked for this long leaves the room's memory.
+	roomIdle = 30 * time.Second
+	// roomTurnRetry is when a buyer whose turn has come but found the
+	// admission full comes back.
+	roomTurnRetry = 250 * time.Millisecond
+	// roomSoldOutMargin: a place hears sold out early only when the
+	// buyers ahead of it exceed what is left by this factor (the count
+	// ahead is an estimate).
+	roomSoldOutMargin = 1.25
+)
+
+// RoomStore is what the room needs of the store: the key places are
+// signed with, the shared horizons, and the instances sharing the room.
+type RoomStore interface {
+	// RoomKey returns the room's key, storing fresh if there is none yet.
+	RoomKey(ctx context.Context, fresh []byte) ([]byte, error)
+	// Horizons reads the horizons of goods (microseconds since 1970); a
+	// goods without one is missing.
+	Horizons(ctx context.Context, goods []int32) (map[int32]int64, error)
+	// AdvanceHorizon moves a goods' horizon to at (microseconds) if that
+	// is later.
+	AdvanceHorizon(ctx context.Context, goodsNo int32, at int64) error
+	// RoomMembers records member as serving the room now and counts the
+	// members seen within the last within.
+	RoomMembers(ctx context.Context, member string, within time.Duration) (int, error)
+}
+
+// ErrQueued: the buyer has a place in the goods' waiting room and is to
+// come back; a QueuedError says where it stands.
+var ErrQueued = errors.New("service: waiting for a turn")
+
+// QueuedError is ErrQueued with the buyer's place.
+type QueuedError struct {
+	Token      string        // the place, for the buyer to send back
+	Ahead      int           // buyers ahead of it (an estimate)
+	Wait       time.Duration // the expected wait
+	RetryAfter time.Duration // when to come back
+	StartsAt   *time.Time    // the sale's start, for a place in the pre-queue
+}
+
+func (e *QueuedError) Error() string {
+	return fmt.Sprintf("%v: %d ahead, about %v", ErrQueued, e.Ahead, e.Wait.Round(time.Millisecond))
+}
+
+func (e *QueuedError) Unwrap() error { return ErrQueued }
+
+// SoldOutAheadError is ErrSoldOut told before the buyer's turn: the buyers
+// ahead of its place (Ahead, an estimate) are more than what is left. It
+// is a forecast, not a read of the stock: nothing was sold to the buyer,
+// and the pieces left go to the places ahead.
+type SoldOutAheadError struct{ Ahead int }
+
+func (e *SoldOutAheadError) Error() string {
+	return fmt.Sprintf("%v: %d buyers ahead, more than is left", ErrSoldOut, e.Ahead)
+}
+
+func (e *SoldOutAheadError) Unwrap() error { return ErrSoldOut }
+
+// Room is the waiting room of an instance; Run keeps it in step with the
+// other instances'.
+type Room struct {
+	cfg    RoomConfig
+	store  RoomStore
+	signer placeSigner
+	log    *slog.Logger
+
+	// Set by the Shop that uses the room: its admission (the local rate)
+	// and its store (what is left of a goods).
+	admission *admission
+	shop      Store
+
+	mu      sync.Mutex
+	queues  map[int32]*roomQueue
+	members int
+}
+
+// roomQueue is one goods' room as this instance sees it.
+type roomQueue struct {
+	horizon  int64           // microseconds: places at or before it may go in
+	hist     map[int64]int32 // the places this instance gave, by bucket of their effective time
+	startsAt *time.Time      // the sale's start, while it is ahead
+	lastAsk  time.Time
+	// blocked counts, per tick of the last second, buyers whose turn had
+	// come and who found the admission full; passed, per tick of the last
+	// pipeline, the places the horizon passed.
+	blocked, passed ring
+	snap            roomSnapshot
+	left            int64 // stock and unpaid orders; -1: not read
+	leftRead        time.Time
+}
+
+// roomSnapshot is a goods' places beyond the horizon, as of a tick: their
+// buckets in order and the count up to each, for a buyer's count ahead.
+type roomSnapshot struct {
+	keys []int64
+	cum  []int64
+}
+
+// ring counts per tick over a window of ticks.
+type ring struct {
+	n   []int64
+	pos int
+}
+
+func newRing(ticks int) ring { return ring{n: make([]int64, ticks)} }
+func (r *ring) add(k int64)  { r.n[r.pos] += k }
+func (r *ring) next()        { r.pos = (r.pos + 1) % len(r.n); r.n[r.pos] = 0 }
+func (r *ring) sum() (s int64) {
+	for _, v := range r.n {
+		s += v
+	}
+	return s
+}
+
+// NewRoom is an instance's room, with the store's key (made now if no
+// instance made it).
+func NewRoom(ctx context.Context, store RoomStore, cfg RoomConfig, log *slog.Logger) (*Room, error) {
+	if cfg.Keep <= 0 {
+		cfg.Keep = DefaultRoomKeep
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	key, err := store.RoomKey(ctx, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("service: the waiting room's key: %w", err)
+	}
+	return &Room{cfg: cfg, store: store, signer: placeSigner{key: key}, log: log,
+		queues: map[int32]*roomQueue{}, members: 1}, nil
+}
+
+// attach gives the room the Shop's admission and store.
+func (r *Room) attach(a *admission, shop Store) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.admission, r.shop = a, shop
+}
+
+// roomWho is whom a place is bound to: the buyer, or an anonymous buyer's
+// own request id; "" (no place possible) for an anonymous buyer without one.
+func roomWho(p PurchaseRequest) string {
+	switch {
+	case p.UserID != "":
+		return "u:" + p.UserID
+	case p.ClientRequestID:
+		return "r:" + p.RequestID
+	}
+	return ""
+}
+
+// enter decides whether buyer who (with the place token it sent, if any)
+// of goodsNo goes into the admission now: admit takes a place there, and
+// true means the buyer went in (the caller gives the place back). Else the
+// answer is a QueuedError, or a SoldOutAheadError for a place beyond what
+// is left.
+// startsAt is the goods' sale start when it is ahead.
+func (r *Room) enter(goodsNo int32, who, token string, startsAt *time.Time, now time.Time, admit func() bool) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.queueLocked(goodsNo, now)
+	q.startsAt = startsAt
+	pl, ok := r.signer.read(token, goodsNo, who, now)
+	started := startsAt == nil || !now.Before(*startsAt)
+	if !ok {
+		if started && len(q.hist) == 0 && admit() {
+			return true, nil // nobody waits here: straight in
+		}
+		pl = Place{GoodsNo: goodsNo, At: now}
+		eff := r.effective(pl, who, startsAt)
+		bucket := eff / roomBucket.Microseconds()
+		if q.horizon > 0 {
+			bucket = min(bucket, q.horizon/roomBucket.Microseconds()+roomMaxBuckets)
+		}
+		q.hist[bucket]++
+		return false, r.queuedLocked(q, pl, who, eff, now, false)
+	}
+	eff := r.effective(pl, who, startsAt)
+	if started && eff <= q.horizon {
+		if admit() {
+			return true, nil
+		}
+		q.blocked.add(1)
+		return false, r.queuedLocked(q, pl, who, eff, now, true)
+	}
+	return false, r.queuedLocked(q, pl, who, eff, now, false)
+}
+
+// effective is a place's position in its goods' order, in microseconds:
+// its arrival, or for a place of the pre-queue with Shuffle a random point
+// of the second before the start (the buyer's and the sale's hash, so the
+// same at every instance).
+func (r *Room) effective(pl Place, who string, startsAt *time.Time) int64 {
+	if startsAt == nil || !r.cfg.Shuffle || !pl.At.Before(*startsAt) {
+		return pl.At.UnixMicro()
+	}
+	h := fnv.New64a()
+	var b [12]byte
+	binary.BigEndian.PutUint32(b[:4], uint32(pl.GoodsNo))
+	binary.BigEndian.PutUint64(b[4:], uint64(startsAt.UnixMicro()))
+	h.Write(b[:])
+	h.Write(r.signer.key) // not guessable: a buyer cannot pick an id that comes first
+	h.Write([]byte(who))
+	sec := time.Second.Microseconds()
+	return startsAt.UnixMicro() - sec + int64(h.Sum64()%uint64(sec))
+}
+
+// queuedLocked is the answer to a buyer who waits at eff: its place renewed
+// until it is due back plus Keep, the count ahead, the wait; or ErrSoldOut
+// when the count ahead is beyond what is left.
+func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now time.Time, turn bool) error {
+	members := max(1, r.members)
+	ahead := 0
+	if !turn {
+		ahead = int(q.snap.before(eff/roomBucket.Microseconds())) * members
+	}
+	if q.left >= 0 && !turn && float64(ahead) > roomSoldOutMargin*float64(q.left)+float64(members) {
+		return &SoldOutAheadError{Ahead: ahead}
+	}
+	rate := r.rateLocked() * float64(members)
+	wait := time.Duration(float64(ahead) / rate * float64(time.Second))
+	retry := max(min(wait, 30*time.Second), roomTurnRetry)
+	if turn {
+		retry = roomTurnRetry
+	}
+	var starts *time.Time
+	if q.startsAt != nil && now.Before(*q.startsAt) {
+		until := q.startsAt.Sub(now)
+		wait += until
+		retry = max(retry, until)
+		starts = q.startsAt
+	}
+	pl.Expires = now.Add(retry + r.cfg.Keep)
+	return &QueuedError{Token: r.signer.sign(pl, who), Ahead: ahead, Wait: wait, RetryAfter: retry, StartsAt: starts}
+}
+
+// rateLocked is the purchases per second this instance serves.
+func (r *Room) rateLocked() float64 {
+	if r.admission == nil {
+		return 100
+	}
+	st := r.admission.stats()
+	if st.Rate > 0 {
+		return st.Rate
+	}
+	return max(float64(st.Limit)*3, 10) // not measured yet: its queue in a third of a second
+}
+
+func (r *Room) queueLocked(goodsNo int32, now time.Time) *roomQueue {
+	q := r.queues[goodsNo]
+	if q == nil {
+		ticks := int(RoomPipeline / roomTick)
+		q = &roomQueue{hist: map[int64]int32{}, blocked: newRing(int(time.Second / roomTick)), passed: newRing(ticks), left: -1}
+		r.queues[goodsNo] = q
+	}
+	q.lastAsk = now
+	return q
+}
+
+// waitingLocked is the places this instance gave that are beyond the
+// horizon.
+func (r *Room) waitingLocked(q *roomQueue) int64 {
+	var n int64
+	h := q.horizon / roomBucket.Microseconds()
+	for k, c := range q.hist {
+		if k > h {
+			n += int64(c)
+		}
+	}
+	return n
+}
+
+// before is the places of the snapshot in buckets before b.
+func (s roomSnapshot) before(b int64) int64 {
+	i, _ := slices.BinarySearch(s.keys, b)
+	if i == 0 {
+		return 0
+	}
+	return s.cum[i-1]
+}

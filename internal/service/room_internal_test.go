@@ -1,0 +1,232 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeRoomStore is the room's shared state in memory.
+type fakeRoomStore struct {
+	mu       sync.Mutex
+	key      []byte
+	horizons map[int32]int64
+}
+
+func (f *fakeRoomStore) RoomKey(_ context.Context, fresh []byte) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.key == nil {
+		f.key = fresh
+	}
+	return f.key, nil
+}
+
+func (f *fakeRoomStore) Horizons(_ context.Context, goods []int32) (map[int32]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[int32]int64{}
+	for _, g := range goods {
+		if h, ok := f.horizons[g]; ok {
+			out[g] = h
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeRoomStore) AdvanceHorizon(_ context.Context, g int32, at int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.horizons == nil {
+		f.horizons = map[int32]int64{}
+	}
+	f.horizons[g] = max(f.horizons[g], at)
+	return nil
+}
+
+func (f *fakeRoomStore) RoomMembers(context.Context, string, time.Duration) (int, error) {
+	return 1, nil
+}
+
+func newTestRoom(t *testing.T, cfg RoomConfig) (*Room, *fakeRoomStore) {
+	t.Helper()
+	store := &fakeRoomStore{}
+	r, err := NewRoom(context.Background(), store, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, store
+}
+
+// A place is its buyer's, for its goods, until it lapses: another buyer,
+// another goods, a token altered in any byte, a malformed one or a lapsed
+// one is no place (its bearer is a new arrival).
+func TestAPlaceCannotBeForgedMovedOrKeptPastItsTime(t *testing.T) {
+	r, _ := newTestRoom(t, RoomConfig{})
+	now := time.Now()
+	pl := Place{GoodsNo: 1, At: now.Add(-time.Second).Truncate(time.Microsecond), Expires: now.Add(10 * time.Second)}
+	token := r.signer.sign(pl, "u:alice")
+	got, ok := r.signer.read(token, 1, "u:alice", now)
+	if !ok || !got.At.Equal(pl.At) {
+		t.Fatalf("alice's own place: %+v %t, want arrival %v", got, ok, pl.At)
+	}
+	other, _ := newTestRoom(t, RoomConfig{}) // another deployment's key
+	for name, c := range map[string]struct {
+		token, who string
+		goods      int32
+		at         time.Time
+	}{
+		"another buyer's":         {token, "u:mallory", 1, now},
+		"for another goods":       {token, "u:alice", 2, now},
+		"lapsed":                  {token, "u:alice", 1, now.Add(11 * time.Second)},
+		"another key's":           {other.signer.sign(pl, "u:alice"), "u:alice", 1, now},
+		"malformed":               {"p1.not base64!", "u:alice", 1, now},
+		"empty":                   {"", "u:alice", 1, now},
+		"of another version":      {"p2." + token[3:], "u:alice", 1, now},
+		"too long":                {token + strings.Repeat("A", 64), "u:alice", 1, now},
+		"an earlier arrival made": {forgeEarlier(token), "u:alice", 1, now},
+	} {
+		if p, ok := r.signer.read(c.token, c.goods, c.who, c.at); ok {
+			t.Errorf("a place %s was read: %+v", name, p)
+		}
+	}
+}
+
+// forgeEarlier is token with its arrival moved a second earlier, its
+// signature kept.
+func forgeEarlier(token string) string {
+	b := []byte(token)
+	b[len("p1.")+8] ^= 0x01 // a byte of the arrival time
+	return string(b)
+}
+
+// Past capacity a new buyer gets a place; a place beyond the horizon waits
+// even with room in the admission; one at or before it goes in when there
+// is room, and when there is none hears its turn has come (a short wait).
+func TestPlacesGoInInOrderOfTheHorizon(t *testing.T) {
+	r, store := newTestRoom(t, RoomConfig{})
+	full := func() bool { return false }
+	room := func() bool { return true }
+	now := time.Now()
+	enter := func(who, token string, at time.Time, admit func() bool) (bool, *QueuedError) {
+		t.Helper()
+		in, err := r.enter(1, who, token, nil, at, admit)
+		var q *QueuedError
+		if !in && !errors.As(err, &q) {
+			t.Fatalf("%s: entered %t, %v; want a place", who, in, err)
+		}
+		return in, q
+	}
+	if in, _ := enter("u:first", "", now, room); !in {
+		t.Fatal("the first buyer with nobody waiting did not go straight in")
+	}
+	_, a := enter("u:a", "", now.Add(time.Millisecond), full)
+	_, b := enter("u:b", "", now.Add(20*time.Millisecond), full)
+	if a.Token == "" || b.Token == "" || a.RetryAfter <= 0 {
+		t.Fatalf("places %+v %+v: want tokens and a time to come back", a, b)
+	}
+	r.mu.Lock()
+	r.queues[1].snap = r.queues[1].snapshot() // as a tick would, without moving the horizon
+	r.mu.Unlock()
+	if _, q := enter("u:b", b.Token, now.Add(40*time.Millisecond), room); q == nil || q.Ahead < 1 {
+		t.Fatalf("b, behind a, came back before the horizon passed it: %+v, want queued with a ahead", q)
+	}
+	if in, q := enter("u:late", "", now.Add(41*time.Millisecond), room); in || q == nil {
+		t.Fatal("a new buyer went in past the waiting ones")
+	}
+	// The horizon passes a's place but not b's: a goes in, b waits.
+	store.horizons = map[int32]int64{1: now.Add(5 * time.Millisecond).UnixMicro()}
+	r.tick(context.Background(), now.Add(50*time.Millisecond))
+	if in, _ := enter("u:a", a.Token, now.Add(60*time.Millisecond), room); !in {
+		t.Error("a, within the horizon, with room in the admission, did not go in")
+	}
+	if _, q := enter("u:a", a.Token, now.Add(61*time.Millisecond), full); q == nil || q.RetryAfter != roomTurnRetry || q.Ahead != 0 {
+		t.Errorf("a, its turn come but the admission full: %+v, want told to come back in %v", q, roomTurnRetry)
+	}
+}
+
+// The horizon moves as far as the instance can serve in the pipeline, less
+// those it let in and those turned away for room: over the oldest places
+// first, never back; to now once nobody waits.
+func TestTheHorizonMovesAtTheRateTheShopServes(t *testing.T) {
+	r, store := newTestRoom(t, RoomConfig{})
+	r.attach(newAdmission(0, 4, time.Now()), nil) // limit 4, not measured: 12 a second
+	now := time.Now()
+	for i := range 40 { // 40 places, 10 ms apart
+		r.enter(1, "u:"+string(rune('a'+i)), "", nil, now.Add(time.Duration(i)*roomBucket), func() bool { return false })
+	}
+	r.tick(context.Background(), now.Add(time.Second))
+	want := int64(12 * RoomPipeline.Seconds()) // 18 places
+	h := store.horizons[1]
+	passed := (h - now.UnixMicro()) / roomBucket.Microseconds()
+	if passed < want-1 || passed > want+1 {
+		t.Errorf("the horizon passed %d places, want about %d", passed, want)
+	}
+	r.tick(context.Background(), now.Add(time.Second+roomTick))
+	if store.horizons[1] != h {
+		t.Errorf("the horizon moved again before those let in came back: %d, was %d", store.horizons[1], h)
+	}
+}
+
+// Before the start, places are a pre-queue: none goes in, each is told to
+// come back at the start; with Shuffle their order is a function of the
+// buyer (the same at every instance), not of their arrival, and falls in
+// the second before the start.
+func TestThePreQueueIsShuffledAtTheStart(t *testing.T) {
+	r, _ := newTestRoom(t, RoomConfig{Shuffle: true})
+	start := time.Now().Add(time.Minute)
+	now := time.Now()
+	in, err := r.enter(1, "u:early", "", &start, now, func() bool { return true })
+	var q *QueuedError
+	if in || !errors.As(err, &q) || q.StartsAt == nil || q.RetryAfter < 59*time.Second {
+		t.Fatalf("a buyer before the start: in %t, %+v; want a place and to come back at the start", in, err)
+	}
+	inOrder := 0
+	prev := int64(0)
+	for i := range 100 {
+		pl := Place{GoodsNo: 1, At: now.Add(time.Duration(i) * time.Millisecond)}
+		eff := r.effective(pl, "u:"+strings.Repeat("x", i), &start)
+		if eff < start.Add(-time.Second).UnixMicro() || eff >= start.UnixMicro() {
+			t.Fatalf("a pre-queue place at %d, outside the second before the start", eff)
+		}
+		if eff > prev {
+			inOrder++
+		}
+		prev = eff
+		if again := r.effective(pl, "u:"+strings.Repeat("x", i), &start); again != eff {
+			t.Fatal("a place's shuffled position is not the same twice")
+		}
+	}
+	if inOrder > 80 {
+		t.Errorf("%d of 100 pre-queue places kept their arrival order: not shuffled", inOrder)
+	}
+	byArrival, _ := newTestRoom(t, RoomConfig{Shuffle: false})
+	pl := Place{GoodsNo: 1, At: now}
+	if eff := byArrival.effective(pl, "u:x", &start); eff != now.UnixMicro() {
+		t.Errorf("without Shuffle a pre-queue place is at %d, want its arrival %d", eff, now.UnixMicro())
+	}
+}
+
+// A place whose buyers ahead are well beyond what is left hears sold out
+// at once, not after its wait.
+func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
+	r, _ := newTestRoom(t, RoomConfig{})
+	r.attach(newAdmission(0, 1, time.Now()), nil) // 10 a second: the horizon passes 15 places a tick
+	now := time.Now()
+	full := func() bool { return false }
+	var last *QueuedError
+	for i := range 100 {
+		_, err := r.enter(1, "u:"+strings.Repeat("y", i+1), "", nil, now.Add(time.Duration(i)*roomBucket), full)
+		errors.As(err, &last)
+	}
+	r.tick(context.Background(), now.Add(time.Second))
+	r.mu.Lock()
+	r.queues[1].left = 10 // ten pieces (stock and unpaid) left
+	r.mu.Unlock()
+	if _, err := r.enter(1, "u:"+strings.Repeat("y", 100), last.Token, nil, now.Add(time.Second), full); !errors.Is(err, ErrSoldOut) {
+		t.Errorf("the 100th place with 10 pieces left: %v, want sold out", err)
+	}
+}

@@ -1,0 +1,212 @@
+package service
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// The waiting room kept in step with the other instances' (room.go): each
+// tick an instance reads the horizons of the goods asked for, moves them
+// as far as it can serve, and now and then counts the instances and reads
+// what is left of each goods with buyers waiting.
+
+// Run keeps the room in step until ctx ends, as the instance member (its
+// participant id): each tick it reads the horizons of the goods asked for,
+// moves them as this instance can serve, and now and then counts the
+// instances and reads what is left of each goods with buyers waiting.
+func (r *Room) Run(ctx context.Context, member string) error {
+	t := time.NewTicker(roomTick)
+	defer t.Stop()
+	var lastMembers time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			if now.Sub(lastMembers) >= time.Second {
+				lastMembers = now
+				if n, err := r.store.RoomMembers(ctx, member, 3*time.Second); err == nil {
+					r.mu.Lock()
+					r.members = max(1, n)
+					r.mu.Unlock()
+				} else {
+					r.log.Debug("room: counting the instances", "err", err)
+				}
+			}
+			r.tick(ctx, now)
+		}
+	}
+}
+
+// tick is one step of Run.
+func (r *Room) tick(ctx context.Context, now time.Time) {
+	r.mu.Lock()
+	var goods []int32
+	for g, q := range r.queues {
+		if now.Sub(q.lastAsk) > roomIdle && r.waitingLocked(q) == 0 {
+			delete(r.queues, g)
+			continue
+		}
+		goods = append(goods, g)
+	}
+	r.mu.Unlock()
+	if len(goods) == 0 {
+		return
+	}
+	hs, err := r.store.Horizons(ctx, goods)
+	if err != nil {
+		r.log.Debug("room: reading the horizons", "err", err)
+		return
+	}
+	proposals := map[int32]int64{}
+	var readLeft []int32
+	r.mu.Lock()
+	for _, g := range goods {
+		q := r.queues[g]
+		if q == nil {
+			continue
+		}
+		q.blocked.next()
+		q.passed.next()
+		r.moveLocked(q, hs[g])
+		if p, ok := r.proposeLocked(q, now); ok {
+			proposals[g] = p
+			r.moveLocked(q, p)
+		}
+		q.snap = q.snapshot()
+		if len(q.snap.keys) > 0 && now.Sub(q.leftRead) >= 500*time.Millisecond {
+			q.leftRead = now
+			readLeft = append(readLeft, g)
+		}
+	}
+	shop := r.shop
+	r.mu.Unlock()
+	for g, p := range proposals {
+		if err := r.store.AdvanceHorizon(ctx, g, p); err != nil {
+			r.log.Debug("room: moving a horizon", "goodsNo", g, "err", err)
+		}
+	}
+	if shop != nil && len(readLeft) > 0 {
+		r.readLeft(ctx, shop, readLeft)
+	}
+}
+
+// moveLocked takes the horizon to h if it is later, counting the places
+// it passes and forgetting them.
+func (r *Room) moveLocked(q *roomQueue, h int64) {
+	if h <= q.horizon {
+		return
+	}
+	q.horizon = h
+	hb := h / roomBucket.Microseconds()
+	for k, c := range q.hist {
+		if k <= hb {
+			q.passed.add(int64(c))
+			delete(q.hist, k)
+		}
+	}
+}
+
+// proposeLocked is where this instance moves the horizon of q now: past
+// the places it can serve in the pipeline, less those let in and not yet
+// served; to now when none of its places wait (nobody is queued, new
+// buyers go straight in). None before the sale's start.
+func (r *Room) proposeLocked(q *roomQueue, now time.Time) (int64, bool) {
+	if q.startsAt != nil && now.Before(*q.startsAt) {
+		return 0, false
+	}
+	if len(q.hist) == 0 {
+		if q.blocked.sum() > 0 {
+			return 0, false // those let in are still being served
+		}
+		return now.UnixMicro(), now.UnixMicro() > q.horizon
+	}
+	want := int64(r.rateLocked() * RoomPipeline.Seconds())
+	k := want - q.blocked.sum() - q.passed.sum()
+	if k <= 0 {
+		return 0, false
+	}
+	keys := make([]int64, 0, len(q.hist))
+	for b := range q.hist {
+		keys = append(keys, b)
+	}
+	slices.Sort(keys)
+	var n int64
+	for _, b := range keys {
+		n += int64(q.hist[b])
+		if n >= k {
+			return (b+1)*roomBucket.Microseconds() - 1, true
+		}
+	}
+	return (keys[len(keys)-1]+1)*roomBucket.Microseconds() - 1, true
+}
+
+// snapshot is q's places beyond the horizon as a roomSnapshot.
+func (q *roomQueue) snapshot() roomSnapshot {
+	keys := make([]int64, 0, len(q.hist))
+	for b := range q.hist {
+		keys = append(keys, b)
+	}
+	slices.Sort(keys)
+	cum := make([]int64, len(keys))
+	var n int64
+	for i, b := range keys {
+		n += int64(q.hist[b])
+		cum[i] = n
+	}
+	return roomSnapshot{keys: keys, cum: cum}
+}
+
+// readLeft reads, of goods, the stock and the unpaid orders (which may
+// expire and come back): what is left to sell.
+func (r *Room) readLeft(ctx context.Context, shop Store, goods []int32) {
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	rows, err := shop.GoodsOf(rctx, goods)
+	if err != nil {
+		return
+	}
+	counts, err := shop.OrderCounts(rctx, goods)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range goods {
+		q := r.queues[g]
+		row, ok := rows[g]
+		if q == nil || !ok {
+			continue
+		}
+		q.left = int64(max(row.Stock, 0)) + counts[g][OrderUnpaid]
+	}
+}
+
+// RoomStats is what the room shows of itself (the metrics', the dashboard's).
+type RoomStats struct {
+	// Waiting: places this instance gave that are beyond their horizon.
+	Waiting int64
+	// LetIn: places the horizons passed in the last pipeline, a second's worth.
+	LetInPerSec float64
+	// Wait: the expected wait of a place given now (the longest goods').
+	Wait time.Duration
+}
+
+// Stats is the room's now.
+func (r *Room) Stats() RoomStats {
+	if r == nil {
+		return RoomStats{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var st RoomStats
+	rate := r.rateLocked() * float64(max(1, r.members))
+	for _, q := range r.queues {
+		w := r.waitingLocked(q)
+		st.Waiting += w
+		st.LetInPerSec += float64(q.passed.sum()) / RoomPipeline.Seconds()
+		st.Wait = max(st.Wait, time.Duration(float64(w*int64(max(1, r.members)))/rate*float64(time.Second)))
+	}
+	return st
+}
