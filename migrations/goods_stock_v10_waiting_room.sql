@@ -3,7 +3,8 @@
 -- here so that every instance signs and checks places alike), carried by the buyer (a cookie,
 -- or the X-Place header). room_horizon holds, per goods, the time up to which places are let
 -- in (microseconds since 1970), moved forward only (GREATEST) by the instances at the rate
--- they sell. room_member lists the instances serving the room, each seen every second: how
+-- they sell, and the latest place any instance gave: the queue is empty when the horizon
+-- has reached it. room_member lists the instances serving the room, each seen every second: how
 -- many share the queue.
 CREATE TABLE IF NOT EXISTS room_key (
   id tinyint unsigned NOT NULL,
@@ -14,6 +15,7 @@ CREATE TABLE IF NOT EXISTS room_key (
 CREATE TABLE IF NOT EXISTS room_horizon (
   goods_no int NOT NULL,
   horizon bigint NOT NULL,
+  latest bigint NOT NULL,
   PRIMARY KEY (goods_no)
 ) ENGINE=InnoDB;
 

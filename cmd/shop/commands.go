@@ -182,6 +182,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		a := shop.Admission()
 		return metrics.Admission{InFlight: a.InFlight, Limit: a.Limit, Rate: a.Rate, Refused: a.Refused}
 	})
+	if deps.Room != nil {
+		m.RoomStats(func() metrics.Room {
+			r := shop.Room()
+			return metrics.Room{Waiting: r.Waiting, LetInPerSec: r.LetInPerSec, WaitSeconds: r.Wait.Seconds()}
+		})
+	}
 	orders := service.NewOrders(store, cfg.Orders, log)
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -117,6 +118,10 @@ type OpenResult struct {
 	// from its actual send: what a load tool that suffers coordinated
 	// omission would report.
 	Latency, OKLatency, RefusedLatency, Service *hdrhistogram.Histogram
+	// NotBought is every answer's but a 200's, from its actual send, a
+	// patient buyer's answers that sent it back included: what the shop
+	// takes to answer the buyers it does not sell to.
+	NotBought *hdrhistogram.Histogram
 	// SchedulerLag is how late the scheduler itself handed requests out
 	// (the generator's own CPU); PoolWait how long a request waited from
 	// its intended send time for a free connection (scheduler lag
@@ -184,7 +189,7 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 	}
 	n := o.Profile.Requests()
 	r := &OpenResult{Profile: o.Profile, Scheduled: n, ByStatus: map[int]int{}, ByCode: map[string]int{},
-		Latency: newHist(), OKLatency: newHist(), RefusedLatency: newHist(), Service: newHist(),
+		Latency: newHist(), OKLatency: newHist(), RefusedLatency: newHist(), Service: newHist(), NotBought: newHist(),
 		SchedulerLag: newHist(), PoolWait: newHist()}
 	var records []Record
 	if o.Record {
@@ -212,6 +217,7 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 	comeBackLater := func(d due, rec Record, wait time.Duration) {
 		mu.Lock()
 		r.Retries++
+		r.NotBought.RecordValue(int64(rec.End.Sub(rec.Sent) / time.Microsecond))
 		mu.Unlock()
 		time.AfterFunc(wait, func() {
 			select {
@@ -247,12 +253,13 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 					buyers.Done()
 					continue
 				}
-				path, header := o.Request(d.i)
+				path, base := o.Request(d.i)
 				if d.try > 0 {
-					header = d.header
+					base = d.header
 				}
+				header := base
 				if o.SendTimeout {
-					header = append(header, "X-Request-Timeout-Ms", strconv.FormatInt(max(1, left.Milliseconds()), 10))
+					header = append(slices.Clip(base), "X-Request-Timeout-Ms", strconv.FormatInt(max(1, left.Milliseconds()), 10))
 				}
 				rec.Sent, rec.Target = taken, fixed
 				if o.Target != nil {
@@ -269,7 +276,7 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 					if wait, ok := comeBack(rec.Answer); ok {
 						wait = jitter(wait)
 						if at := time.Now().Add(wait); at.Before(d.first.Add(o.Patience)) {
-							comeBackLater(due{d.i, at, d.first, d.try + 1, withPlace(header, rec.Answer)}, rec, wait)
+							comeBackLater(due{d.i, at, d.first, d.try + 1, withPlace(base, rec.Answer)}, rec, wait)
 							continue
 						}
 					}
@@ -288,6 +295,9 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 					us := int64(rec.Latency() / time.Microsecond)
 					r.Latency.RecordValue(us)
 					r.Service.RecordValue(int64(rec.End.Sub(rec.Sent) / time.Microsecond))
+					if rec.Status != http.StatusOK {
+						r.NotBought.RecordValue(int64(rec.End.Sub(rec.Sent) / time.Microsecond))
+					}
 					r.ByStatus[rec.Status]++
 					r.ByCode[rec.Code]++
 					switch {

@@ -59,8 +59,10 @@ type Metrics struct {
 	queues   map[int32]int
 	history  map[int32][]Point // per tracked goods, a point a sample, the last historyLen
 	sale     saleState
-	// admission, when set, is the purchase admission's numbers.
+	// admission, when set, is the purchase admission's numbers; room the
+	// waiting room's.
 	admission func() Admission
+	room      func() Room
 	// coordination, when set, says what keeps this instance from taking
 	// part in the sale or the election (Coordination).
 	coordination func() Coordination
@@ -189,6 +191,34 @@ func (m *Metrics) AdmissionStats(stats func() Admission) {
 	)
 	m.mu.Lock()
 	m.admission = stats
+	m.mu.Unlock()
+}
+
+// Room is what the waiting room shows of itself: the places this instance
+// gave that wait beyond their horizon, the places let in a second, and the
+// expected wait of a place given now.
+type Room struct {
+	Waiting     int64   `json:"waiting"`
+	LetInPerSec float64 `json:"letInPerSec"`
+	WaitSeconds float64 `json:"waitSeconds"`
+}
+
+// RoomStats exports the waiting room's numbers, and shows them on the
+// dashboard.
+func (m *Metrics) RoomStats(stats func() Room) {
+	gauge := func(name, help string, v func(Room) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return v(stats()) })
+	}
+	m.reg.MustRegister(
+		gauge("seckill_room_waiting", "Places this instance gave in the waiting room that wait beyond their goods' horizon.",
+			func(r Room) float64 { return float64(r.Waiting) }),
+		gauge("seckill_room_let_in_per_second", "Places the horizons passed a second (let in), as this instance counts its own places.",
+			func(r Room) float64 { return r.LetInPerSec }),
+		gauge("seckill_room_wait_seconds", "The expected wait of a place given now (the longest goods').",
+			func(r Room) float64 { return r.WaitSeconds }),
+	)
+	m.mu.Lock()
+	m.room = stats
 	m.mu.Unlock()
 }
 

@@ -49,6 +49,8 @@ type Snapshot struct {
 	// Admission is this instance's purchase admission: in progress, the
 	// limit, its measured rate and the buyers refused busy.
 	Admission Admission `json:"admission"`
+	// Room is the waiting room's (room.enabled), absent without one.
+	Room *Room `json:"room,omitempty"`
 	// Problems are what keeps this instance from selling or sweeping, for
 	// a person to read (the ZooKeeper paths, the election).
 	Problems []string `json:"problems"`
@@ -65,10 +67,14 @@ func (m *Metrics) Snapshot(goodsNo int32) Snapshot {
 	}
 	s.Goods, s.Sampled = m.samples[goodsNo]
 	s.Sale, s.AllOutcomes = m.saleSnapshot()
-	admission, coordination := m.admission, m.coordination
+	admission, coordination, room := m.admission, m.coordination, m.room
 	m.mu.Unlock()
 	if admission != nil {
 		s.Admission = admission()
+	}
+	if room != nil {
+		r := room()
+		s.Room = &r
 	}
 	s.Problems = []string{}
 	if coordination != nil {

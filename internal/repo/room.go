@@ -25,33 +25,35 @@ func (s *Store) RoomKey(ctx context.Context, fresh []byte) ([]byte, error) {
 	return key, nil
 }
 
-// Horizons reads the horizons of goods; a goods without one is missing.
-func (s *Store) Horizons(ctx context.Context, goods []int32) (map[int32]int64, error) {
-	out := make(map[int32]int64, len(goods))
+// Horizons reads the rooms of goods; a goods without one is missing.
+func (s *Store) Horizons(ctx context.Context, goods []int32) (map[int32]service.RoomMark, error) {
+	out := make(map[int32]service.RoomMark, len(goods))
 	if len(goods) == 0 {
 		return out, nil
 	}
-	rows, err := s.db.WithContext(ctx).Raw("SELECT goods_no, horizon FROM room_horizon WHERE goods_no IN ?", goods).Rows()
+	rows, err := s.db.WithContext(ctx).Raw("SELECT goods_no, horizon, latest FROM room_horizon WHERE goods_no IN ?", goods).Rows()
 	if err != nil {
 		return nil, translate(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var g int32
-		var h int64
-		if err := rows.Scan(&g, &h); err != nil {
+		var m service.RoomMark
+		if err := rows.Scan(&g, &m.Horizon, &m.Latest); err != nil {
 			return nil, translate(err)
 		}
-		out[g] = h
+		out[g] = m
 	}
 	return out, translate(rows.Err())
 }
 
-// AdvanceHorizon moves a goods' horizon to at, if that is later: one
-// statement, so that instances moving it at once never move it back.
-func (s *Store) AdvanceHorizon(ctx context.Context, goodsNo int32, at int64) error {
-	return translate(s.db.WithContext(ctx).Exec("INSERT INTO room_horizon (goods_no, horizon) VALUES (?, ?) "+
-		"ON DUPLICATE KEY UPDATE horizon = GREATEST(horizon, VALUES(horizon))", goodsNo, at).Error)
+// AdvanceRoom moves a goods' horizon and latest place to m's, where those
+// are later: one statement, so that instances moving them at once never
+// move them back.
+func (s *Store) AdvanceRoom(ctx context.Context, goodsNo int32, m service.RoomMark) error {
+	return translate(s.db.WithContext(ctx).Exec("INSERT INTO room_horizon (goods_no, horizon, latest) VALUES (?, ?, ?) "+
+		"ON DUPLICATE KEY UPDATE horizon = GREATEST(horizon, VALUES(horizon)), latest = GREATEST(latest, VALUES(latest))",
+		goodsNo, m.Horizon, m.Latest).Error)
 }
 
 // RoomMembers records member as seen now and counts the members seen

@@ -205,3 +205,21 @@ func (t *tx) sell(ctx context.Context, read goodsStock, stock int32, fence int64
 	t.wrote(orderID)
 	return nil
 }
+
+// OrdersOfGoods reads the orders of goodsNo, at most limit of them;
+// complete is false when it has more. (The one-per-buyer key's index
+// begins with the goods.)
+func (s *Store) OrdersOfGoods(ctx context.Context, goodsNo int32, limit int) (orders []service.Order, complete bool, err error) {
+	var rows []orderInfo
+	if err := s.db.WithContext(ctx).Raw("SELECT * FROM order_info WHERE goods_no = ? LIMIT ?", goodsNo, limit+1).Scan(&rows).Error; err != nil {
+		return nil, false, translate(err)
+	}
+	if len(rows) > limit {
+		return nil, false, nil
+	}
+	orders = make([]service.Order, len(rows))
+	for i, r := range rows {
+		orders[i] = r.order()
+	}
+	return orders, true, nil
+}

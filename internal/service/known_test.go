@@ -3,6 +3,8 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,5 +95,64 @@ func TestWhatWasLearntEnds(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	if _, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: "r2", UserID: "carol"}); err != nil {
 		t.Errorf("carol after her order was cleared and KnownFor passed: %v, want a purchase", err)
+	}
+}
+
+// indexedStore is a fakeStore that also reads a goods' orders at once,
+// counting the reads and the per-buyer lookups.
+type indexedStore struct {
+	*fakeStore
+	reads, lookups atomic.Int64
+}
+
+func (s *indexedStore) OrdersOfGoods(_ context.Context, no int32, _ int) ([]service.Order, bool, error) {
+	s.reads.Add(1)
+	s.data.RLock()
+	defer s.data.RUnlock()
+	var out []service.Order
+	for _, o := range s.orders {
+		if o.GoodsNo == no {
+			out = append(out, o)
+		}
+	}
+	return out, true, nil
+}
+
+func (s *indexedStore) ActiveOrderOfBuyer(ctx context.Context, no int32, user string) (service.Order, bool, error) {
+	s.lookups.Add(1)
+	return s.fakeStore.ActiveOrderOfBuyer(ctx, no, user)
+}
+
+// The crowd after a sell-out, each buyer with its id, costs one read of the
+// goods' orders, not a query per buyer; a buyer who holds an order still
+// hears which (measured in make bench-shop (k): a statement per sold-out
+// answer before).
+func TestTheCrowdAfterASellOutCostsOneRead(t *testing.T) {
+	base := &fakeStore{goods: map[int32]service.Goods{1: {ID: 10, GoodsNo: 1, Stock: 1, IsActive: 1}}}
+	store := &indexedStore{fakeStore: base}
+	locker := &fakeLocker{lost: make(chan struct{})}
+	shop := must(service.New(strategy("seed"), service.Deps{Store: store, Locker: locker,
+		Env: service.Env{Marks: service.NewSoldOutMarks(time.Minute), Config: service.Config{OnePerBuyer: true, KnownFor: time.Minute}}}))
+	ctx := context.Background()
+	first, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: "w", UserID: "winner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: "l0", UserID: "loser-0"}); !errors.Is(err, service.ErrSoldOut) {
+		t.Fatalf("after the last piece: %v, want sold out", err)
+	}
+	for i := range 200 {
+		_, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: fmt.Sprint("r", i), UserID: fmt.Sprint("loser-", i+1)})
+		if !errors.Is(err, service.ErrSoldOut) {
+			t.Fatalf("buyer %d: %v, want sold out", i, err)
+		}
+	}
+	if r, l := store.reads.Load(), store.lookups.Load(); r != 1 || l != 0 {
+		t.Errorf("200 buyers refused sold out: %d reads of the goods' orders and %d lookups, want 1 and 0", r, l)
+	}
+	_, err = shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: "w2", UserID: "winner"})
+	var held *service.AlreadyBoughtError
+	if !errors.As(err, &held) || held.Order.ID != first.ID {
+		t.Errorf("the winner again after the sell-out: %v, want already bought, order %d", err, first.ID)
 	}
 }

@@ -57,13 +57,38 @@ func retryable(err error) bool {
 // buyer refused while holding an order of the goods under the one-per-buyer
 // rule hears which order. Otherwise the refusal stands. The lookups are made
 // only when the refusal may hide one of those, so anonymous buyers of a
-// sold-out goods cost no query.
+// sold-out goods cost no query; and a refusal of a closed sale (sold out,
+// not started, ended) looks the buyer up in its goods' orders, read once a
+// KnownFor for every buyer refused meanwhile (closedOrders), not by a query
+// of its own (but for a request id the buyer chose that is not there).
 func (s *Shop) refuse(ctx context.Context, p PurchaseRequest, err error) (*Order, error) {
 	var bought *AlreadyBoughtError
 	if errors.As(err, &bought) && bought.Order.RequestID != p.RequestID {
 		return nil, err // the store named the order already
 	}
 	refusal := errors.Is(err, ErrSoldOut) || errors.Is(err, ErrNotStarted) || errors.Is(err, ErrEnded)
+	oneEach := p.UserID != "" && s.cfg.OnePerBuyer
+	if refusal && (p.ClientRequestID || oneEach) {
+		// The crowd refused by a closed sale: its goods' orders, read
+		// once a KnownFor for all of them (holders.go). A request id's
+		// order found there is replayed; one not found is looked for in
+		// the database after all (it may have committed since the read,
+		// and a retry whose purchase went through must hear its order). A
+		// buyer's order not found there is not: that answer is a courtesy.
+		if g, ok := s.closedOrders.of(ctx, s.store, p.GoodsNo); ok {
+			if o, found := g.byKey[RequestKey{p.UserID, p.RequestID}]; found && p.ClientRequestID {
+				o.Replayed = true
+				return &o, nil
+			}
+			if o, found := g.byBuyer[p.UserID]; found && oneEach {
+				return nil, &AlreadyBoughtError{Order: o}
+			}
+			if !p.ClientRequestID {
+				return nil, err
+			}
+			oneEach = false // asked already
+		}
+	}
 	if errors.Is(err, ErrDuplicateRequest) || errors.Is(err, ErrAlreadyBought) || p.ClientRequestID && refusal {
 		o, found, lerr := s.store.OrderByRequestID(ctx, RequestKey{p.UserID, p.RequestID})
 		switch {
@@ -74,7 +99,7 @@ func (s *Shop) refuse(ctx context.Context, p PurchaseRequest, err error) (*Order
 			return &o, nil
 		}
 	}
-	if p.UserID != "" && s.cfg.OnePerBuyer && (errors.Is(err, ErrAlreadyBought) || refusal) {
+	if oneEach && (errors.Is(err, ErrAlreadyBought) || refusal) {
 		o, found, lerr := s.store.ActiveOrderOfBuyer(ctx, p.GoodsNo, p.UserID)
 		if lerr == nil && found {
 			return nil, &AlreadyBoughtError{Order: o}

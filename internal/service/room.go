@@ -50,7 +50,12 @@ const (
 	roomTick = 50 * time.Millisecond
 	// RoomPipeline is the time from letting a place in to the buyer's
 	// return: what the horizon keeps ahead of the sale, in buyers.
-	RoomPipeline = 1500 * time.Millisecond
+	RoomPipeline = time.Second
+	// roomLetIn is how much of the sale the places let in and not yet
+	// served may be: what this instance serves in that long. Below the
+	// time a buyer waits at the door (roomTurnWait), so that those let in
+	// seldom wait it out and are sent away again.
+	roomLetIn = 500 * time.Millisecond
 	// roomBucket is the resolution of the arrival histogram.
 	roomBucket = 10 * time.Millisecond
 	// roomMaxBuckets bounds one goods' histogram: arrivals later than
@@ -59,12 +64,17 @@ const (
 	// roomIdle: a goods nobody asked for this long leaves the room's memory.
 	roomIdle = 30 * time.Second
 	// roomTurnRetry is when a buyer whose turn has come but found the
-	// admission full comes back.
+	// admission full (after roomTurnWait) comes back.
 	roomTurnRetry = 250 * time.Millisecond
+	// roomTurnWait is how long such a buyer waits in its request for a
+	// place in the admission (and at most until its request's deadline):
+	// its turn has come, so its wait is the purchase's, as a wait for the
+	// lock is.
+	roomTurnWait = 5 * time.Second
 	// roomSoldOutMargin: a place hears sold out early only when the
 	// buyers ahead of it exceed what is left by this factor (the count
 	// ahead is an estimate).
-	roomSoldOutMargin = 1.25
+	roomSoldOutMargin = 1.05
 )
 
 // RoomStore is what the room needs of the store: the key places are
@@ -72,16 +82,20 @@ const (
 type RoomStore interface {
 	// RoomKey returns the room's key, storing fresh if there is none yet.
 	RoomKey(ctx context.Context, fresh []byte) ([]byte, error)
-	// Horizons reads the horizons of goods (microseconds since 1970); a
-	// goods without one is missing.
-	Horizons(ctx context.Context, goods []int32) (map[int32]int64, error)
-	// AdvanceHorizon moves a goods' horizon to at (microseconds) if that
-	// is later.
-	AdvanceHorizon(ctx context.Context, goodsNo int32, at int64) error
+	// Horizons reads the rooms of goods; a goods without one is missing.
+	Horizons(ctx context.Context, goods []int32) (map[int32]RoomMark, error)
+	// AdvanceRoom moves a goods' horizon and latest place to m's, each
+	// only if that is later.
+	AdvanceRoom(ctx context.Context, goodsNo int32, m RoomMark) error
 	// RoomMembers records member as serving the room now and counts the
 	// members seen within the last within.
 	RoomMembers(ctx context.Context, member string, within time.Duration) (int, error)
 }
+
+// RoomMark is a goods' room as the instances share it, in microseconds
+// since 1970: the horizon (places at or before it go in) and the latest
+// place any instance gave (the queue is empty once the horizon reaches it).
+type RoomMark struct{ Horizon, Latest int64 }
 
 // ErrQueued: the buyer has a place in the goods' waiting room and is to
 // come back; a QueuedError says where it stands.
@@ -130,11 +144,15 @@ type Room struct {
 	mu      sync.Mutex
 	queues  map[int32]*roomQueue
 	members int
+	turns   turnWaiters // buyers waiting for the admission, by place
 }
 
 // roomQueue is one goods' room as this instance sees it.
 type roomQueue struct {
+	goodsNo  int32
 	horizon  int64           // microseconds: places at or before it may go in
+	latest   int64           // the latest place any instance gave (as read), or this one
+	given    int64           // the latest place this instance gave
 	hist     map[int64]int32 // the places this instance gave, by bucket of their effective time
 	startsAt *time.Time      // the sale's start, while it is ahead
 	lastAsk  time.Time
@@ -216,35 +234,68 @@ func roomWho(p PurchaseRequest) string {
 // answer is a QueuedError, or a SoldOutAheadError for a place beyond what
 // is left.
 // startsAt is the goods' sale start when it is ahead.
-func (r *Room) enter(goodsNo int32, who, token string, startsAt *time.Time, now time.Time, admit func() bool) (bool, error) {
+//
+// A buyer whose turn has come but finds the admission full waits for a
+// place there (turn.go), the earliest place first, up to roomTurnWait,
+// rather than being sent away to come back.
+func (r *Room) enter(ctx context.Context, goodsNo int32, who, token string, startsAt *time.Time, now time.Time, admit func() bool) (bool, error) {
+	r.mu.Lock()
+	in, turn, err := r.decideLocked(goodsNo, who, token, startsAt, now, admit)
+	r.mu.Unlock()
+	if turn == nil {
+		return in, err
+	}
+	if r.awaitTurn(ctx, goodsNo, turn.eff, admit) {
+		return true, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	q := r.queueLocked(goodsNo, time.Now())
+	q.blocked.add(1)
+	return false, r.queuedLocked(q, turn.place, who, turn.eff, time.Now(), true)
+}
+
+// turnTicket is a buyer whose turn has come and who found the admission
+// full.
+type turnTicket struct {
+	place Place
+	eff   int64
+}
+
+// decideLocked is enter's decision under r.mu: in, a refusal, or a ticket
+// to wait for the admission with.
+func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Time, now time.Time, admit func() bool) (bool, *turnTicket, error) {
 	q := r.queueLocked(goodsNo, now)
 	q.startsAt = startsAt
 	pl, ok := r.signer.read(token, goodsNo, who, now)
 	started := startsAt == nil || !now.Before(*startsAt)
 	if !ok {
-		if started && len(q.hist) == 0 && admit() {
-			return true, nil // nobody waits here: straight in
+		if started && r.emptyLocked(q) && admit() {
+			return true, nil, nil // nobody waits: straight in
 		}
 		pl = Place{GoodsNo: goodsNo, At: now}
 		eff := r.effective(pl, who, startsAt)
+		if started && r.emptyLocked(q) {
+			// The first place of a new queue: the horizon moves up to it,
+			// passing nobody (every earlier place has gone in).
+			q.horizon = max(q.horizon, eff-1)
+		}
 		bucket := eff / roomBucket.Microseconds()
 		if q.horizon > 0 {
 			bucket = min(bucket, q.horizon/roomBucket.Microseconds()+roomMaxBuckets)
 		}
 		q.hist[bucket]++
-		return false, r.queuedLocked(q, pl, who, eff, now, false)
+		q.given = max(q.given, eff)
+		return false, nil, r.queuedLocked(q, pl, who, eff, now, false)
 	}
 	eff := r.effective(pl, who, startsAt)
 	if started && eff <= q.horizon {
-		if admit() {
-			return true, nil
+		if r.turnsOfLocked(goodsNo) == 0 && admit() { // nobody before it at the door
+			return true, nil, nil
 		}
-		q.blocked.add(1)
-		return false, r.queuedLocked(q, pl, who, eff, now, true)
+		return false, &turnTicket{place: pl, eff: eff}, nil
 	}
-	return false, r.queuedLocked(q, pl, who, eff, now, false)
+	return false, nil, r.queuedLocked(q, pl, who, eff, now, false)
 }
 
 // effective is a place's position in its goods' order, in microseconds:
@@ -280,7 +331,13 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	}
 	rate := r.rateLocked() * float64(members)
 	wait := time.Duration(float64(ahead) / rate * float64(time.Second))
-	retry := max(min(wait, 30*time.Second), roomTurnRetry)
+	// A place that may still buy (fewer ahead than is left) comes back at
+	// least every second: the sale may end, or its turn come, sooner than
+	// the estimate, and it should hear so within the second.
+	retry := max(min(wait, time.Second), roomTurnRetry)
+	if q.left >= 0 && int64(ahead) > q.left {
+		retry = max(min(wait, 30*time.Second), roomTurnRetry)
+	}
 	if turn {
 		retry = roomTurnRetry
 	}
@@ -311,11 +368,18 @@ func (r *Room) queueLocked(goodsNo int32, now time.Time) *roomQueue {
 	q := r.queues[goodsNo]
 	if q == nil {
 		ticks := int(RoomPipeline / roomTick)
-		q = &roomQueue{hist: map[int64]int32{}, blocked: newRing(int(time.Second / roomTick)), passed: newRing(ticks), left: -1}
+		q = &roomQueue{goodsNo: goodsNo, hist: map[int64]int32{}, blocked: newRing(int(time.Second / roomTick)), passed: newRing(ticks), left: -1}
 		r.queues[goodsNo] = q
 	}
 	q.lastAsk = now
 	return q
+}
+
+// emptyLocked: nobody waits for goods q, as far as this instance knows:
+// the horizon has reached the latest place given, none of the places it
+// let in within the pipeline is still to come back, none waits at the door.
+func (r *Room) emptyLocked(q *roomQueue) bool {
+	return q.horizon >= max(q.latest, q.given) && q.passed.sum() == 0 && q.blocked.sum() == 0 && r.turnsOfLocked(q.goodsNo) == 0
 }
 
 // waitingLocked is the places this instance gave that are beyond the

@@ -13,7 +13,7 @@ import (
 type fakeRoomStore struct {
 	mu       sync.Mutex
 	key      []byte
-	horizons map[int32]int64
+	horizons map[int32]RoomMark
 }
 
 func (f *fakeRoomStore) RoomKey(_ context.Context, fresh []byte) ([]byte, error) {
@@ -25,10 +25,10 @@ func (f *fakeRoomStore) RoomKey(_ context.Context, fresh []byte) ([]byte, error)
 	return f.key, nil
 }
 
-func (f *fakeRoomStore) Horizons(_ context.Context, goods []int32) (map[int32]int64, error) {
+func (f *fakeRoomStore) Horizons(_ context.Context, goods []int32) (map[int32]RoomMark, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[int32]int64{}
+	out := map[int32]RoomMark{}
 	for _, g := range goods {
 		if h, ok := f.horizons[g]; ok {
 			out[g] = h
@@ -37,13 +37,14 @@ func (f *fakeRoomStore) Horizons(_ context.Context, goods []int32) (map[int32]in
 	return out, nil
 }
 
-func (f *fakeRoomStore) AdvanceHorizon(_ context.Context, g int32, at int64) error {
+func (f *fakeRoomStore) AdvanceRoom(_ context.Context, g int32, m RoomMark) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.horizons == nil {
-		f.horizons = map[int32]int64{}
+		f.horizons = map[int32]RoomMark{}
 	}
-	f.horizons[g] = max(f.horizons[g], at)
+	old := f.horizons[g]
+	f.horizons[g] = RoomMark{Horizon: max(old.Horizon, m.Horizon), Latest: max(old.Latest, m.Latest)}
 	return nil
 }
 
@@ -113,7 +114,7 @@ func TestPlacesGoInInOrderOfTheHorizon(t *testing.T) {
 	now := time.Now()
 	enter := func(who, token string, at time.Time, admit func() bool) (bool, *QueuedError) {
 		t.Helper()
-		in, err := r.enter(1, who, token, nil, at, admit)
+		in, err := r.enter(context.Background(), 1, who, token, nil, at, admit)
 		var q *QueuedError
 		if !in && !errors.As(err, &q) {
 			t.Fatalf("%s: entered %t, %v; want a place", who, in, err)
@@ -138,7 +139,7 @@ func TestPlacesGoInInOrderOfTheHorizon(t *testing.T) {
 		t.Fatal("a new buyer went in past the waiting ones")
 	}
 	// The horizon passes a's place but not b's: a goes in, b waits.
-	store.horizons = map[int32]int64{1: now.Add(5 * time.Millisecond).UnixMicro()}
+	store.horizons = map[int32]RoomMark{1: {Horizon: now.Add(5 * time.Millisecond).UnixMicro(), Latest: now.Add(20 * time.Millisecond).UnixMicro()}}
 	r.tick(context.Background(), now.Add(50*time.Millisecond))
 	if in, _ := enter("u:a", a.Token, now.Add(60*time.Millisecond), room); !in {
 		t.Error("a, within the horizon, with room in the admission, did not go in")
@@ -156,18 +157,18 @@ func TestTheHorizonMovesAtTheRateTheShopServes(t *testing.T) {
 	r.attach(newAdmission(0, 4, time.Now()), nil) // limit 4, not measured: 12 a second
 	now := time.Now()
 	for i := range 40 { // 40 places, 10 ms apart
-		r.enter(1, "u:"+string(rune('a'+i)), "", nil, now.Add(time.Duration(i)*roomBucket), func() bool { return false })
+		r.enter(context.Background(), 1, "u:"+string(rune('a'+i)), "", nil, now.Add(time.Duration(i)*roomBucket), func() bool { return false })
 	}
 	r.tick(context.Background(), now.Add(time.Second))
-	want := int64(12 * RoomPipeline.Seconds()) // 18 places
-	h := store.horizons[1]
+	want := int64(12 * roomLetIn.Seconds()) // 6 places
+	h := store.horizons[1].Horizon
 	passed := (h - now.UnixMicro()) / roomBucket.Microseconds()
 	if passed < want-1 || passed > want+1 {
 		t.Errorf("the horizon passed %d places, want about %d", passed, want)
 	}
 	r.tick(context.Background(), now.Add(time.Second+roomTick))
-	if store.horizons[1] != h {
-		t.Errorf("the horizon moved again before those let in came back: %d, was %d", store.horizons[1], h)
+	if store.horizons[1].Horizon != h {
+		t.Errorf("the horizon moved again before those let in came back: %d, was %d", store.horizons[1].Horizon, h)
 	}
 }
 
@@ -179,7 +180,7 @@ func TestThePreQueueIsShuffledAtTheStart(t *testing.T) {
 	r, _ := newTestRoom(t, RoomConfig{Shuffle: true})
 	start := time.Now().Add(time.Minute)
 	now := time.Now()
-	in, err := r.enter(1, "u:early", "", &start, now, func() bool { return true })
+	in, err := r.enter(context.Background(), 1, "u:early", "", &start, now, func() bool { return true })
 	var q *QueuedError
 	if in || !errors.As(err, &q) || q.StartsAt == nil || q.RetryAfter < 59*time.Second {
 		t.Fatalf("a buyer before the start: in %t, %+v; want a place and to come back at the start", in, err)
@@ -219,14 +220,14 @@ func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
 	full := func() bool { return false }
 	var last *QueuedError
 	for i := range 100 {
-		_, err := r.enter(1, "u:"+strings.Repeat("y", i+1), "", nil, now.Add(time.Duration(i)*roomBucket), full)
+		_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("y", i+1), "", nil, now.Add(time.Duration(i)*roomBucket), full)
 		errors.As(err, &last)
 	}
 	r.tick(context.Background(), now.Add(time.Second))
 	r.mu.Lock()
 	r.queues[1].left = 10 // ten pieces (stock and unpaid) left
 	r.mu.Unlock()
-	if _, err := r.enter(1, "u:"+strings.Repeat("y", 100), last.Token, nil, now.Add(time.Second), full); !errors.Is(err, ErrSoldOut) {
+	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("y", 100), last.Token, nil, now.Add(time.Second), full); !errors.Is(err, ErrSoldOut) {
 		t.Errorf("the 100th place with 10 pieces left: %v, want sold out", err)
 	}
 }

@@ -59,7 +59,7 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 		r.log.Debug("room: reading the horizons", "err", err)
 		return
 	}
-	proposals := map[int32]int64{}
+	proposals := map[int32]RoomMark{}
 	var readLeft []int32
 	r.mu.Lock()
 	for _, g := range goods {
@@ -69,10 +69,15 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 		}
 		q.blocked.next()
 		q.passed.next()
-		r.moveLocked(q, hs[g])
-		if p, ok := r.proposeLocked(q, now); ok {
-			proposals[g] = p
+		r.moveLocked(q, hs[g].Horizon)
+		q.latest = max(q.latest, hs[g].Latest)
+		p, moved := r.proposeLocked(q, now)
+		if moved {
 			r.moveLocked(q, p)
+		}
+		if moved || q.given > q.latest {
+			proposals[g] = RoomMark{Horizon: q.horizon, Latest: q.given}
+			q.latest = max(q.latest, q.given)
 		}
 		q.snap = q.snapshot()
 		if len(q.snap.keys) > 0 && now.Sub(q.leftRead) >= 500*time.Millisecond {
@@ -83,7 +88,7 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 	shop := r.shop
 	r.mu.Unlock()
 	for g, p := range proposals {
-		if err := r.store.AdvanceHorizon(ctx, g, p); err != nil {
+		if err := r.store.AdvanceRoom(ctx, g, p); err != nil {
 			r.log.Debug("room: moving a horizon", "goodsNo", g, "err", err)
 		}
 	}
@@ -117,13 +122,16 @@ func (r *Room) proposeLocked(q *roomQueue, now time.Time) (int64, bool) {
 		return 0, false
 	}
 	if len(q.hist) == 0 {
-		if q.blocked.sum() > 0 {
-			return 0, false // those let in are still being served
+		// None of this instance's places waits, but others' may (another
+		// instance gave them, or went away): while its admission has room,
+		// it lets time through, two ticks a tick, up to the latest place.
+		if q.horizon >= q.latest || q.blocked.sum() > 0 || r.turnsOfLocked(q.goodsNo) > 0 || !r.roomInAdmissionLocked() {
+			return 0, false
 		}
-		return now.UnixMicro(), now.UnixMicro() > q.horizon
+		return min(q.horizon+2*roomTick.Microseconds(), q.latest), true
 	}
-	want := int64(r.rateLocked() * RoomPipeline.Seconds())
-	k := want - q.blocked.sum() - q.passed.sum()
+	want := int64(r.rateLocked() * roomLetIn.Seconds())
+	k := want - q.blocked.sum() - q.passed.sum() - r.turnsOfLocked(q.goodsNo)
 	if k <= 0 {
 		return 0, false
 	}
@@ -140,6 +148,15 @@ func (r *Room) proposeLocked(q *roomQueue, now time.Time) (int64, bool) {
 		}
 	}
 	return (keys[len(keys)-1]+1)*roomBucket.Microseconds() - 1, true
+}
+
+// roomInAdmissionLocked: the admission has places free.
+func (r *Room) roomInAdmissionLocked() bool {
+	if r.admission == nil {
+		return true
+	}
+	st := r.admission.stats()
+	return st.Limit <= 0 || st.InFlight < st.Limit
 }
 
 // snapshot is q's places beyond the horizon as a roomSnapshot.

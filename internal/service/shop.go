@@ -168,7 +168,10 @@ type Shop struct {
 	windows   *saleWindows
 	admission *admission
 	known     *knownOrders
-	room      *Room // nil: no waiting room
+	// closedOrders: the orders of goods whose sale refuses buyers, for
+	// what a refused buyer holds.
+	closedOrders *orderIndex
+	room         *Room // nil: no waiting room
 	// inProgress: the buyers with a purchase under way here.
 	inProgress inProgress
 }
@@ -194,7 +197,8 @@ func New(st Strategy, d Deps) (*Shop, error) {
 		return nil, err
 	}
 	s := &Shop{store: d.Store, purchaser: p, cfg: d.Config, log: d.Log, soldOut: d.Marks, windows: d.windows,
-		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now()), known: newKnownOrders(d.Config.KnownFor), room: d.Room}
+		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now()), known: newKnownOrders(d.Config.KnownFor), room: d.Room,
+		closedOrders: newOrderIndex(d.Config.KnownFor)}
 	if s.room != nil {
 		s.room.attach(s.admission, d.Store)
 	}
@@ -327,7 +331,7 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 	}
 	admit := func() bool { return s.admission.admit(time.Now()) }
 	if who != "" {
-		entered, err := s.room.enter(p.GoodsNo, who, p.Place, startsAt, time.Now(), admit)
+		entered, err := s.room.enter(ctx, p.GoodsNo, who, p.Place, startsAt, time.Now(), admit)
 		if errors.Is(err, ErrSoldOut) {
 			return s.refuse(ctx, p, err)
 		}
@@ -337,7 +341,7 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 	} else if !admit() {
 		return nil, ErrBusy
 	}
-	defer func() { s.admission.done(time.Now()) }()
+	defer func() { s.admission.done(time.Now()); s.room.freed() }()
 	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer,
 		NewRequestID: !p.ClientRequestID}
 	since := time.Now()

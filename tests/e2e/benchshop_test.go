@@ -67,7 +67,11 @@ import (
 //	    goods, alone and beside one buyer who holds an order of goods 1
 //	    asking for it 1 500 times a second, with make serve's defaults and
 //	    the chart's (benchstarve_test.go); BENCH_SHOP_STARVE_SECONDS (6),
-//	    BENCH_SHOP_STARVE_ROUNDS (3); BENCH_SHOP_STARVE=only runs (j) alone.
+//	    BENCH_SHOP_STARVE_ROUNDS (3); BENCH_SHOP_STARVE=only runs (j) alone;
+//	(k) first come, first served: 20 000 patient buyers for 1 000 pieces,
+//	    seed at 8 x C and batch at 5 000/s, with the waiting room and
+//	    without (benchroom_test.go); BENCH_SHOP_ROOM_ROUNDS (3);
+//	    BENCH_SHOP_ROOM=only runs (k) alone.
 //
 // (a), (b) and (d) run BENCH_SHOP_ROUNDS rounds (5), the strategies in a
 // different order each round, and report the medians. BENCH_SHOP_ENGINES=only
@@ -116,6 +120,11 @@ func BenchmarkShop(b *testing.B) {
 		writeBenchTable(b, benchRedisTable(redisBuyers, conc, redisRounds, benchRedis(b, redisBuyers, conc, redisRounds)))
 		return
 	}
+	roomRounds := env("BENCH_SHOP_ROOM_ROUNDS", 3)
+	if os.Getenv("BENCH_SHOP_ROOM") == "only" {
+		writeBenchTable(b, benchRoomTable(roomRounds, benchRoom(b, roomRounds)))
+		return
+	}
 	starveSecs, starveRounds := env("BENCH_SHOP_STARVE_SECONDS", 6), env("BENCH_SHOP_STARVE_ROUNDS", 3)
 	if os.Getenv("BENCH_SHOP_STARVE") == "only" {
 		writeBenchTable(b, benchStarveTable(starveSecs, starveRounds, benchStarve(b, starveSecs, starveRounds)))
@@ -162,10 +171,11 @@ func BenchmarkShop(b *testing.B) {
 	redisRuns := benchRedis(b, redisBuyers, conc, redisRounds)
 	spikes := benchSpike(b, spikeSecs, spikeRounds)
 	starve := benchStarve(b, starveSecs, starveRounds)
+	room := benchRoom(b, roomRounds)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
 		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns) +
 		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns) + "\n" + benchSpikeTable(spikeSecs, spikeRounds, spikes) +
-		"\n" + benchStarveTable(starveSecs, starveRounds, starve)
+		"\n" + benchStarveTable(starveSecs, starveRounds, starve) + "\n" + benchRoomTable(roomRounds, room)
 	writeBenchTable(b, table)
 	writeSpikeChart(b, spikes)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {

@@ -1,0 +1,312 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
+)
+
+// (k) first come, first served: a spike of patient buyers (each comes back
+// as the shop says, with its place, for up to a minute, alternating between
+// the two instances as a round-robin balancer would) for a stock of
+// roomStock, with the waiting room and without it (503 busy, no place),
+// the generator on a CPU of its own. seed at 8 × its closed-loop capacity
+// C; batch at roomBatchRate, about what one CPU of this machine sends.
+
+const (
+	roomBuyers    = 20000
+	roomStock     = 1000
+	roomBatchRate = 5000.0
+	roomPatience  = time.Minute
+)
+
+// roomSale is a sale (k) drives.
+type roomSale struct {
+	name     string
+	env      []string
+	multiple float64 // the rate, as a multiple of C; 0: roomBatchRate
+}
+
+var roomSales = []roomSale{
+	{"seed", []string{"SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=0s"}, 8},
+	{"batch", []string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_DEMO_MAXSLEEP=0s"}, 0},
+}
+
+// roomSalesToRun are the sales BENCH_SHOP_ROOM_SALES names (all by default).
+func roomSalesToRun() []roomSale {
+	names := os.Getenv("BENCH_SHOP_ROOM_SALES")
+	if names == "" {
+		return roomSales
+	}
+	var out []roomSale
+	for _, s := range roomSales {
+		if slices.Contains(strings.Split(names, ","), s.name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// roomRun is one spike of one sale, with the room or without.
+type roomRun struct {
+	rate, capacity  float64
+	sold, toFirst   int
+	sellOut         time.Duration // from the first arrival to the last sale
+	goodput         float64       // pieces a second, to the sell-out
+	notBoughtP99    float64       // ms, every answer but a 200, interim ones included
+	soldOutLateP99  float64       // ms after the sell-out, the buyers who heard sold_out
+	soldOutLateMax  float64
+	answers         int // requests the shop answered, retries included
+	cpuPerAnswer    float64
+	sqlPerAnswer    float64 // statements MariaDB counted (Questions) per answer
+	// cpuPerAnswer: the instances' CPU per answer that was not a purchase
+	// (microseconds): their CPU less the pieces sold times a purchase's
+	// CPU in the closed loop, over the other answers.
+	timeouts, other int
+	oversold        int // order rows beyond the pieces the stock lost
+	soldToGone      int // order rows beyond the 200s: buyers who had left
+	behind          string
+	codes           map[string]int // the buyers' last answers
+}
+
+func (r roomRun) share() float64 { return float64(r.toFirst) / float64(max(r.sold, 1)) }
+
+// benchRoom is (k): per sale, rounds rounds, each measuring C and then the
+// spike with the room and without (in turn first).
+func benchRoom(b *testing.B, rounds int) map[string]map[bool][]roomRun {
+	restore := pinGenerator(b)
+	defer restore()
+	out := map[string]map[bool][]roomRun{}
+	for r := range rounds {
+		for _, sale := range roomSalesToRun() {
+			if out[sale.name] == nil {
+				out[sale.name] = map[bool][]roomRun{}
+			}
+			c, perPurchase := roomCapacity(b, sale)
+			for _, on := range []bool{r%2 == 0, r%2 == 1} {
+				progress("(k) first come, first served: %s, room %t, round %d of %d", sale.name, on, r+1, rounds)
+				run := roomSpike(b, sale, on, c, perPurchase)
+				progress("(k) %s room %t: last answers %v", sale.name, on, run.codes)
+				progress("(k) %s room %t: %d sold, %.0f%% to the first %d, goodput %.0f/s, not-bought p99 %.1f ms, sold out late p99 %.0f ms, %.1f us CPU an answer",
+					sale.name, on, run.sold, 100*run.share(), run.sold, run.goodput, run.notBoughtP99, run.soldOutLateP99, run.cpuPerAnswer)
+				out[sale.name][on] = append(out[sale.name][on], run)
+			}
+		}
+	}
+	return out
+}
+
+// roomCapacity is a sale's closed-loop capacity, as (i) measures it, and
+// the instances' CPU per purchase then (microseconds).
+func roomCapacity(b *testing.B, sale roomSale) (float64, float64) {
+	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=0s"}, sale.env...)...)
+	s.Binary = e2e.ShopBinaryNoRace(b)
+	s.Shop(b, "migrate")
+	s.Shop(b, "stock", "set", "--goods", "1", "--stock", "10000000", "--clear-orders")
+	c1, c2 := s.Serve(b), s.Serve(b)
+	defer func() {
+		for _, in := range []*e2e.Instance{c1, c2} {
+			if err := in.Stop(b); err != nil {
+				b.Fatalf("instance did not stop cleanly: %v", err)
+			}
+		}
+	}()
+	pinServers(b, c1, c2)
+	closedLoad([]string{c1.URL, c2.URL}, 2000, 200)
+	cpu0 := pidCPU(b, c1.Cmd.Process.Pid) + pidCPU(b, c2.Cmd.Process.Pid)
+	answers, start := closedLoad([]string{c1.URL, c2.URL}, 6000, 200)
+	cpu := pidCPU(b, c1.Cmd.Process.Pid) + pidCPU(b, c2.Cmd.Process.Pid) - cpu0
+	return tally(answers, start, nil).purchasesPerSec, float64(cpu.Microseconds()) / 6000
+}
+
+// roomSpike is one spike: roomBuyers patient buyers, each its own id, for
+// roomStock pieces, at multiple × c (or roomBatchRate), two instances.
+func roomSpike(b *testing.B, sale roomSale, on bool, c, perPurchase float64) roomRun {
+	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=300ms",
+		"SHOP_LOCK_ACQUIRETIMEOUT=1m", "SHOP_ORDERS_PAYTIMEOUT=0s", "SHOP_ROOM_ENABLED=" + strconv.FormatBool(on)}, sale.env...)...)
+	s.Binary = e2e.ShopBinaryNoRace(b)
+	s.Shop(b, "migrate")
+	s.Shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(roomStock), "--clear-orders")
+	in1, in2 := s.Serve(b), s.Serve(b)
+	defer func() {
+		for _, in := range []*e2e.Instance{in1, in2} {
+			if err := in.Stop(b); err != nil {
+				b.Fatalf("instance did not stop cleanly: %v", err)
+			}
+		}
+	}()
+	pinServers(b, in1, in2)
+	closedLoadOf([]string{in1.URL, in2.URL}, 500, 100, func(int) int32 { return 2 }) // warm-up, another goods (absent: 404)
+	bases := []string{in1.URL, in2.URL}
+	rate := roomBatchRate
+	if sale.multiple > 0 {
+		rate = sale.multiple * c
+	}
+	cpu0 := pidCPU(b, in1.Cmd.Process.Pid) + pidCPU(b, in2.Cmd.Process.Pid)
+	q0 := mariaQuestions(b, s.DSN)
+	prefix := fmt.Sprintf("k%d", time.Now().UnixNano())
+	res, err := loadgen.Open(context.Background(), loadgen.OpenOptions{
+		Target:      func(i int) string { return bases[i%2] },
+		Profile:     loadgen.Profile{Rate: rate, Duration: time.Duration(float64(roomBuyers) / rate * float64(time.Second))},
+		Connections: min(6000, int(rate)+500), Timeout: 5 * time.Second, SendTimeout: true, Patience: roomPatience, Record: true,
+		Request: func(i int) (string, []string) {
+			return "/goods-stock/1", []string{"X-User-ID", prefix + "-" + strconv.Itoa(i)}
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu := pidCPU(b, in1.Cmd.Process.Pid) + pidCPU(b, in2.Cmd.Process.Pid) - cpu0
+	run := roomRun{rate: rate, capacity: c, behind: res.Behind(), timeouts: res.ClientTimeouts + res.Errors + res.NotSent,
+		answers: res.Sent + res.Retries, notBoughtP99: loadgen.Ms(res.NotBought, 99), codes: res.ByCode}
+	// The answers that are not purchases: the instances' CPU less what the
+	// sales cost at the closed loop's rate, over their number.
+	run.cpuPerAnswer = (float64(cpu.Microseconds()) - perPurchase*roomStock) / float64(max(run.answers-roomStock, 1))
+	run.sqlPerAnswer = (mariaQuestions(b, s.DSN) - q0) / float64(max(run.answers, 1))
+	first := res.Records[0].Intended
+	bought := make([]bool, len(res.Records))
+	var lastSale time.Time
+	for _, rec := range res.Records {
+		if rec.Status == http.StatusOK {
+			bought[rec.Index] = true
+			lastSale = laterOf(lastSale, rec.End)
+		}
+	}
+	var late []float64
+	for _, rec := range res.Records {
+		switch {
+		case rec.Status == http.StatusOK:
+		case rec.Code == "sold_out":
+			late = append(late, float64(max(rec.End.Sub(laterOf(lastSale, rec.Intended)), 0))/1e6)
+		case rec.Err == nil && !rec.Sent.IsZero():
+			run.other++
+		}
+	}
+	f := loadgen.FairnessOf(bought)
+	run.sold, run.toFirst = f.Sold, f.ToFirst
+	if os.Getenv("BENCH_SHOP_ROOM_DEBUG") != "" {
+		roomDebug(res.Records, f.Sold, first, lastSale)
+	}
+	run.sellOut = lastSale.Sub(first)
+	run.goodput = float64(run.sold) / max(run.sellOut.Seconds(), 1e-3)
+	slices.Sort(late)
+	if len(late) > 0 {
+		run.soldOutLateP99, run.soldOutLateMax = late[len(late)*99/100], late[len(late)-1]
+	}
+	stock, orders := s.Counts(b)
+	run.oversold = orders - (roomStock - stock)
+	run.soldToGone = orders - run.sold
+	return run
+}
+
+// mariaQuestions is MariaDB's count of statements so far (every
+// client's: the benchmark runs alone).
+func mariaQuestions(b *testing.B, dsn string) float64 {
+	var name string
+	var v float64
+	if err := e2e.OpenDB(b, dsn).QueryRow("SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &v); err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// benchRoomTable is (k)'s table and its targets.
+func benchRoomTable(rounds int, runs map[string]map[bool][]roomRun) string {
+	var t strings.Builder
+	fmt.Fprintf(&t, "(k) first come, first served: %d patient buyers (each comes back as told, with its place, for up to %v, alternating "+
+		"between two instances) for %d pieces; seed at 8 x C, batch at %.0f/s; the generator on a CPU of its own; medians of %d rounds\n",
+		roomBuyers, roomPatience, roomStock, roomBatchRate, rounds)
+	fmt.Fprintf(&t, "%-6s %-5s %8s %9s %15s %9s %14s %16s %12s %8s %8s %6s %8s\n", "sale", "room", "rate/s", "sold", "to first S", "goodput",
+		"not-bought p99", "sold_out late p99", "CPU/answer", "SQL/ans", "answers", "other", "oversold")
+	for _, sale := range roomSales {
+		for _, on := range []bool{true, false} {
+			rs := runs[sale.name][on]
+			if len(rs) == 0 {
+				continue
+			}
+			m := func(f func(roomRun) float64) float64 { return median(rs, f) }
+			fmt.Fprintf(&t, "%-6s %-5t %8.0f %9.0f %14.1f%% %9.0f %11.1f ms %13.0f ms %9.1f us %8.2f %8.0f %6.0f %8.0f\n", sale.name, on,
+				m(func(r roomRun) float64 { return r.rate }), m(func(r roomRun) float64 { return float64(r.sold) }),
+				100*m(roomRun.share), m(func(r roomRun) float64 { return r.goodput }), m(func(r roomRun) float64 { return r.notBoughtP99 }),
+				m(func(r roomRun) float64 { return r.soldOutLateP99 }), m(func(r roomRun) float64 { return r.cpuPerAnswer }),
+				m(func(r roomRun) float64 { return r.sqlPerAnswer }),
+				m(func(r roomRun) float64 { return float64(r.answers) }), m(func(r roomRun) float64 { return float64(r.other + r.timeouts) }),
+				m(func(r roomRun) float64 { return float64(r.oversold) }))
+			for _, r := range rs {
+				if r.behind != "" {
+					fmt.Fprintf(&t, "  %s room %t: the generator fell behind: %s\n", sale.name, on, r.behind)
+				}
+			}
+		}
+		on, off := runs[sale.name][true], runs[sale.name][false]
+		if len(on) == 0 || len(off) == 0 {
+			continue
+		}
+		verdict := func(ok bool) string {
+			if ok {
+				return "met"
+			}
+			return "MISSED"
+		}
+		share := median(on, roomRun.share)
+		fmt.Fprintf(&t, "  target: >= 95%% of the pieces to the first %d arrivals: %.1f%%, %s\n", roomStock, 100*share, verdict(share >= 0.95))
+		g := median(on, func(r roomRun) float64 { return r.goodput }) / median(off, func(r roomRun) float64 { return r.goodput })
+		fmt.Fprintf(&t, "  target: goodput >= 0.9 x without the room: %.2f x, %s\n", g, verdict(g >= 0.9))
+		cpu := median(on, func(r roomRun) float64 { return r.cpuPerAnswer }) / median(off, func(r roomRun) float64 { return r.cpuPerAnswer })
+		fmt.Fprintf(&t, "  target: an answer that is not a purchase costs <= 1.5 x a 503 busy (the instances' CPU): %.2f x, %s\n", cpu, verdict(cpu <= 1.5))
+		p99 := median(on, func(r roomRun) float64 { return r.notBoughtP99 })
+		fmt.Fprintf(&t, "  target: p99 of the answers that are not purchases <= 50 ms: %.1f ms, %s\n", p99, verdict(p99 <= 50))
+		lateMax := 0.0
+		for _, r := range on {
+			lateMax = max(lateMax, r.soldOutLateMax)
+		}
+		fmt.Fprintf(&t, "  target: every buyer after the last piece hears sold_out within 1 s of the sell-out: the latest %.0f ms after, %s\n",
+			lateMax, verdict(lateMax <= 1000))
+		over, gone := 0, 0
+		for _, r := range append(on, off...) {
+			over += r.oversold
+			gone += r.soldToGone
+		}
+		fmt.Fprintf(&t, "  target: exact (order rows = pieces the stock lost), nothing sold to a buyer who had gone: %d apart, %d to buyers gone, %s\n",
+			over, gone, verdict(over == 0 && gone == 0))
+	}
+	return t.String()
+}
+
+// roomDebug tells where the first arrivals who did not buy, and the later
+// ones who did, stood (BENCH_SHOP_ROOM_DEBUG).
+func roomDebug(recs []loadgen.Record, sold int, first, lastSale time.Time) {
+	early, late := map[string]int{}, []string{}
+	for _, rec := range recs {
+		ahead := strings.Contains(string(rec.Body), `"ahead"`)
+		switch {
+		case rec.Index < sold && rec.Status != http.StatusOK:
+			early[fmt.Sprintf("%s ahead=%t", rec.Code, ahead)]++
+			if len(late) < 30 {
+				late = append(late, fmt.Sprintf("lost #%d tries %d end %+.0fms from sell-out", rec.Index, rec.Tries, float64(rec.End.Sub(lastSale))/1e6))
+			}
+		case rec.Index >= sold && rec.Status == http.StatusOK && len(late) < 60:
+			late = append(late, fmt.Sprintf("won #%d tries %d due %.0fms end %.0fms", rec.Index, rec.Tries, float64(rec.Intended.Sub(first))/1e6, float64(rec.End.Sub(first))/1e6))
+		}
+	}
+	progress("(k) debug: the first %d arrivals who did not buy: %v", sold, early)
+	for _, l := range late {
+		progress("(k) debug: %s", l)
+	}
+}
