@@ -58,16 +58,16 @@ func roomSalesToRun() []roomSale {
 
 // roomRun is one spike of one sale, with the room or without.
 type roomRun struct {
-	rate, capacity  float64
-	sold, toFirst   int
-	sellOut         time.Duration // from the first arrival to the last sale
-	goodput         float64       // pieces a second, to the sell-out
-	notBoughtP99    float64       // ms, every answer but a 200, interim ones included
-	soldOutLateP99  float64       // ms after the sell-out, the buyers who heard sold_out
-	soldOutLateMax  float64
-	answers         int // requests the shop answered, retries included
-	cpuPerAnswer    float64
-	sqlPerAnswer    float64 // statements MariaDB counted (Questions) per answer
+	rate, capacity float64
+	sold, toFirst  int
+	sellOut        time.Duration // from the first arrival to the last sale
+	goodput        float64       // pieces a second, to the sell-out
+	notBoughtP99   float64       // ms, every answer but a 200, interim ones included
+	soldOutLateP99 float64       // ms after the sell-out, the buyers who heard sold_out
+	soldOutLateMax float64
+	answers        int // requests the shop answered, retries included
+	cpuPerAnswer   float64
+	sqlPerAnswer   float64 // statements MariaDB counted (Questions) per answer
 	// cpuPerAnswer: the instances' CPU per answer that was not a purchase
 	// (microseconds): their CPU less the pieces sold times a purchase's
 	// CPU in the closed loop, over the other answers.
