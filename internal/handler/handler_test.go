@@ -595,3 +595,33 @@ func TestGoodsAreListedAPageAtATime(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRefusalAnswer is the edge's work for a buyer the shop cannot
+// serve now: 503 busy, and the waiting room's 503 queued (a place, its
+// header and cookie, the count ahead, the wait). The shop is a fake: what
+// the service does for each is beside it (BenchmarkRoomAnswer).
+//
+//	go test -run '^$' -bench RefusalAnswer -benchmem ./internal/handler/
+func BenchmarkRefusalAnswer(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"busy", service.ErrBusy},
+		{"queued", &service.QueuedError{Token: "p1.AAAAAQAGYVKDaEM7AAAAAGsKmgxyoFKH9Jni3lC4pkGgBKA3", Ahead: 1234, Wait: 1500 * time.Millisecond, RetryAfter: time.Second}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h := handler.New(handler.Services{Shop: &recordingShop{err: c.err}}, slog.New(slog.DiscardHandler))
+			req := httptest.NewRequest(http.MethodGet, "/goods-stock/1", nil)
+			req.Header.Set("X-User-ID", "buyer-1")
+			b.ReportAllocs()
+			for b.Loop() {
+				w := &discardWriter{header: http.Header{}}
+				h.ServeHTTP(w, req)
+				if w.status != http.StatusServiceUnavailable {
+					b.Fatalf("status %d", w.status)
+				}
+			}
+		})
+	}
+}

@@ -66,6 +66,9 @@ const (
 	// roomTurnRetry is when a buyer whose turn has come but found the
 	// admission full (after roomTurnWait) comes back.
 	roomTurnRetry = 250 * time.Millisecond
+	// roomEndRetry bounds the wait told to a place near the sale's end: a
+	// client's jitter (a tenth) and the answer's way still within a second.
+	roomEndRetry = 750 * time.Millisecond
 	// roomTurnWait is how long such a buyer waits in its request for a
 	// place in the admission (and at most until its request's deadline):
 	// its turn has come, so its wait is the purchase's, as a wait for the
@@ -331,12 +334,13 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	}
 	rate := r.rateLocked() * float64(members)
 	wait := time.Duration(float64(ahead) / rate * float64(time.Second))
-	// A place that may still buy (fewer ahead than is left) comes back at
-	// least every second: the sale may end, or its turn come, sooner than
-	// the estimate, and it should hear so within the second.
-	retry := max(min(wait, time.Second), roomTurnRetry)
-	if q.left >= 0 && int64(ahead) > q.left {
-		retry = max(min(wait, 30*time.Second), roomTurnRetry)
+	// A place in the last half of what is left, where the sale's end
+	// decides, comes back at least every roomEndRetry: it should hear sold
+	// out within the second of it. The others come back when their turn
+	// is due.
+	retry := max(min(wait, 30*time.Second), roomTurnRetry)
+	if q.left >= 0 && 2*int64(ahead) >= q.left {
+		retry = max(min(wait, roomEndRetry), roomTurnRetry)
 	}
 	if turn {
 		retry = roomTurnRetry

@@ -18,6 +18,10 @@
 // RAMP_UP first), DURATION (10s), TIMEOUT (a buyer's patience: 5s), VUS (the VUs k6 keeps ready:
 // RATE x TIMEOUT up to 3000; a purchase due while every VU is busy is dropped: dropped_iterations).
 // Each open-loop buyer sends X-Request-Timeout-Ms, and 503 busy / 429 are answers, not failures.
+// PATIENCE (60s in a closed loop, 0 in an open one): a buyer told to come back (503 queued, its place
+// in the shop's waiting room, or 503 busy, or 429) comes back as told (X-Retry-After-Ms, else
+// Retry-After, a tenth of jitter) with its place (X-Place) and its own ids, until another answer or
+// until PATIENCE has passed since its first request.
 // Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body
 // (and, in an open loop, 503 busy or 429); each buyer sends its own X-Request-ID; at the end, every
 // goods' new order rows equal the pieces its stock went down by (the run fails when a goods was
@@ -84,8 +88,15 @@ const other = new Counter('seckill_other');
 const refused = new Counter('seckill_refused');
 const ordersCreated = new Counter('seckill_orders_created');
 
+const comeBacks = new Counter('seckill_came_back');
+
 const rate = parseFloat(__ENV.RATE || '0');
 const openLoop = rate > 0;
+const patience = parseFloat(__ENV.PATIENCE || (openLoop ? '0' : '60'));
+// comesBack: the answer asks its buyer to come back later.
+function comesBack(res, code) {
+  return patience > 0 && ((res.status === 503 && (code === 'queued' || code === 'busy')) || (res.status === 429 && code === 'too_many_requests'));
+}
 const duration = __ENV.DURATION || '10s';
 const rampUp = __ENV.RAMP_UP || '';
 const timeout = __ENV.TIMEOUT || (openLoop ? '5s' : '300s');
@@ -132,18 +143,30 @@ export default function () {
   const buyer = `buyer-${users > 0 ? n % users : n}`;
   if (jwtSecret) headers.Authorization = `Bearer ${token(buyer)}`;
   else if (users > 0) headers['X-User-ID'] = buyer;
-  const res = http.get(`${base}/goods-stock/${pick()}`, {
-    headers,
-    timeout,
-    responseCallback: openLoop ? http.expectedStatuses(200, 409, 429, 503) : http.expectedStatuses(200, 409),
-  });
-  let code = '';
-  try {
-    code = res.json('code');
-  } catch (e) {
-    code = 'non-json';
+  const path = `/goods-stock/${pick()}`;
+  const expected = openLoop || patience > 0 ? http.expectedStatuses(200, 409, 429, 503) : http.expectedStatuses(200, 409);
+  const codeOf = (r) => {
+    try {
+      return r.json('code');
+    } catch (e) {
+      return 'non-json';
+    }
+  };
+  let res = http.get(`${base}${path}`, { headers, timeout, responseCallback: expected });
+  let code = codeOf(res);
+  // A patient buyer comes back as told, with its place, to the next instance.
+  const until = Date.now() + patience * 1000;
+  for (let tries = 1; comesBack(res, code); tries++) {
+    const ms = parseInt(res.headers['X-Retry-After-Ms'] || '', 10) || 1000 * (parseInt(res.headers['Retry-After'] || '1', 10) || 1);
+    const wait = ms * (0.9 + 0.2 * Math.random());
+    if (Date.now() + wait > until) break;
+    sleep(wait / 1000);
+    if (res.headers['X-Place']) headers['X-Place'] = res.headers['X-Place'];
+    comeBacks.add(1);
+    res = http.get(`${bases[(n + tries) % bases.length]}${path}`, { headers, timeout, responseCallback: expected });
+    code = codeOf(res);
   }
-  const shed = openLoop && ((res.status === 503 && code === 'busy') || (res.status === 429 && code === 'too_many_requests'));
+  const shed = openLoop && ((res.status === 503 && (code === 'busy' || code === 'queued')) || (res.status === 429 && code === 'too_many_requests'));
   if (openLoop && res.status === 0) {
     other.add(1); // the buyer's timeout: gone (k6 counts it in http_req_failed)
     return;
@@ -201,7 +224,8 @@ export function teardown(before) {
 export function handleSummary(data) {
   const count = (name) => (data.metrics[name] ? data.metrics[name].values.count : 0);
   let line = `seckill: ${count('seckill_bought')} bought (200), ${count('seckill_sold_out')} sold out (409), ` +
-    `${count('seckill_already_bought')} already bought (409), ${count('seckill_other')} other\n`;
+    `${count('seckill_already_bought')} already bought (409), ${count('seckill_other')} other; ` +
+    `buyers came back ${count('seckill_came_back')} times (patience ${patience}s)\n`;
   if (openLoop) {
     const p = (name, q) => (data.metrics[name] && data.metrics[name].values[q] !== undefined ? data.metrics[name].values[q].toFixed(0) : '-');
     line += `seckill open loop: ${rate}/s for ${duration}${rampUp ? ` (ramp-up ${rampUp})` : ''}, ${count('iterations')} sent, ` +

@@ -122,7 +122,8 @@ func BenchmarkShop(b *testing.B) {
 	}
 	roomRounds := env("BENCH_SHOP_ROOM_ROUNDS", 3)
 	if os.Getenv("BENCH_SHOP_ROOM") == "only" {
-		writeBenchTable(b, benchRoomTable(roomRounds, benchRoom(b, roomRounds)))
+		runs, refusals := benchRoom(b, roomRounds)
+		writeBenchTable(b, benchRoomTable(roomRounds, runs, refusals))
 		return
 	}
 	starveSecs, starveRounds := env("BENCH_SHOP_STARVE_SECONDS", 6), env("BENCH_SHOP_STARVE_ROUNDS", 3)
@@ -171,11 +172,11 @@ func BenchmarkShop(b *testing.B) {
 	redisRuns := benchRedis(b, redisBuyers, conc, redisRounds)
 	spikes := benchSpike(b, spikeSecs, spikeRounds)
 	starve := benchStarve(b, starveSecs, starveRounds)
-	room := benchRoom(b, roomRounds)
+	room, refusals := benchRoom(b, roomRounds)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
 		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns) +
 		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns) + "\n" + benchSpikeTable(spikeSecs, spikeRounds, spikes) +
-		"\n" + benchStarveTable(starveSecs, starveRounds, starve) + "\n" + benchRoomTable(roomRounds, room)
+		"\n" + benchStarveTable(starveSecs, starveRounds, starve) + "\n" + benchRoomTable(roomRounds, room, refusals)
 	writeBenchTable(b, table)
 	writeSpikeChart(b, spikes)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {

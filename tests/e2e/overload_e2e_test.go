@@ -19,7 +19,7 @@ import (
 // holdLock queues a node of the test's own first on the stack's lock, as a
 // holder that never finishes: the shop's buyers wait behind it until
 // release deletes it.
-func holdLock(t *testing.T, s e2e.Stack) (release func()) {
+func holdLock(t testing.TB, s e2e.Stack) (release func()) {
 	t.Helper()
 	conn := e2e.ZKConn(t, s.ZKServers)
 	path := ""

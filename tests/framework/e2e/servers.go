@@ -14,7 +14,7 @@ import (
 
 // ZKConn is a raw go-zookeeper connection, closed at cleanup, for tests that
 // read the lock's nodes.
-func ZKConn(t *testing.T, servers []string) *zk.Conn {
+func ZKConn(t testing.TB, servers []string) *zk.Conn {
 	t.Helper()
 	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
