@@ -336,10 +336,11 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	wait := time.Duration(float64(ahead) / rate * float64(time.Second))
 	// A place in the last half of what is left, where the sale's end
 	// decides, comes back at least every roomEndRetry: it should hear sold
-	// out within the second of it. The others come back when their turn
-	// is due.
+	// out within the second of it; so does any while what is left is not
+	// read yet (a queue's first half second). The others come back when
+	// their turn is due.
 	retry := max(min(wait, 30*time.Second), roomTurnRetry)
-	if q.left >= 0 && 2*int64(ahead) >= q.left {
+	if q.left < 0 || 2*int64(ahead) >= q.left {
 		retry = max(min(wait, roomEndRetry), roomTurnRetry)
 	}
 	if turn {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -229,5 +230,47 @@ func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
 	r.mu.Unlock()
 	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("y", 100), last.Token, nil, now.Add(time.Second), full); !errors.Is(err, ErrSoldOut) {
 		t.Errorf("the 100th place with 10 pieces left: %v, want sold out", err)
+	}
+}
+
+// The places an instance keeps are bounded by time, not by buyers: it
+// counts them per 10 ms of arrival, so a flood of made-up buyers (each a
+// new arrival) costs a bucket per 10 ms, whatever their number; they
+// queue behind every earlier place, never before it; and arrivals past
+// roomMaxBuckets beyond the horizon share the last bucket.
+func TestThePlacesKeptAreBoundedByTime(t *testing.T) {
+	r, _ := newTestRoom(t, RoomConfig{})
+	now := time.Now()
+	full := func() bool { return false }
+	_, err := r.enter(context.Background(), 1, "u:real", "", nil, now, full)
+	var real *QueuedError
+	if !errors.As(err, &real) {
+		t.Fatalf("the real buyer: %v, want a place", err)
+	}
+	for i := range 20_000 { // a flood within one second
+		r.enter(context.Background(), 1, "u:bot-"+strconv.Itoa(i), "", nil, now.Add(time.Duration(i)*50*time.Microsecond), full)
+	}
+	r.mu.Lock()
+	buckets := len(r.queues[1].hist)
+	r.mu.Unlock()
+	if buckets > 101 {
+		t.Errorf("20 000 places within a second kept in %d buckets, want at most 101", buckets)
+	}
+	r.tick(context.Background(), now.Add(time.Second))
+	if _, err := r.enter(context.Background(), 1, "u:real", real.Token, nil, now.Add(time.Second), full); errors.As(err, &real) && real.Ahead != 0 {
+		t.Errorf("the real buyer after the flood has %d ahead, want none: the flood came after it", real.Ahead)
+	}
+	// Far beyond the horizon: the last bucket.
+	r.mu.Lock()
+	q := r.queues[1]
+	q.horizon = now.UnixMicro()
+	r.mu.Unlock()
+	r.enter(context.Background(), 1, "u:far", "", nil, now.Add(24*time.Hour), full)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for b := range q.hist {
+		if b > q.horizon/roomBucket.Microseconds()+roomMaxBuckets {
+			t.Errorf("a bucket %d past the bound", b)
+		}
 	}
 }
