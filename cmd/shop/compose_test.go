@@ -281,6 +281,7 @@ func TestComposeMonitoring(t *testing.T) {
 	m.SampledGoods(1, metrics.GoodsSample{OrdersByStatus: map[string]int64{"unpaid": 0}})
 	m.ZooKeeperState(zk.StateConnected)
 	m.AdmissionStats(func() metrics.Admission { return metrics.Admission{} })
+	m.RoomStats(func() metrics.Room { return metrics.Room{} })
 	m.CoordinationStats(func() metrics.Coordination { return metrics.Coordination{Electing: true} })
 	families, err := m.Gather()
 	if err != nil {

@@ -20,11 +20,14 @@ import (
 // arrival time up to which places may go into the admission; a place beyond
 // it is told how many are ahead, how long that should take and when to come
 // back. Each instance moves the horizon forward, never back, at the rate it
-// sells: every tick it counts its own places beyond the horizon (a balancer
-// spreads arrivals evenly, so an instance's share of them is its share of
-// the sale) and lets in as many as it can serve in pipeline, the time a
-// buyer let in takes to come back (RoomPipeline), less those already let
-// in and not yet served. A buyer whose place is beyond what is left to
+// sells (roomsync.go): every tick it counts its own places beyond the
+// horizon (a balancer spreads arrivals evenly, so an instance's share of
+// them is its share of the sale) and lets in as many as it serves in
+// roomLetIn, less those it let in within the pipeline (RoomPipeline) and
+// those waiting at its door. A buyer whose turn has come and who finds the
+// admission full waits at the door in place order (turn.go). New buyers go
+// straight in only while nobody waits (the horizon has reached the latest
+// place any instance gave). A buyer whose place is beyond what is left to
 // sell (the stock and the unpaid orders that may expire) hears sold out at
 // once. Before a goods' sale starts, places are a pre-queue, ordered at
 // the start by arrival or shuffled (RoomConfig.Shuffle).
@@ -66,6 +69,9 @@ const (
 	// roomTurnRetry is when a buyer whose turn has come but found the
 	// admission full (after roomTurnWait) comes back.
 	roomTurnRetry = 250 * time.Millisecond
+	// roomLeftEvery is how often what is left of a goods with buyers
+	// waiting is read.
+	roomLeftEvery = 250 * time.Millisecond
 	// roomEndRetry bounds the wait told to a place near the sale's end: a
 	// client's jitter (a tenth) and the answer's way still within a second.
 	roomEndRetry = 750 * time.Millisecond
@@ -165,6 +171,7 @@ type roomQueue struct {
 	blocked, passed ring
 	snap            roomSnapshot
 	left            int64 // stock and unpaid orders; -1: not read
+	stock           int64 // the stock alone, as read at leftRead
 	leftRead        time.Time
 }
 
@@ -334,13 +341,15 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	}
 	rate := r.rateLocked() * float64(members)
 	wait := time.Duration(float64(ahead) / rate * float64(time.Second))
-	// A place in the last half of what is left, where the sale's end
-	// decides, comes back at least every roomEndRetry: it should hear sold
-	// out within the second of it; so does any while what is left is not
-	// read yet (a queue's first half second). The others come back when
+	// A place whose count ahead reaches half the stock left now (as read,
+	// less what the instances sold since at their rate), where the sale's
+	// end decides, comes back at least every roomEndRetry: it should hear
+	// sold out within the second of it; so does any while the stock is
+	// not read yet (a queue's first moments). The others come back when
 	// their turn is due.
 	retry := max(min(wait, 30*time.Second), roomTurnRetry)
-	if q.left < 0 || 2*int64(ahead) >= q.left {
+	stockNow := q.stock - int64(rate*now.Sub(q.leftRead).Seconds())
+	if q.left < 0 || 2*int64(ahead) >= stockNow {
 		retry = max(min(wait, roomEndRetry), roomTurnRetry)
 	}
 	if turn {

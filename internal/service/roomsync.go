@@ -80,7 +80,7 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 			q.latest = max(q.latest, q.given)
 		}
 		q.snap = q.snapshot()
-		if len(q.snap.keys) > 0 && now.Sub(q.leftRead) >= 500*time.Millisecond {
+		if len(q.snap.keys) > 0 && now.Sub(q.leftRead) >= roomLeftEvery {
 			q.leftRead = now
 			readLeft = append(readLeft, g)
 		}
@@ -196,7 +196,8 @@ func (r *Room) readLeft(ctx context.Context, shop Store, goods []int32) {
 		if q == nil || !ok {
 			continue
 		}
-		q.left = int64(max(row.Stock, 0)) + counts[g][OrderUnpaid]
+		q.stock = int64(max(row.Stock, 0))
+		q.left = q.stock + counts[g][OrderUnpaid]
 	}
 }
 
