@@ -275,10 +275,16 @@ type turnTicket struct {
 // decideLocked is enter's decision under r.mu: in, a refusal, or a ticket
 // to wait for the admission with.
 func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Time, now time.Time, admit func() bool) (bool, *turnTicket, error) {
-	q := r.queueLocked(goodsNo, now)
-	q.startsAt = startsAt
 	pl, ok := r.signer.read(token, goodsNo, who, now)
 	started := startsAt == nil || !now.Before(*startsAt)
+	if !ok && started && r.queues[goodsNo] == nil && admit() {
+		// No queue of this goods here: straight in, and the room keeps
+		// nothing of it (a sale of many goods below capacity costs the room
+		// no memory and no reads).
+		return true, nil, nil
+	}
+	q := r.queueLocked(goodsNo, now)
+	q.startsAt = startsAt
 	if !ok {
 		if started && r.emptyLocked(q) && admit() {
 			return true, nil, nil // nobody waits: straight in
