@@ -155,7 +155,7 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Auth.Issuer = p.optional(k) }},
 	{"auth.audience", kString, "", "auth.mode jwt: an aud every token must carry (empty: not checked)",
 		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
-	{"room.enabled", kBool, "false", "a waiting room: past capacity a buyer (X-User-ID, the token's sub, or an anonymous buyer's own X-Request-ID) gets a place in arrival order across the instances, kept while it comes back (a cookie or X-Place), and is let in in that order (503 queued); false: 503 busy",
+	{"room.enabled", kBool, "true", "a waiting room: past capacity a buyer (X-User-ID, the token's sub, or an anonymous buyer's own X-Request-ID) gets a place in arrival order across the instances, kept while it comes back (a cookie or X-Place), and is let in in that order (503 queued); false: 503 busy, as an anonymous buyer without a request id always hears",
 		func(p *parser, k string, c *Config) { c.Room.Enabled = p.boolean(k) }},
 	{"room.keep", kDuration, service.DefaultRoomKeep.String(), "how long a place is kept when its buyer does not come back after the time it was told",
 		func(p *parser, k string, c *Config) { c.Room.Keep = p.duration(k, false) }},

@@ -129,12 +129,14 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		t.Fatalf("the purchase: %d %v", status, bought)
 	}
 	order := int(bought["orderId"].(float64))
+	s.Shop(t, "stock", "set", "--goods", "3", "--stock", "5", "--start", "+1h")
 	for _, r := range []struct {
 		method, path string
 		bad          bool
 		header       []string
 		status       int
 	}{
+		{http.MethodGet, "/goods-stock/3", false, nil, 409}, // not_started: an anonymous buyer without a request id gets no place
 		{http.MethodPost, "/goods-stock/1", false, []string{"X-Request-ID", "openapi-1", "X-User-ID", "alice"}, 200}, // the replay
 		{http.MethodGet, "/goods-stock/1", false, nil, 409},                                                          // sold out
 		{http.MethodGet, "/goods-stock/2", false, []string{"X-Request-Timeout-Ms", "5000", "X-User-ID", "bob"}, 200},
@@ -180,7 +182,6 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 40)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.Shop(t, "stock", "set", "--goods", "3", "--stock", "5", "--start", "+1h")
 	jin := s.Serve(t, "SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE="+secret, "SHOP_LIMITS_BUYERRATE=0.01", "SHOP_LIMITS_BUYERBURST=1")
 	doc.Servers = openapi3.Servers{{URL: jin.URL}}
 	if router, err = gorillamux.NewRouter(doc); err != nil {
@@ -204,7 +205,8 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		{http.MethodGet, "/goods-stock/2", nil, 401, "unauthenticated"},
 		{http.MethodPost, "/goods-stock/2", []string{"Authorization", token("carol"), "X-User-ID", "dave"}, 403, "buyer_mismatch"},
 		{http.MethodGet, "/goods-stock/2", []string{"Authorization", token("carol"), "X-User-ID", "dave"}, 403, "buyer_mismatch"},
-		{http.MethodPost, "/goods-stock/3", []string{"Authorization", token("erin")}, 409, "not_started"},
+		{http.MethodPost, "/goods-stock/3", []string{"Authorization", token("erin")}, 503, "queued"}, // a place in the pre-queue
+		{http.MethodGet, "/goods-stock/3", nil, 401, "unauthenticated"},
 		{http.MethodPost, "/goods-stock/2", []string{"Authorization", token("erin")}, 429, "too_many_requests"},
 		{http.MethodGet, "/goods-stock/2", []string{"Authorization", token("erin")}, 429, "too_many_requests"},
 		{http.MethodGet, fmt.Sprintf("/orders/%d", order), nil, 401, "unauthenticated"},
