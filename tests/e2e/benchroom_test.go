@@ -121,20 +121,9 @@ func benchRoom(b *testing.B, rounds int) (map[string]map[bool][]roomRun, map[boo
 // arrive at 3 000 a second for 3 s and hear 503 busy, or with the room a
 // place.
 func refusalCost(b *testing.B, on bool) float64 {
-	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), "SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=300ms",
-		"SHOP_PURCHASE_MAXWAITING=50", "SHOP_LOCK_ACQUIRETIMEOUT=1m", "SHOP_PURCHASE_STRATEGY=seed", "SHOP_ROOM_ENABLED="+strconv.FormatBool(on))
-	s.Binary = e2e.ShopBinaryNoRace(b)
-	s.Shop(b, "migrate")
-	s.Shop(b, "stock", "set", "--goods", "1", "--stock", "1000000", "--clear-orders")
-	in1, in2 := s.Serve(b), s.Serve(b)
-	defer func() {
-		for _, in := range []*e2e.Instance{in1, in2} {
-			if err := in.Stop(b); err != nil {
-				b.Fatalf("instance did not stop cleanly: %v", err)
-			}
-		}
-	}()
-	pinServers(b, in1, in2)
+	s, in1, in2, stop := roomPair(b, 1000000, "SHOP_PURCHASE_QUEUETARGET=300ms", "SHOP_PURCHASE_MAXWAITING=50", "SHOP_LOCK_ACQUIRETIMEOUT=1m",
+		"SHOP_PURCHASE_STRATEGY=seed", "SHOP_ROOM_ENABLED="+strconv.FormatBool(on))
+	defer stop()
 	release := holdLock(b, s)
 	defer release()
 	bases := []string{in1.URL, in2.URL}
@@ -161,22 +150,29 @@ func refusalCost(b *testing.B, on bool) float64 {
 	return float64(cpu.Microseconds()) / float64(max(r.Sent, 1))
 }
 
-// roomCapacity is a sale's closed-loop capacity, as (i) measures it, and
-// the instances' CPU per purchase then (microseconds).
-func roomCapacity(b *testing.B, sale roomSale) (float64, float64) {
-	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=0s"}, sale.env...)...)
+// roomPair is a stack of its own with env, goods 1 stocked, and two
+// instances (built without -race) pinned as (i) pins them; stop stops them.
+func roomPair(b *testing.B, stock int, env ...string) (s e2e.Stack, in1, in2 *e2e.Instance, stop func()) {
+	s = e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info"}, env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
-	s.Shop(b, "stock", "set", "--goods", "1", "--stock", "10000000", "--clear-orders")
-	c1, c2 := s.Serve(b), s.Serve(b)
-	defer func() {
-		for _, in := range []*e2e.Instance{c1, c2} {
+	s.Shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
+	in1, in2 = s.Serve(b), s.Serve(b)
+	pinServers(b, in1, in2)
+	return s, in1, in2, func() {
+		for _, in := range []*e2e.Instance{in1, in2} {
 			if err := in.Stop(b); err != nil {
 				b.Fatalf("instance did not stop cleanly: %v", err)
 			}
 		}
-	}()
-	pinServers(b, c1, c2)
+	}
+}
+
+// roomCapacity is a sale's closed-loop capacity, as (i) measures it, and
+// the instances' CPU per purchase then (microseconds).
+func roomCapacity(b *testing.B, sale roomSale) (float64, float64) {
+	_, c1, c2, stop := roomPair(b, 10000000, append([]string{"SHOP_PURCHASE_QUEUETARGET=0s"}, sale.env...)...)
+	defer stop()
 	closedLoad([]string{c1.URL, c2.URL}, 2000, 200)
 	cpu0 := pidCPU(b, c1.Cmd.Process.Pid) + pidCPU(b, c2.Cmd.Process.Pid)
 	answers, start := closedLoad([]string{c1.URL, c2.URL}, 6000, 200)
@@ -187,20 +183,9 @@ func roomCapacity(b *testing.B, sale roomSale) (float64, float64) {
 // roomSpike is one spike: roomBuyers patient buyers, each its own id, for
 // roomStock pieces, at multiple × c (or roomBatchRate), two instances.
 func roomSpike(b *testing.B, sale roomSale, on bool, c, perPurchase float64) roomRun {
-	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=300ms",
-		"SHOP_LOCK_ACQUIRETIMEOUT=1m", "SHOP_ORDERS_PAYTIMEOUT=0s", "SHOP_ROOM_ENABLED=" + strconv.FormatBool(on)}, sale.env...)...)
-	s.Binary = e2e.ShopBinaryNoRace(b)
-	s.Shop(b, "migrate")
-	s.Shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(roomStock), "--clear-orders")
-	in1, in2 := s.Serve(b), s.Serve(b)
-	defer func() {
-		for _, in := range []*e2e.Instance{in1, in2} {
-			if err := in.Stop(b); err != nil {
-				b.Fatalf("instance did not stop cleanly: %v", err)
-			}
-		}
-	}()
-	pinServers(b, in1, in2)
+	s, in1, in2, stop := roomPair(b, roomStock, append([]string{"SHOP_PURCHASE_QUEUETARGET=300ms", "SHOP_LOCK_ACQUIRETIMEOUT=1m",
+		"SHOP_ORDERS_PAYTIMEOUT=0s", "SHOP_ROOM_ENABLED=" + strconv.FormatBool(on)}, sale.env...)...)
+	defer stop()
 	closedLoadOf([]string{in1.URL, in2.URL}, 500, 100, func(int) int32 { return 2 }) // warm-up, another goods (absent: 404)
 	bases := []string{in1.URL, in2.URL}
 	rate := roomBatchRate
