@@ -154,6 +154,8 @@ type Room struct {
 	queues  map[int32]*roomQueue
 	members int
 	turns   turnWaiters // buyers waiting for the admission, by place
+	// turnsOf counts turns by goods: asked on every purchase.
+	turnsOf map[int32]int64
 }
 
 // roomQueue is one goods' room as this instance sees it.

@@ -47,6 +47,7 @@ func (r *Room) awaitTurn(ctx context.Context, goodsNo int32, eff int64, admit fu
 		w := &turnWaiter{goodsNo: goodsNo, eff: eff, ready: make(chan struct{})}
 		r.mu.Lock()
 		heap.Push(&r.turns, w)
+		r.countTurn(goodsNo, 1)
 		r.mu.Unlock()
 		if admit() { // a place freed before the wait began
 			r.leaveTurns(w)
@@ -73,6 +74,7 @@ func (r *Room) leaveTurns(w *turnWaiter) {
 	defer r.mu.Unlock()
 	if w.index >= 0 && w.index < len(r.turns) && r.turns[w.index] == w {
 		heap.Remove(&r.turns, w.index)
+		r.countTurn(w.goodsNo, -1)
 	}
 }
 
@@ -86,17 +88,20 @@ func (r *Room) freed() {
 	defer r.mu.Unlock()
 	if len(r.turns) > 0 {
 		w := heap.Pop(&r.turns).(*turnWaiter)
+		r.countTurn(w.goodsNo, -1)
 		close(w.ready)
 	}
 }
 
 // turnsOfLocked counts the waiters of goodsNo.
-func (r *Room) turnsOfLocked(goodsNo int32) int64 {
-	var n int64
-	for _, w := range r.turns {
-		if w.goodsNo == goodsNo {
-			n++
-		}
+func (r *Room) turnsOfLocked(goodsNo int32) int64 { return r.turnsOf[goodsNo] }
+
+// countTurn adds d to the waiters of goodsNo (under r.mu).
+func (r *Room) countTurn(goodsNo int32, d int64) {
+	if r.turnsOf == nil {
+		r.turnsOf = map[int32]int64{}
 	}
-	return n
+	if r.turnsOf[goodsNo] += d; r.turnsOf[goodsNo] == 0 {
+		delete(r.turnsOf, goodsNo)
+	}
 }
