@@ -100,7 +100,10 @@ func (s *Store) PayOrder(ctx context.Context, id uint64, owner string, now, plac
 
 // paymentOutcome reads order id again after its payment's UPDATE was cut
 // off (err), on a connection of its own: paid, the payment was made;
-// otherwise it was not.
+// otherwise it was not. The read is tried again, after a wait that grows,
+// until saleTimeout: what cut the payment off (a network blip, a server
+// restarting) often cut the pool's idle connections too, or refuses new
+// ones for a moment, and a read can be repeated freely.
 func (s *Store) paymentOutcome(id uint64, owner string, err error) (service.Order, error) {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -108,16 +111,27 @@ func (s *Store) paymentOutcome(id uint64, owner string, err error) (service.Orde
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), saleTimeout)
 	defer cancel()
-	o, rerr := order(s.db.WithContext(ctx), id, owner)
-	switch {
-	case rerr == nil && o.Status == service.OrderPaid:
-		return o, nil
-	case rerr == nil:
-		return o, fmt.Errorf("%w: mysql: the payment was cut off and did not happen: %w", service.ErrConnectionLost, err)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		o, rerr := order(s.db.WithContext(ctx), id, owner)
+		switch {
+		case rerr == nil && o.Status == service.OrderPaid:
+			return o, nil
+		case rerr == nil:
+			return o, fmt.Errorf("%w: mysql: the payment was cut off and did not happen: %w", service.ErrConnectionLost, err)
+		case errors.Is(rerr, service.ErrOrderNotFound):
+			return service.Order{}, rerr
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+			continue
+		case <-ctx.Done():
+			t.Stop()
+		}
+		// Unknown, but a payment is idempotent: 503 unavailable, pay
+		// again (a payment's 5xx never promised that nothing happened).
+		return service.Order{}, fmt.Errorf("%w: mysql: the payment was cut off and its order could not be read: %w", service.ErrUnavailable, errors.Join(err, rerr))
 	}
-	// Unknown, but a payment is idempotent: 503 unavailable, pay again
-	// (a payment's 5xx never promised that nothing happened).
-	return service.Order{}, fmt.Errorf("%w: mysql: the payment was cut off and its order could not be read: %w", service.ErrUnavailable, errors.Join(err, rerr))
 }
 
 // The two statements that lock order rows lock them by primary key, in the

@@ -204,7 +204,12 @@ func TestAPaymentWhoseAnswerWasLostIsToldHowItEnded(t *testing.T) {
 			} else {
 				db.Cut()
 			}
-			db.Restore() // MySQL is reachable again: the shop can read the order
+			// MySQL stays out of reach a moment longer, as after a real
+			// blip: the shop's first read of the order fails (its idle
+			// connections were cut too, new ones refused) and it must try
+			// again rather than answer 503 for a payment that was made.
+			time.Sleep(300 * time.Millisecond)
+			db.Restore()
 			ans := e2e.Await(t, "the payment", done)
 			_, o := e2e.AskJSON[struct{ Status string }](t, http.MethodGet, fmt.Sprintf("%s/orders/%d", in.URL, bought.OrderID))
 			want := map[bool]string{true: "paid", false: "unpaid"}[reached]
