@@ -267,7 +267,9 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 		return orders
 	}
 	since := time.Now() // before the claim reads the rows
-	err = b.store.SellBatch(ctx, token, orders, sale.decide, h.guard, more)
+	sctx, cancel := context.WithTimeout(ctx, b.cfg.SaleTimeout)
+	err = b.store.SellBatch(sctx, token, orders, sale.decide, h.guard, more)
+	cancel()
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", batch[0].order.GoodsNo, "err", err)

@@ -191,6 +191,46 @@ func newBatchShop(t *testing.T, store *fakeStore, locker service.Locker, marks *
 	return shop
 }
 
+// A batch whose database stops answering mid-sale gives up after
+// SaleTimeout: its buyers hear timeout (nothing was committed), the goods'
+// lock is let go, and the next buyer is sold to. Without the bound the
+// batch worker waited for good, and every later buyer of the goods with it.
+func TestABatchWhoseDatabaseStopsAnsweringGivesUp(t *testing.T) {
+	store := &fakeStore{unhang: make(chan struct{})}
+	store.hangs.Store(1)
+	shop := newBatchShop(t, store, &fakeLocker{}, service.NewSoldOutMarks(0), service.Config{SaleTimeout: 200 * time.Millisecond, ConflictRetries: -1})
+	t.Cleanup(func() { close(store.unhang) }) // before the shop closes: a hung worker ends
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	buy := func(id string) (*service.Order, error) {
+		type result struct {
+			o   *service.Order
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			o, err := shop.Purchase(ctx, service.PurchaseRequest{GoodsNo: 1, RequestID: id})
+			done <- result{o, err}
+		}()
+		select {
+		case r := <-done:
+			return r.o, r.err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("buyer %s still waits after 10 s: the batch never gave up", id)
+			return nil, nil
+		}
+	}
+	if o, err := buy("hung"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the buyer of the batch that hung: %+v, %v; want a timeout", o, err)
+	}
+	if o, err := buy("next"); err != nil || o == nil || o.ID == 0 {
+		t.Fatalf("the next buyer: %+v, %v; want an order", o, err)
+	}
+	if len(store.orders) != 1 {
+		t.Fatalf("%d orders, want 1 (the hung batch wrote nothing)", len(store.orders))
+	}
+}
+
 // A batch whose COMMIT was cut off finds out, for each buyer, whether its
 // order is there: cut after it was durable, 200 with the order; cut before,
 // nothing written (then tried again, as any purchase that wrote nothing).

@@ -18,6 +18,12 @@ type Config struct {
 	// OutcomeTimeout bounds how long a purchase whose commit was cut off
 	// keeps asking the database whether its order exists. Default 10s.
 	OutcomeTimeout time.Duration
+	// SaleTimeout bounds a batch's sale in the database, from the claim of
+	// its rows until its COMMIT is sent (the COMMIT has a bound of the
+	// store's own): a batch outlives its buyers' requests, and a database
+	// that stops answering mid-sale would otherwise hold the goods' lock
+	// and every buyer behind it for good. Default DefaultSaleTimeout.
+	SaleTimeout time.Duration
 	// MaxWaiting bounds the purchases in progress in this instance (for the
 	// locking strategies: the buyers waiting for the lock); a buyer beyond
 	// it is answered ErrBusy at once. 0: no bound.
@@ -63,6 +69,9 @@ const (
 	// DefaultOutcomeTimeout: how long a purchase whose commit was cut off
 	// may keep asking whether its order exists.
 	DefaultOutcomeTimeout = 10 * time.Second
+	// DefaultSaleTimeout: how long a batch's sale may take in the database
+	// before it is given up (rolled back, its buyers answered timeout).
+	DefaultSaleTimeout = 10 * time.Second
 	// DefaultSoldOutFor: how long a goods seen sold out is answered sold
 	// out without asking the lock or the database; a restock shows after
 	// at most this long.
@@ -84,6 +93,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.OutcomeTimeout <= 0 {
 		c.OutcomeTimeout = DefaultOutcomeTimeout
+	}
+	if c.SaleTimeout <= 0 {
+		c.SaleTimeout = DefaultSaleTimeout
 	}
 	if c.BatchMax <= 0 {
 		c.BatchMax = DefaultBatchMax

@@ -44,6 +44,10 @@ type fakeStore struct {
 	sizes     []int
 	// eachBatch sees the orders of every SellBatch.
 	eachBatch func([]*service.Order)
+	// hangs: that many SellBatch calls wait for their context to end (or
+	// unhang to close), as a database that stops answering mid-sale.
+	hangs  atomic.Int32
+	unhang chan struct{}
 
 	data sync.RWMutex // goods and orders: reads outside the row lock race with commits
 }
@@ -135,6 +139,14 @@ func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *se
 // asked, guard called, everything written.
 func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*service.Order, decide service.Decide, guard func() error,
 	more func(accept func(*service.Order) bool) []*service.Order) error {
+	if f.hangs.Add(-1) >= 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.unhang:
+			return service.ErrUnavailable
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sellErr != nil {
