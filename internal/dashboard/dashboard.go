@@ -9,9 +9,9 @@ import (
 	_ "embed" // the page
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
@@ -27,8 +27,9 @@ type Source interface {
 	Snapshot(goodsNo int32) metrics.Snapshot
 	// History is the goods' last quarter of an hour, a point a second.
 	History(goodsNo int32) []metrics.Point
-	// Track has the sampler sample the goods from now on.
-	Track(goodsNo int32) bool
+	// Watch has the sampler sample the goods for the page a while,
+	// without giving it a metric label (see metrics.Metrics.Watch).
+	Watch(goodsNo int32) bool
 }
 
 // Exists tells whether a goods exists (a query: asked only for a goods the
@@ -108,10 +109,10 @@ func (h *Handler) Page(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 	h.allowOrigin(w, r)
 	goods := h.goods
-	if v := r.URL.Query().Get("goods"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n <= 0 {
-			fail(w, http.StatusBadRequest, api.InvalidGoodsNo, "goods must be a positive 32-bit integer")
+	if v, ok := r.URL.Query()["goods"]; ok {
+		n, ok := api.Canonical(v[0], math.MaxInt32)
+		if !ok || n == 0 || len(v) != 1 {
+			fail(w, http.StatusBadRequest, api.InvalidGoodsNo, "goods must be one positive 32-bit integer, written plainly")
 			return
 		}
 		goods = int32(n)
@@ -123,16 +124,25 @@ func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 		ok, err := h.exists(r.Context(), goods)
 		switch {
 		case err != nil:
+			w.Header().Set("Retry-After", "1")
 			fail(w, http.StatusServiceUnavailable, api.Unavailable, "cannot tell whether the goods exists: "+err.Error())
 			return
 		case !ok:
 			fail(w, http.StatusNotFound, api.GoodsNotFound, "指定商品不存在")
 			return
 		}
-		h.source.Track(goods)
+		h.source.Watch(goods)
+	}
+	var since int64
+	if v, ok := r.URL.Query()["since"]; ok {
+		n, ok := api.Canonical(v[0], math.MaxInt64)
+		if !ok || len(v) != 1 {
+			fail(w, http.StatusBadRequest, api.InvalidPage, "since must be one non-negative integer (milliseconds since the epoch), written plainly")
+			return
+		}
+		since = n
 	}
 	if r.URL.Query().Get("history") == "1" {
-		since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
 		for _, p := range h.source.History(goods) {
 			if p.Time > since {
 				d.History = append(d.History, p)

@@ -160,6 +160,9 @@ func (h *handler) fail(c *gin.Context, goodsNo int32, err error) {
 		}
 		c.Header("WWW-Authenticate", challenge)
 	case status == http.StatusServiceUnavailable:
+		// Every 503 says when to come back (RFC 9110 §10.2.3): a client
+		// that retries at once only deepens an outage.
+		c.Header("Retry-After", "1")
 		// An outage makes every buyer fail alike: warn, a few lines a second.
 		if ok, held := h.logs.allow("503 "+code, time.Now()); ok {
 			h.log.Warn("request not served", "path", c.Request.URL.Path, "code", code, "err", err, "similarSuppressed", held)

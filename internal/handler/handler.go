@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -136,24 +137,27 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 		r.Handle(method, "/goods-stock/:goodsNo", h.purchase)
 		r.Handle(method, "/goods-stock/", h.purchase) // an empty goods number is a bad request, not an unknown route
 	}
-	r.GET("/goods/:goodsNo", h.goods)
-	r.GET("/goods/", h.goods)
+	// Every other route a client calls is under the client address's
+	// limit too (a read may cost a query; a token's check costs CPU): only
+	// the probes and the scrape are not.
+	r.GET("/goods/:goodsNo", h.limited, h.goods)
+	r.GET("/goods/", h.limited, h.goods)
 	if h.catalog != nil {
-		r.GET("/goods", h.listGoods)
+		r.GET("/goods", h.limited, h.listGoods)
 	}
 	if h.orders != nil {
-		r.GET("/orders/:orderId", h.order)
-		r.POST("/orders/:orderId/pay", h.pay)
+		r.GET("/orders/:orderId", h.limited, h.order)
+		r.POST("/orders/:orderId/pay", h.limited, h.pay)
 	}
 	if h.election != nil {
-		r.GET("/leader", h.leader)
+		r.GET("/leader", h.limited, h.leader)
 	}
 	if s.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(s.Metrics))
 	}
 	if s.Dashboard != nil {
-		r.GET("/dashboard", gin.WrapF(s.Dashboard.Page))
-		r.GET("/dashboard/data", gin.WrapF(s.Dashboard.Data))
+		r.GET("/dashboard", h.limited, gin.WrapF(s.Dashboard.Page))
+		r.GET("/dashboard/data", h.limited, gin.WrapF(s.Dashboard.Data))
 	}
 	r.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml", api.OpenAPI) })
 	r.GET("/healthz", h.healthz)
@@ -162,7 +166,11 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 	// route that only reads; a purchase is never made by HEAD.
 	for _, rt := range r.Routes() {
 		if rt.Method == http.MethodGet && !strings.HasPrefix(rt.Path, "/goods-stock/") {
-			r.HEAD(rt.Path, rt.HandlerFunc)
+			if h.isLimited(rt.Path) {
+				r.HEAD(rt.Path, h.limited, rt.HandlerFunc)
+			} else {
+				r.HEAD(rt.Path, rt.HandlerFunc)
+			}
 		}
 	}
 	r.NoRoute(func(c *gin.Context) {
@@ -178,16 +186,8 @@ func New(s Services, log *slog.Logger, checks ...Check) http.Handler {
 // form and nothing else: no sign, no spaces, no leading zeros, no empty
 // string, no overflow. /goods-stock/01 is not another name of goods 1.
 func ParseGoodsNo(s string) (int32, error) {
-	if s == "" || len(s) > 10 || s[0] == '0' { // one spelling per number: no leading zeros
-		return 0, service.ErrInvalidGoodsNo
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return 0, service.ErrInvalidGoodsNo
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || n <= 0 {
+	n, ok := api.Canonical(s, math.MaxInt32)
+	if !ok || n == 0 {
 		return 0, service.ErrInvalidGoodsNo
 	}
 	return int32(n), nil
@@ -313,14 +313,21 @@ func (h *handler) goods(c *gin.Context) {
 // goods number order; "next" is the after of the next page.
 func (h *handler) listGoods(c *gin.Context) {
 	after, limit := int64(0), int64(0)
-	var err error
-	if v, ok := c.GetQuery("after"); ok {
-		if after, err = strconv.ParseInt(v, 10, 32); err != nil {
+	q := c.Request.URL.Query()
+	// One spelling per number and each at most once: a page named two
+	// ways, or twice, is a client's mistake to hear about (-1: refused
+	// below, by the catalog, as an invalid page).
+	if v, ok := q["after"]; ok {
+		if n, ok := api.Canonical(v[0], math.MaxInt32); ok && len(v) == 1 {
+			after = n
+		} else {
 			after = -1
 		}
 	}
-	if v, ok := c.GetQuery("limit"); ok {
-		if limit, err = strconv.ParseInt(v, 10, 32); err != nil || limit == 0 {
+	if v, ok := q["limit"]; ok {
+		if n, ok := api.Canonical(v[0], math.MaxInt32); ok && len(v) == 1 && n > 0 {
+			limit = n
+		} else {
 			limit = -1
 		}
 	}
@@ -417,6 +424,7 @@ func (h *handler) readyz(c *gin.Context) {
 	for _, ch := range h.checks {
 		if err := ch.Check(ctx); err != nil {
 			h.log.Warn("not ready", "check", ch.Name, "err", err)
+			c.Header("Retry-After", "1")
 			answer(c, http.StatusServiceUnavailable, Response{Code: api.NotReady, Message: ch.Name + ": not ready (the shop's log says why)"})
 			return
 		}

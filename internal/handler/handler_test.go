@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill-zk/seckill-zk/internal/handler"
+	"github.com/seckill-zk/seckill-zk/internal/limit"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
@@ -589,12 +590,79 @@ func TestGoodsAreListedAPageAtATime(t *testing.T) {
 	if status != 200 || len(body.Goods) != 1 || body.Goods[0].GoodsNo != 5 || body.Next != 0 {
 		t.Fatalf("GET /goods?after=4 = %d %+v (the last page has no next)", status, body)
 	}
-	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "after=-1", "after=x"} {
+	// One spelling per number, once: +5, 05 and a repeated after were
+	// read before.
+	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "after=-1", "after=x", "after=+5", "after=05", "after=1&after=2",
+		"limit=+2", "limit=02", "limit=2&limit=3", "after=", "after=%201"} {
 		if status, body, _ := do(t, h, "/goods?"+q); status != 400 || body.Code != "invalid_page" {
 			t.Errorf("GET /goods?%s = %d %s, want 400 invalid_page", q, status, body.Code)
 		}
 	}
 }
+
+// Every route a client calls is under the client address's limit, not
+// the purchase alone: the reads (a page of goods, a goods, an order, the
+// leader, the dashboard) cost a query or a lock's listing each, and were
+// free for anyone before. The probes and the scrape are not limited.
+func TestEveryClientRouteIsUnderTheClientLimit(t *testing.T) {
+	orders := &fakeOrders{orders: map[uint64]service.Order{7: {ID: 7, GoodsNo: 1, Status: service.OrderUnpaid}}}
+	for _, path := range []string{"/goods?limit=1", "/goods/1", "/orders/7", "/leader", "/dashboard/data", "/dashboard"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			h := handler.New(handler.Services{Shop: &fakeShop{}, Catalog: service.NewCatalog(fakeCatalog{n: 5}), Orders: orders,
+				Election: fakeElection{leader: true}, Dashboard: okDashboard{}, ClientLimit: limit.New(limit.Options{Rate: 0.001, Burst: 3})},
+				slog.New(slog.DiscardHandler))
+			codes := map[int]int{}
+			for range 10 {
+				req := httptest.NewRequest(method, path, nil)
+				req.RemoteAddr = "203.0.113.7:4000"
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				codes[rec.Code]++
+			}
+			if codes[http.StatusOK] != 3 || codes[http.StatusTooManyRequests] != 7 {
+				t.Errorf("%s %s 10 times from one address: %v, want 3 200s (the burst) and 7 429s", method, path, codes)
+			}
+		}
+	}
+	h := handler.New(handler.Services{Shop: &fakeShop{}, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}),
+		ClientLimit: limit.New(limit.Options{Rate: 0.001, Burst: 1})}, slog.New(slog.DiscardHandler))
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml"} {
+		for range 3 {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.RemoteAddr = "203.0.113.7:4000"
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code == http.StatusTooManyRequests {
+				t.Errorf("GET %s answered 429: the probes and the scrape are not limited", path)
+			}
+		}
+	}
+}
+
+// Every 503 says when to come back: unavailable and timeout had no
+// Retry-After before, and a client without one retries at once.
+func TestEvery503SaysWhenToComeBack(t *testing.T) {
+	for _, err := range []error{service.ErrLockTimeout, service.ErrLockLost, service.ErrBusy, service.ErrCommitUnknown,
+		service.ErrUnavailable, context.DeadlineExceeded, context.Canceled} {
+		h := handler.New(handler.Services{Shop: &recordingShop{err: err}}, slog.New(slog.DiscardHandler))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/goods-stock/1", nil))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: %d with Retry-After %q, want 503 with one", err, rec.Code, rec.Header().Get("Retry-After"))
+		}
+	}
+	h := newHandler(&fakeShop{}, handler.Check{Name: "mysql", Check: func(context.Context) error { return errors.New("down") }})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("/readyz not ready: %d with Retry-After %q, want 503 with one", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+type okDashboard struct{}
+
+func (okDashboard) Page(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
+func (okDashboard) Data(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
 
 // BenchmarkRefusalAnswer is the edge's work for a buyer the shop cannot
 // serve now: 503 busy, and the waiting room's 503 queued (a place, its

@@ -56,15 +56,31 @@ func (h *handler) authenticated(c *gin.Context) (string, error) {
 
 // owner is whose orders a request may read and pay: with an Authenticator
 // its token's buyer, without one anyone's (""). The client address's limit
-// guards the token's verification, as on a purchase.
+// (limited, on the route) guards the token's verification, as on a purchase.
 func (h *handler) owner(c *gin.Context) (string, error) {
 	if h.auth == nil {
 		return "", nil
 	}
-	if err := h.limitClient(c, time.Now()); err != nil {
-		return "", err
-	}
 	return h.authenticated(c)
+}
+
+// limited is the middleware of the routes a client calls besides a
+// purchase (which checks the limit itself, before its buyer's): a client
+// over its address's limit is answered 429 before the route's work.
+func (h *handler) limited(c *gin.Context) {
+	if err := h.limitClient(c, time.Now()); err != nil {
+		h.fail(c, 0, err)
+		c.Abort()
+	}
+}
+
+// isLimited: the route path is under the client limit (see limited).
+func (h *handler) isLimited(path string) bool {
+	switch path {
+	case "/metrics", "/openapi.yaml", "/healthz", "/readyz":
+		return false
+	}
+	return true
 }
 
 // limitClient checks the client address's limit, if there is one.

