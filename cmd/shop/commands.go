@@ -250,6 +250,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Auth.Mode == "none" && (cfg.Auth.HMACSecretFile != "" || cfg.Auth.PublicKeyFile != "") {
 		log.Warn("a key for buyers' tokens is set but auth.mode is none: tokens are not asked for; set auth.mode=jwt")
 	}
+	if mode := repo.UnverifiedTLS(cfg.MySQL.DSN); mode != "" {
+		log.Warn("MYSQL'S CERTIFICATE IS NOT CHECKED: the DSN's tls="+mode+" encrypts but lets anyone between the shop and MySQL pose as the database "+
+			"(and take the password at the handshake); give mysql.tlsCA, the CA that signed the server's certificate, instead", "tls", mode)
+	}
 	if cfg.Auth.Mode == "none" && !loopback(ln.Addr()) {
 		log.Warn("auth.mode=none on an address others can reach: anyone may name any buyer (X-User-ID) and read and pay any order; set auth.mode=jwt outside a demo", "addr", ln.Addr().String())
 	}

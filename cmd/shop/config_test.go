@@ -337,7 +337,7 @@ func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
 // settings change the same field.
 func TestEverySettingReachesItsOwnField(t *testing.T) {
 	candidates := map[kind][]string{
-		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone", "jwt", "digest:user:pw"},
+		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone", "jwt", "digest:user:a-password-of-at-least-32-bytes-long"},
 		kInt:      {"7"},
 		kBool:     {"false", "true"},
 		kDuration: {"77s", "7s"},
@@ -419,13 +419,13 @@ func TestLockPathAdviceForASaleOfManyGoods(t *testing.T) {
 // value is refused without being shown.
 func TestZooKeeperAuthSetting(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "zk-auth")
-	if err := os.WriteFile(file, []byte("digest:shop:s3cret-from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("digest:shop:s3cret-from-file-and-long-enough-to-pass\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ value, want string }{
 		{"", ""},
-		{"digest:shop:s3cret", "shop:s3cret"},
-		{"file:" + file, "shop:s3cret-from-file"},
+		{"digest:shop:s3cret-long-enough-for-the-rule-of-32", "shop:s3cret-long-enough-for-the-rule-of-32"},
+		{"file:" + file, "shop:s3cret-from-file-and-long-enough-to-pass"},
 	} {
 		c, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": tc.value})
 		if err != nil || c.ZooKeeper.Digest != tc.want {
@@ -437,7 +437,17 @@ func TestZooKeeperAuthSetting(t *testing.T) {
 	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A password shorter than a token's secret: every node's ACL shows its
+	// SHA-1 to anyone. A file others may read: no secret.
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.WriteFile(open, []byte("digest:shop:s3cret-from-file-and-long-enough-to-pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
 	for _, bad := range []string{"shop:s3cret-no-scheme", "digest:shop", "digest::s3cret-no-user", "sasl:shop:s3cret-other", "file:" + empty,
+		"digest:shop:s3cret-31-bytes-long-0123456789", "file:" + open,
 		"file:" + filepath.Join(t.TempDir(), "missing")} {
 		_, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": bad})
 		if err == nil || !strings.Contains(err.Error(), "zookeeper.auth") || strings.Contains(err.Error(), "s3cret") {
@@ -618,4 +628,55 @@ func merge(a, b map[string]string) map[string]string {
 		m[k] = v
 	}
 	return m
+}
+
+// A secret in a file any user of the machine may read is refused, as ssh
+// refuses such a private key: the DSN user's password, the tokens' HMAC
+// secret, ZooKeeper's digest (above). Owner and group may read it (a
+// Kubernetes Secret with an fsGroup is mode 0440).
+func TestSecretFilesOpenToEveryUserAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(strings.Repeat("s", 40)+"\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f, mode); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, mode := range []os.FileMode{0o644, 0o604, 0o602, 0o666} {
+		f := write(fmt.Sprintf("open-%o", mode), mode)
+		for _, env := range []map[string]string{
+			{"SHOP_MYSQL_PASSWORDFILE": f},
+			{"SHOP_AUTH_MODE": "jwt", "SHOP_AUTH_HMACSECRETFILE": f},
+		} {
+			if _, err := load(t, env); err == nil || !strings.Contains(err.Error(), "open to every user") {
+				t.Errorf("%v, mode %04o: %v; want a refusal", env, mode, err)
+			}
+		}
+	}
+	for _, mode := range []os.FileMode{0o600, 0o400, 0o640, 0o440} {
+		f := write(fmt.Sprintf("private-%o", mode), mode)
+		if _, err := load(t, map[string]string{"SHOP_MYSQL_PASSWORDFILE": f}); err != nil {
+			t.Errorf("mode %04o: %v; want it accepted", mode, err)
+		}
+	}
+}
+
+// server.trustedProxies that hold every address let any client name
+// itself in X-Forwarded-For (a rotating one beat limits.clientRate=1):
+// refused, alone or together; real proxies' ranges are accepted.
+func TestTrustedProxiesThatCoverEveryAddressAreRefused(t *testing.T) {
+	for _, bad := range []string{"0.0.0.0/0", "::/0", "10.0.0.0/8,0.0.0.0/0", "0.0.0.0/1,128.0.0.0/1", "0.0.0.0/2,64.0.0.0/2,128.0.0.0/1", "8000::/1,::/1"} {
+		if _, err := load(t, map[string]string{"SHOP_SERVER_TRUSTEDPROXIES": bad}); err == nil || !strings.Contains(err.Error(), "covers every") {
+			t.Errorf("%s: %v; want a refusal", bad, err)
+		}
+	}
+	for _, good := range []string{"10.0.0.0/8,172.16.0.0/12,192.168.0.0/16", "0.0.0.0/1", "10.1.2.3", "fd00::/8", "0.0.0.0/2,64.0.0.0/2,128.0.0.0/2"} {
+		if _, err := load(t, map[string]string{"SHOP_SERVER_TRUSTEDPROXIES": good}); err != nil {
+			t.Errorf("%s: %v; want it accepted", good, err)
+		}
+	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/seckill-zk/seckill-zk/internal/auth"
+
 	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
@@ -112,6 +114,9 @@ func (p *parser) secretFile(key string) string {
 // readSecret is the content of the file at path that key names, trimmed;
 // a file that cannot be read, or holds nothing, fails key (with ifEmpty).
 func (p *parser) readSecret(key, path, ifEmpty string) string {
+	if !p.privateFile(key, path) {
+		return ""
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		p.fail(key, "cannot read the file it names: %v", err)
@@ -122,6 +127,23 @@ func (p *parser) readSecret(key, path, ifEmpty string) string {
 		p.fail(key, "%s", ifEmpty)
 	}
 	return v
+}
+
+// privateFile fails key, as ssh does a private key's, when the secret file
+// at path (its target, if a link: a Kubernetes Secret's files are) is
+// readable or writable by users outside its owner and group: a secret any
+// local user may read is no secret. A file that cannot be read is left to
+// the reading to say.
+func (p *parser) privateFile(key, path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	if perm := st.Mode().Perm(); perm&0o007 != 0 {
+		p.fail(key, "the file it names is open to every user of this machine (mode %04o): chmod o-rwx it (0600, or 0640 for a group such as a Kubernetes fsGroup)", perm)
+		return false
+	}
+	return true
 }
 
 // zkAuth is zookeeper.auth: "", digest:user:password or file:PATH; the
@@ -142,6 +164,13 @@ func (p *parser) zkAuth(key string) string {
 	user, password, found := strings.Cut(cred, ":")
 	if !ok || !found || user == "" || password == "" {
 		p.fail(key, "must be digest:user:password, or file:PATH of a file holding it (the value is not shown: it holds a password)")
+		return ""
+	}
+	// ZooKeeper keeps base64(sha1(user:password)) in every node's ACL, for
+	// anyone to read: a short password falls to a dictionary at once.
+	if len(password) < auth.MinSecretLen {
+		p.fail(key, "the password has %d bytes, fewer than %d (every node's ACL shows its SHA-1 to anyone, so a short one is guessed offline): "+
+			"make a long random one, such as openssl rand -base64 33", len(password), auth.MinSecretLen)
 		return ""
 	}
 	return cred
@@ -177,14 +206,52 @@ func (p *parser) autoRate(key, mode string, jwt float64) float64 {
 // proxies is server.trustedProxies: addresses or CIDRs, maybe none.
 func (p *parser) proxies(key string) []string {
 	out := p.items(key)
+	var prefixes []netip.Prefix
 	for _, it := range out {
-		if _, err := netip.ParsePrefix(it); err != nil {
-			if _, err := netip.ParseAddr(it); err != nil {
+		pf, err := netip.ParsePrefix(it)
+		if err != nil {
+			a, err := netip.ParseAddr(it)
+			if err != nil {
 				p.fail(key, "%q is not an address or a CIDR", it)
+				continue
 			}
+			pf = netip.PrefixFrom(a, a.BitLen())
+		}
+		prefixes = append(prefixes, pf.Masked())
+	}
+	for _, all := range []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")} {
+		if covers(prefixes, all) {
+			p.fail(key, "%s covers every %s address: any client could then name itself in X-Forwarded-For (and escape limits.clientRate); list your proxies' addresses",
+				strings.Join(out, ","), map[bool]string{true: "IPv4", false: "IPv6"}[all.Addr().Is4()])
 		}
 	}
 	return out
+}
+
+// covers tells whether prefixes together hold every address of space.
+func covers(prefixes []netip.Prefix, space netip.Prefix) bool {
+	inside := false
+	for _, pf := range prefixes {
+		if pf.Addr().Is4() != space.Addr().Is4() {
+			continue
+		}
+		if pf.Bits() <= space.Bits() && pf.Contains(space.Addr()) {
+			return true
+		}
+		if pf.Bits() > space.Bits() && space.Contains(pf.Addr()) {
+			inside = true
+		}
+	}
+	if !inside || space.Bits() == space.Addr().BitLen() {
+		return false
+	}
+	// Split space in two: each half must be covered.
+	lo := netip.PrefixFrom(space.Addr(), space.Bits()+1)
+	hiAddr := space.Addr().AsSlice()
+	bit := space.Bits()
+	hiAddr[bit/8] |= 0x80 >> (bit % 8)
+	hi, _ := netip.AddrFromSlice(hiAddr)
+	return covers(prefixes, lo) && covers(prefixes, netip.PrefixFrom(hi, space.Bits()+1))
 }
 
 // peers is dashboard.peers: base URLs, "self" for the page's own origin.

@@ -148,7 +148,11 @@ var settings = []setting{
 	{"auth.mode", kString, "none", "who a buyer is: none (the anonymous demo: X-User-ID names a buyer, orders are open to anyone) or jwt (a bearer token per request; its sub is the buyer, who alone reads and pays its orders)",
 		func(p *parser, k string, c *Config) { c.Auth.Mode = p.oneOf(k, "none", "jwt") }},
 	{"auth.hmacSecretFile", kString, "", "auth.mode jwt: a file holding the HS256 secret (at least 32 bytes)",
-		func(p *parser, k string, c *Config) { c.Auth.HMACSecretFile = p.optional(k) }},
+		func(p *parser, k string, c *Config) {
+			if c.Auth.HMACSecretFile = p.optional(k); c.Auth.HMACSecretFile != "" {
+				p.privateFile(k, c.Auth.HMACSecretFile)
+			}
+		}},
 	{"auth.publicKeyFile", kString, "", "auth.mode jwt: a PEM public key instead (RSA: RS256, ECDSA P-256: ES256, Ed25519: EdDSA)",
 		func(p *parser, k string, c *Config) { c.Auth.PublicKeyFile = p.optional(k) }},
 	{"auth.issuer", kString, "", "auth.mode jwt: the iss every token must carry (empty: not checked)",

@@ -85,6 +85,22 @@ func DatabaseOf(dsn string) (string, error) {
 	return cfg.DBName, nil
 }
 
+// UnverifiedTLS names the DSN's tls parameter when it encrypts without
+// checking the server's certificate (skip-verify; preferred, which also
+// falls back to plaintext), "" otherwise.
+func UnverifiedTLS(dsn string) string {
+	dsn, _ = splitAddrs(dsn)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return ""
+	}
+	switch cfg.TLSConfig {
+	case "skip-verify", "preferred":
+		return cfg.TLSConfig
+	}
+	return ""
+}
+
 // Open connects to MySQL and checks that it answers. The DSN is the
 // go-sql-driver form; the store always asks for found-rows counts (so an
 // UPDATE that writes an unchanged value still counts as matched), values

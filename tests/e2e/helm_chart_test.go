@@ -241,7 +241,7 @@ zookeeperAuth: true
 mysqlTLS: true
 secrets:
   jwtHmacSecret: kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
-  zookeeperAuth: digest:shop:s3cret
+  zookeeperAuth: digest:shop:s3cret-long-enough-for-the-shop-rule
   mysqlCA: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 `, nil, []string{"Deployment", "Secret -secrets", "MariaDB -mariadb"}},
 		{"RS256 tokens and a Secret of the user's", `

@@ -91,6 +91,13 @@ func TestMySQLOverTLS(t *testing.T) {
 	}
 	t.Logf("the shop's TLS handshakes: %d; cipher of a connection: %s", handshakes()-before, cipher)
 
+	// TLS that checks nobody's certificate is TLS in name: the shop says
+	// so, loudly, at start.
+	s3 := e2e.NewStackOn(t, m.DSN+"?tls=skip-verify", e2e.ZooKeeper(t))
+	if unchecked := s3.Serve(t); !strings.Contains(unchecked.Logs(), "CERTIFICATE IS NOT CHECKED") {
+		t.Errorf("a shop whose DSN says tls=skip-verify did not warn at start:\n%s", unchecked.Logs())
+	}
+
 	other := certificates(t)
 	s2 := e2e.NewStackOn(t, m.DSN, e2e.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(other, "ca.pem"))
 	out, code := s2.ShopExit(t, "migrate")

@@ -119,7 +119,7 @@ var (
 // ZKDigest is the digest identity ("user:password") of the tests whose
 // clients close their nodes to strangers (zookeeper.auth); the cleanup of
 // Path authenticates as it.
-const ZKDigest = "seckill-test:not-a-secret"
+const ZKDigest = "seckill-test:not-a-secret-only-long-enough-for-the-rule"
 
 // CreateNode creates the persistent node p with data, and its missing
 // ancestors as persistent nodes; p itself must be new. The tests' common
