@@ -134,7 +134,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if roots, err = claimRoots(ctx, cfg, conn, db, useLock, elect, allot, log); err != nil {
 			return err
 		}
-		checks = append(checks, handler.Check{Name: "zookeeper paths", Check: roots.Err})
+		paths := handler.Check{Name: "zookeeper paths", Check: roots.Err}
+		if roots.Open() {
+			log.Warn(coord.OpenWarning)
+			paths.Warning = coord.OpenWarning // in /readyz's answer too
+		}
+		checks = append(checks, paths)
 	}
 	if useLock {
 		l := coord.NewLocker(zc, paths)
@@ -310,13 +315,6 @@ func claimRoots(ctx context.Context, cfg Config, conn *zk.Client, db string, loc
 	roots := coord.NewRoots(conn, db, log, rs...)
 	if err := roots.Claim(ctx); err != nil {
 		return nil, err
-	}
-	for _, r := range rs {
-		if cfg.ZooKeeper.Digest != "" && strings.Count(r.Path, "/") == 1 {
-			log.Warn("a ZooKeeper path of the shop sits right under /, which anyone may write: an outsider may delete it while it is empty "+
-				"and make it again as his; the shop then refuses to sell there and says so (/readyz, seckill_zookeeper_paths_owned), "+
-				"but cannot take it back. Give it a directory the shop owns (zookeeper.namespace, e.g. /seckill-prod)", "path", r.Path, "setting", r.Setting)
-		}
 	}
 	return roots, nil
 }

@@ -115,6 +115,9 @@ func watchCoordination(ctx context.Context, roots *coord.Roots, e *coord.Electio
 	participants.Store(-1)
 	m.CoordinationStats(func() metrics.Coordination {
 		c := metrics.Coordination{NoAuth: roots.Refused(), Electing: e != nil, Participants: int(participants.Load())}
+		if roots.Open() {
+			c.PathsOpen = coord.OpenWarning
+		}
 		if err := roots.Err(ctx); err != nil {
 			c.PathsProblem = err.Error()
 		}

@@ -167,6 +167,10 @@ func (r *Roots) claim(ctx context.Context, root Root, atStart bool) error {
 		return fmt.Errorf("%s is not this shop's: %s; remove it as its owner (zkCli: deleteall %s) or give the shop another path (%s, zookeeper.namespace)",
 			where, why, root.Path, root.Setting)
 	}
+	if why := r.parentOpen(ctx, root.Path); why != "" {
+		return fmt.Errorf("%s: %s; give the shop a namespace whose every node is its own (zookeeper.namespace, made by the shop), or close the parent's ACL to others (zkCli: setAcl)",
+			where, why)
+	}
 	if st.EphemeralOwner == zk.ContainerOwner && st.NumChildren == 0 {
 		// An earlier release's container: made again persistent.
 		if err := r.c.Delete(ctx, root.Path, st.Version); err == nil {
@@ -192,6 +196,55 @@ func (r *Roots) claim(ctx context.Context, root Root, atStart bool) error {
 			"path", root.Path, "setting", root.Setting, "database", other)
 	}
 	return nil
+}
+
+// Open tells whether the shop's nodes are open to anyone: without
+// zookeeper.auth every client may hold its locks, queue in its election or
+// delete its nodes, and the shop cannot tell.
+func (r *Roots) Open() bool {
+	for _, e := range r.c.ACL() {
+		if e.Scheme == "world" && e.Perms&zk.PermDelete != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// OpenWarning is what the shop says of its open paths (see Open).
+const OpenWarning = "the shop's ZooKeeper paths are open to anyone (no zookeeper.auth): any client that reaches ZooKeeper may hold the purchase locks or the election, or delete the shop's nodes, and the shop cannot tell; set zookeeper.auth"
+
+// parentOpen says why root's parent lets others take root away, "" when
+// it does not. ZooKeeper checks a delete against the parent's ACL, so an
+// identity that may delete (or, with admin, grant itself delete) in the
+// parent deletes root whenever it is empty (a lock path between two
+// holders) and makes it again as its own: the shop's purchases are then
+// refused for good. One that may create there may make the shop's node
+// before it does. The ancestors above the parent cannot take root away:
+// a node is deleted only empty, and the parent holds root. Paths open to
+// anyone (no zookeeper.auth) are not checked: everything is open there
+// (see Open).
+func (r *Roots) parentOpen(ctx context.Context, root string) string {
+	if r.Open() {
+		return ""
+	}
+	parent := path.Dir(root)
+	acl, _, err := r.c.GetACL(ctx, parent)
+	if err != nil {
+		return fmt.Sprintf("its parent %s's ACL cannot be read (%v)", parent, err)
+	}
+	mine := r.c.ACL()
+	for _, e := range acl {
+		var allowed int32
+		for _, m := range mine {
+			if m.Scheme == e.Scheme && m.ID == e.ID {
+				allowed = m.Perms
+			}
+		}
+		if extra := e.Perms & (zk.PermCreate | zk.PermDelete | zk.PermAdmin) &^ allowed; extra != 0 {
+			return fmt.Sprintf("its parent %s lets %s do %s there: it may delete %s while it is empty and make it again as its own", parent, who(e), perms(extra), root)
+		}
+	}
+	return ""
 }
 
 // makePath makes p and its missing ancestors persistent, with the client's

@@ -98,6 +98,9 @@ type Services struct {
 type Check struct {
 	Name  string
 	Check func(ctx context.Context) error
+	// Warning, if set, is said in /readyz's answer while the check
+	// passes: a setting that works but leaves the shop exposed.
+	Warning string
 }
 
 type handler struct {
@@ -429,5 +432,11 @@ func (h *handler) readyz(c *gin.Context) {
 			return
 		}
 	}
-	answer(c, http.StatusOK, Response{Code: api.Ready, Message: "ready"})
+	msg := "ready"
+	for _, ch := range h.checks {
+		if ch.Warning != "" {
+			msg += "; warning: " + ch.Name + ": " + ch.Warning
+		}
+	}
+	answer(c, http.StatusOK, Response{Code: api.Ready, Message: msg})
 }

@@ -229,6 +229,7 @@ func (m *Metrics) RoomStats(stats func() Room) {
 // refusals (NoAuth) it met there, and its place in the election.
 type Coordination struct {
 	PathsProblem string // "" while the shop's ZooKeeper paths are its own
+	PathsOpen    string // "" while they are closed to others (zookeeper.auth); else what that allows
 	NoAuth       int64  // ZooKeeper's NoAuth refusals met on a purchase's way
 	Electing     bool   // this instance takes part in an election
 	ElectionErr  string // "" while it is queued in the election, or leads it
@@ -244,6 +245,9 @@ func (m *Metrics) CoordinationStats(stats func() Coordination) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_zookeeper_paths_owned",
 			Help: "1 while the ZooKeeper paths the shop sells and elects under are its own (made with its ACL), 0 when one is not (a purchase or the election is refused there)."},
 			func() float64 { return map[bool]float64{true: 1}[stats().PathsProblem == ""] }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_zookeeper_paths_open",
+			Help: "1 while the shop's ZooKeeper paths are open to anyone (no zookeeper.auth): any client that reaches ZooKeeper may hold its locks or its election, unseen."},
+			func() float64 { return map[bool]float64{true: 1}[stats().PathsOpen != ""] }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_zookeeper_noauth_total",
 			Help: "ZooKeeper refusals (NoAuth) met on a purchase's way: a node on its path has an ACL that is not the shop's."},
 			func() float64 { return float64(stats().NoAuth) }),

@@ -243,21 +243,21 @@ func TestCoordinationProblemsAreExportedAndSaid(t *testing.T) {
 		}
 		return got
 	}
-	want := map[string]float64{"seckill_zookeeper_paths_owned": 1, "seckill_zookeeper_noauth_total": 0, "seckill_leader_queued": 1, "seckill_leader_participants": 2}
+	want := map[string]float64{"seckill_zookeeper_paths_owned": 1, "seckill_zookeeper_paths_open": 0, "seckill_zookeeper_noauth_total": 0, "seckill_leader_queued": 1, "seckill_leader_participants": 2}
 	if got := gauges(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("all well: %v, want %v", got, want)
 	}
 	if p := m.Snapshot(1).Problems; len(p) != 0 {
 		t.Errorf("all well, the dashboard says %q", p)
 	}
-	c = metrics.Coordination{PathsProblem: "zookeeper path /Locks (lock.path) is not this shop's", NoAuth: 3, Electing: true,
+	c = metrics.Coordination{PathsProblem: "zookeeper path /Locks (lock.path) is not this shop's", PathsOpen: "open to anyone", NoAuth: 3, Electing: true,
 		ElectionErr: "leader election: could not queue", Participants: 0}
-	want = map[string]float64{"seckill_zookeeper_paths_owned": 0, "seckill_zookeeper_noauth_total": 3, "seckill_leader_queued": 0, "seckill_leader_participants": 0}
+	want = map[string]float64{"seckill_zookeeper_paths_owned": 0, "seckill_zookeeper_paths_open": 1, "seckill_zookeeper_noauth_total": 3, "seckill_leader_queued": 0, "seckill_leader_participants": 0}
 	if got := gauges(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("a path taken, the election refused: %v, want %v", got, want)
 	}
 	p := m.Snapshot(1).Problems
-	if len(p) != 3 || !strings.Contains(p[0], "/Locks") || !strings.Contains(p[1], "could not queue") || !strings.Contains(p[2], "nobody expires") {
+	if len(p) != 4 || !strings.Contains(p[0], "/Locks") || !strings.Contains(p[1], "open to anyone") || !strings.Contains(p[2], "could not queue") || !strings.Contains(p[3], "nobody expires") {
 		t.Errorf("the dashboard says %q; want the path, the election and that nobody sweeps", p)
 	}
 }

@@ -82,6 +82,9 @@ func (m *Metrics) Snapshot(goodsNo int32) Snapshot {
 		if c.PathsProblem != "" {
 			s.Problems = append(s.Problems, c.PathsProblem)
 		}
+		if c.PathsOpen != "" {
+			s.Problems = append(s.Problems, c.PathsOpen)
+		}
 		if c.ElectionErr != "" {
 			s.Problems = append(s.Problems, c.ElectionErr)
 		}

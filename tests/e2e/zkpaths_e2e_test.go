@@ -86,6 +86,14 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 				append(gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), gozk.WorldACL(gozk.PermRead)...), "lets digest:outsider do cdrwa"},
 			{"the election's parent", "leader.path", []string{auth}, func(s e2e.Stack) string { return path.Dir(leaderPathOf(s)) },
 				gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), "refused to make"},
+			// The lock path's parent made first, open to anyone (a namespace
+			// squatted before the first start): the shop made its lock path
+			// in it and sold, and the squatter then deleted the empty lock
+			// path and made it his, for good. The shop no longer starts there.
+			{"the lock path's parent, open to anyone", "lock.path", []string{auth}, func(s e2e.Stack) string { return path.Dir(s.LockPath) },
+				gozk.WorldACL(gozk.PermAll), "lets world:anyone do cda there"},
+			{"the election's parent, the outsider's to delete in", "leader.path", []string{auth}, func(s e2e.Stack) string { return path.Dir(leaderPathOf(s)) },
+				append(gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), gozk.WorldACL(gozk.PermCreate|gozk.PermRead)...), "lets digest:outsider do cda there"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				s := e2e.NewStack(t, tc.env...)
@@ -93,7 +101,14 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 				p := tc.squat(s)
 				squatter := outsider(t, s)
 				makeAll(t, squatter, p, tc.acl)
-				t.Cleanup(func() { _ = squatter.Delete(p, -1) }) // before the test's own cleanup, which may not read it
+				operator := operatorOf(t, s)
+				t.Cleanup(func() { // before the test's own cleanup, which may not read it
+					kids, _, _ := squatter.Children(p)
+					for _, k := range kids { // what the shop made in it before it refused
+						_ = operator.Delete(p+"/"+k, -1)
+					}
+					_ = squatter.Delete(p, -1)
+				})
 				out, code := serveExit(t, s)
 				if code != 1 || !strings.Contains(out, p) || !strings.Contains(out, tc.setting) || !strings.Contains(out, tc.want) {
 					t.Fatalf("shop serve with %s taken: exit %d, want 1 and a line naming %s, %s and %q:\n%s", p, code, p, tc.setting, tc.want, out)
@@ -110,8 +125,6 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 		s.Shop(t, "migrate")
 		s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
 		out := outsider(t, s)
-		// The lock path's parent is open to anyone, as ZooKeeper's / is.
-		makeAll(t, out, path.Dir(s.LockPath), gozk.WorldACL(gozk.PermAll))
 		in := s.Serve(t)
 		acl, _, err := out.GetACL(s.LockPath)
 		if err != nil || len(acl) != 2 || acl[0].Scheme != "digest" || acl[1] != gozk.WorldACL(gozk.PermRead)[0] {
@@ -125,6 +138,22 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 		}
 		if _, err := out.Create(s.LockPath+"/_c_outsider-lock-", nil, gozk.FlagEphemeralSequential, gozk.WorldACL(gozk.PermAll)); !errors.Is(err, gozk.ErrNoAuth) {
 			t.Fatalf("the outsider queues on the shop's lock: %v, want NoAuth", err)
+		}
+		// An operator opens the lock path's parent to anyone (as ZooKeeper's
+		// / is): the shop's recheck finds it at once, before anyone acts.
+		operator := operatorOf(t, s)
+		parentACL, _, err := operator.GetACL(path.Dir(s.LockPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := operator.SetACL(path.Dir(s.LockPath), gozk.WorldACL(gozk.PermAll), -1); err != nil {
+			t.Fatal(err)
+		}
+		if !e2e.WaitUntil(15*time.Second, func() bool { return e2e.MetricValue(t, in.URL, "seckill_zookeeper_paths_owned") == 0 }) {
+			t.Errorf("seckill_zookeeper_paths_owned did not turn 0 within 15 s of the lock path's parent opened to anyone")
+		}
+		if r := e2e.Ask(http.MethodGet, in.URL+"/readyz"); r.Status != 503 || !strings.Contains(in.Logs(), "its parent "+path.Dir(s.LockPath)+" lets world:anyone") {
+			t.Errorf("/readyz with the lock path's parent open: %d %s, want 503 and a log line naming the parent", r.Status, r.Body)
 		}
 		// Between purchases the lock path is empty: the open parent lets
 		// the outsider delete it and make it his.
@@ -150,8 +179,12 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 			!strings.Contains(d.Problems[0], s.LockPath) {
 			t.Errorf("the dashboard's problems: %d %q, want one naming %s", a.Status, d.Problems, s.LockPath)
 		}
-		// The outsider leaves: the shop makes its path again and sells.
+		// The outsider leaves, the operator closes the parent again: the
+		// shop makes its path again and sells.
 		if err := out.Delete(s.LockPath, -1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := operator.SetACL(path.Dir(s.LockPath), parentACL, -1); err != nil {
 			t.Fatal(err)
 		}
 		if !e2e.WaitUntil(30*time.Second, func() bool { return e2e.Ask(http.MethodGet, in.URL+"/readyz").Status == 200 }) {
@@ -182,6 +215,16 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 		p := leaderPathOf(s)
 		if !e2e.WaitUntil(30*time.Second, func() bool { return e2e.MetricValue(t, in.URL, "seckill_leader_participants") == 1 }) {
 			t.Fatalf("seckill_leader_participants is not 1 within 30 s")
+		}
+		// Open paths are said: at start, in /readyz's answer, a metric.
+		if r := e2e.Ask(http.MethodGet, in.URL+"/readyz"); r.Status != 200 || !strings.Contains(string(r.Body), "open to anyone") {
+			t.Errorf("/readyz without zookeeper.auth: %d %s, want 200 saying the paths are open to anyone", r.Status, r.Body)
+		}
+		if e2e.MetricValue(t, in.URL, "seckill_zookeeper_paths_open") != 1 {
+			t.Errorf("seckill_zookeeper_paths_open is not 1 without zookeeper.auth")
+		}
+		if !strings.Contains(in.Logs(), "open to anyone (no zookeeper.auth)") {
+			t.Errorf("the start's log does not say the paths are open:\n%s", in.Logs())
 		}
 		if _, err := out.SetACL(p, append(gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), gozk.WorldACL(gozk.PermRead)...), -1); err != nil {
 			t.Fatal(err)
@@ -214,6 +257,21 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 			t.Fatalf("not queued and ready within 60 s of the ACL given back\n%s", in.Logs())
 		}
 	})
+}
+
+// operatorOf is a ZooKeeper client authenticated as the shop's own
+// identity (an operator at zkCli with its digest).
+func operatorOf(t *testing.T, s e2e.Stack) *gozk.Conn {
+	t.Helper()
+	conn, _, err := gozk.Connect(s.ZKServers, 10*time.Second, gozk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	if err := conn.AddAuth("digest", []byte(e2e.ZKDigest)); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // leaderPathOf is the stack's leader.path.
