@@ -19,12 +19,26 @@ import (
 // shop's.
 func outsider(t *testing.T, s e2e.Stack) *gozk.Conn {
 	t.Helper()
+	return zkAs(t, s, "outsider:not-the-shops")
+}
+
+// operatorOf is a ZooKeeper client authenticated as the shop's own
+// identity (an operator at zkCli with its digest).
+func operatorOf(t *testing.T, s e2e.Stack) *gozk.Conn {
+	t.Helper()
+	return zkAs(t, s, e2e.ZKDigest)
+}
+
+// zkAs is a ZooKeeper client of the stack's, authenticated as digest
+// (user:password), closed when the test ends.
+func zkAs(t *testing.T, s e2e.Stack, digest string) *gozk.Conn {
+	t.Helper()
 	conn, _, err := gozk.Connect(s.ZKServers, 10*time.Second, gozk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	if err := conn.AddAuth("digest", []byte("outsider:not-the-shops")); err != nil {
+	if err := conn.AddAuth("digest", []byte(digest)); err != nil {
 		t.Fatal(err)
 	}
 	return conn
@@ -257,21 +271,6 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 			t.Fatalf("not queued and ready within 60 s of the ACL given back\n%s", in.Logs())
 		}
 	})
-}
-
-// operatorOf is a ZooKeeper client authenticated as the shop's own
-// identity (an operator at zkCli with its digest).
-func operatorOf(t *testing.T, s e2e.Stack) *gozk.Conn {
-	t.Helper()
-	conn, _, err := gozk.Connect(s.ZKServers, 10*time.Second, gozk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	if err := conn.AddAuth("digest", []byte(e2e.ZKDigest)); err != nil {
-		t.Fatal(err)
-	}
-	return conn
 }
 
 // leaderPathOf is the stack's leader.path.
