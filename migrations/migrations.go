@@ -38,6 +38,7 @@ var versions = []struct {
 	{8, "goods_stock_v8_lease_wanted.sql"},
 	{9, "goods_stock_v9_request_id_per_buyer.sql"},
 	{10, "goods_stock_v10_waiting_room.sql"},
+	{11, "goods_stock_v11_deployment.sql"},
 }
 
 // Version is one version of the schema.

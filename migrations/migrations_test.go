@@ -39,6 +39,8 @@ func TestStatements(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS room_key (",
 		"CREATE TABLE IF NOT EXISTS room_horizon (",
 		"CREATE TABLE IF NOT EXISTS room_member (",
+		"CREATE TABLE IF NOT EXISTS deployment (",
+		"INSERT IGNORE INTO deployment (id, identity) VALUES (1, UUID())",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

@@ -131,7 +131,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		m.ZooKeeperState(zk.StateConnected)
 		defer zc.Listen(m.ZooKeeperState)()
 		checks = append(checks, handler.Check{Name: "zookeeper", Check: zkReady(conn)})
-		if roots, err = claimRoots(ctx, cfg, conn, db, useLock, elect, allot, log); err != nil {
+		id, err := store.Deployment(ctx)
+		if err != nil {
+			return fmt.Errorf("read the deployment's identity (schema version 11: run shop migrate): %w", err)
+		}
+		if roots, err = claimRoots(ctx, cfg, conn, coord.Deployment{ID: id, Database: db}, useLock, elect, allot, log); err != nil {
 			return err
 		}
 		paths := handler.Check{Name: "zookeeper paths", Check: roots.Err}
@@ -301,7 +305,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 // claimRoots makes the ZooKeeper paths the shop sells, elects and leases
 // under its own (coord.Roots), or says why it cannot: an error stops the
 // start.
-func claimRoots(ctx context.Context, cfg Config, conn *zk.Client, db string, lock, elect, allot bool, log *slog.Logger) (*coord.Roots, error) {
+func claimRoots(ctx context.Context, cfg Config, conn *zk.Client, d coord.Deployment, lock, elect, allot bool, log *slog.Logger) (*coord.Roots, error) {
 	var rs []coord.Root
 	if lock {
 		rs = append(rs, coord.Root{Path: coord.RootOf(cfg.Lock.Path), Setting: "lock.path"})
@@ -312,7 +316,7 @@ func claimRoots(ctx context.Context, cfg Config, conn *zk.Client, db string, loc
 	if allot {
 		rs = append(rs, coord.Root{Path: cfg.Allot.Path, Setting: "allot.path", Exclusive: true})
 	}
-	roots := coord.NewRoots(conn, db, log, rs...)
+	roots := coord.NewRoots(conn, d, log, rs...)
 	if err := roots.Claim(ctx); err != nil {
 		return nil, err
 	}

@@ -21,16 +21,27 @@ import (
 type Root struct {
 	Path    string
 	Setting string // the setting that names it (lock.path, …), for messages
-	// Exclusive: a root stamped with another database stops the start (an
-	// election or leases shared by two databases leave one's orders
+	// Exclusive: a root stamped by another deployment stops the start
+	// (an election or leases shared by two deployments leave one's orders
 	// unswept, or its stock miscounted). A lock shared is only slower: a
 	// warning.
 	Exclusive bool
 }
 
 // stampPrefix begins the data the shop writes into a root it owns: which
-// database the nodes under it serve.
-const stampPrefix = "seckill-zk database="
+// deployment the nodes under it serve (Deployment.stamp). An earlier
+// release's stamp named the database alone: taken as no stamp.
+const stampPrefix = "seckill-zk deployment="
+
+// Deployment is who a shop's roots serve: the deployment's identity, made
+// once and kept in its database (not the database's name, which two
+// deployments on two servers may share), and that database's name, for
+// the messages.
+type Deployment struct {
+	ID, Database string
+}
+
+func (d Deployment) stamp() string { return stampPrefix + d.ID + " database=" + d.Database }
 
 // NoAuthFor is how long a NoAuth that a purchase or the election met keeps
 // the roots reported unusable (readiness, metric) after the last one.
@@ -41,10 +52,10 @@ const NoAuthFor = 10 * time.Second
 // and finds one whose ACL changed; NoAuth is told of ZooKeeper's refusals
 // on the way of a purchase. Err says whether they are usable now.
 type Roots struct {
-	c        *zk.Client
-	roots    []Root
-	database string
-	log      *slog.Logger
+	c          *zk.Client
+	roots      []Root
+	deployment Deployment
+	log        *slog.Logger
 
 	mu      sync.Mutex
 	err     error     // the last check's finding
@@ -53,9 +64,9 @@ type Roots struct {
 	refused int64     // refusals met, in all
 }
 
-// NewRoots returns the roots of a shop serving database on c.
-func NewRoots(c *zk.Client, database string, log *slog.Logger, roots ...Root) *Roots {
-	return &Roots{c: c, roots: roots, database: database, log: log}
+// NewRoots returns the roots of a shop of deployment d on c.
+func NewRoots(c *zk.Client, d Deployment, log *slog.Logger, roots ...Root) *Roots {
+	return &Roots{c: c, roots: roots, deployment: d, log: log}
 }
 
 // RootOf is the directory a lock path template owns: the path up to its
@@ -181,19 +192,19 @@ func (r *Roots) claim(ctx context.Context, root Root, atStart bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: read it: %w", where, err)
 	}
-	stamp := stampPrefix + r.database
+	stamp := r.deployment.stamp()
 	switch other, ours := strings.CutPrefix(string(data), stampPrefix); {
 	case string(data) == stamp:
 	case !ours || other == "":
 		if _, err := r.c.Set(ctx, root.Path, []byte(stamp), st.Version); err != nil && !errors.Is(err, zk.ErrBadVersion) {
-			return fmt.Errorf("%s: write which database it serves: %w", where, err)
+			return fmt.Errorf("%s: write which deployment it serves: %w", where, err)
 		}
 	case root.Exclusive:
-		return fmt.Errorf("%s serves database %s, this shop %s: two deployments would share it; give each its own (the default %s follows the database)",
-			where, other, r.database, root.Setting)
+		return fmt.Errorf("%s serves another deployment (%s), this shop deployment %s (database %s): two deployments would share it; give each its own (%s, zookeeper.namespace)",
+			where, other, r.deployment.ID, r.deployment.Database, root.Setting)
 	case atStart:
-		r.log.Warn("a ZooKeeper path the shop uses serves another database too: the two deployments queue behind each other",
-			"path", root.Path, "setting", root.Setting, "database", other)
+		r.log.Warn("a ZooKeeper path the shop uses serves another deployment too: the two deployments queue behind each other",
+			"path", root.Path, "setting", root.Setting, "other", other, "deployment", r.deployment.ID)
 	}
 	return nil
 }

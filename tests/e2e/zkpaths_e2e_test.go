@@ -273,6 +273,26 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 	})
 }
 
+// Two deployments whose databases share a name (seckill, on two MariaDB
+// servers) under one election path: the paths were stamped with the
+// database's name, so the second started, one instance swept both and the
+// other's orders never expired. The paths are stamped with the
+// deployment's identity now (made once, kept in its database): the second
+// refuses to start and names the path and both deployments.
+func TestTwoDeploymentsOfOneDatabaseNameDoNotShareAnElection(t *testing.T) {
+	m1, m2 := e2e.StartMariaDB(t), e2e.StartMariaDB(t)
+	leader := "SHOP_LEADER_PATH=" + e2e.Path(t) + "/leader"
+	a := e2e.NewStackOn(t, m1.DSN, e2e.ZooKeeper(t), leader, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	b := e2e.NewStackOn(t, m2.DSN, e2e.ZooKeeper(t), leader, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	a.Shop(t, "migrate")
+	b.Shop(t, "migrate")
+	a.Serve(t)
+	out, code := serveExit(t, b)
+	if code != 1 || !strings.Contains(out, "serves another deployment") || !strings.Contains(out, "leader.path") {
+		t.Fatalf("a second deployment on the first's election path: exit %d, want 1 and a line saying the path serves another deployment:\n%s", code, out)
+	}
+}
+
 // leaderPathOf is the stack's leader.path.
 func leaderPathOf(s e2e.Stack) string {
 	for _, kv := range s.Env {
