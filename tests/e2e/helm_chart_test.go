@@ -296,7 +296,11 @@ shop: {replicas: 6}
 		{"zookeeper: {enabled: false}", "zookeeper.servers"},
 		{"auth: {mode: oauth}", "auth.mode"},
 		{"auth: {mode: jwt}", "secrets.jwtHmacSecret"},
-		{"zookeeperAuth: true", "secrets.zookeeperAuth"},
+		// What the shop would refuse at start is refused here, at render.
+		{"auth: {mode: jwt}\nsecrets: {jwtHmacSecret: only-24-bytes-of-secret}", "secrets.jwtHmacSecret: 23 bytes"},
+		{"secrets: {zookeeperAuth: 'digest:shop:short'}", "secrets.zookeeperAuth: the password has 5 bytes"},
+		{"secrets: {zookeeperAuth: 'shop:not-a-digest-but-long-enough-for-the-rule'}", "secrets.zookeeperAuth: want digest"},
+		{"mariadb: {operator: false, dsn: 'seckill:pw@tcp(db.example:3306)/seckill'}", "mariadb.dsn holds a password"},
 	} {
 		if _, err := render(t, bad.values); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("values %s: %v, want a refusal naming %s", bad.values, err, bad.want)
@@ -356,6 +360,41 @@ func TestTheChartChecksCatchABrokenChart(t *testing.T) {
 		{"a secret file the Secret does not hold", "mysql-password", func(objs []object) {
 			s, _ := find[*corev1.Secret](objs, "Secret", "")
 			delete(s.StringData, "mysql-password")
+		}},
+		// The chart as it was: 0400 without fsGroup, so root's files the
+		// shop's user 65532 could not read (permission denied at start).
+		{"the secrets 0400 without an fsGroup", "cannot be read by its user 65532", func(objs []object) {
+			d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
+			d.Spec.Template.Spec.SecurityContext.FSGroup = nil
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Secret != nil {
+					v.Secret.DefaultMode = new(int32(0o400))
+				}
+			}
+		}},
+		{"every key mounted", "mounts every key", func(objs []object) {
+			j, _ := find[*batchv1.Job](objs, "Job", "")
+			for _, v := range j.Spec.Template.Spec.Volumes {
+				if v.Secret != nil {
+					v.Secret.Items = nil
+				}
+			}
+		}},
+		{"the migration given ZooKeeper's identity", "mounts the Secret's zookeeper-auth", func(objs []object) {
+			j, _ := find[*batchv1.Job](objs, "Job", "")
+			for _, v := range j.Spec.Template.Spec.Volumes {
+				if v.Secret != nil {
+					v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: "zookeeper-auth", Path: "zookeeper-auth"})
+				}
+			}
+		}},
+		{"the secrets open to every user", "open to every user", func(objs []object) {
+			d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Secret != nil {
+					v.Secret.DefaultMode = new(int32(0o444))
+				}
+			}
 		}},
 	} {
 		objs, err := render(t, "")
@@ -571,7 +610,88 @@ func checkChart(objs []object, shopImage image, known map[string]bool) []string 
 			}
 		}
 	}
+
+	// The secrets' files, as a kubelet mounts them (owned by root, group
+	// fsGroup if the pod sets one, the volume's mode), are readable by the
+	// pod's user and by nobody else; each pod is given only the keys its
+	// configuration names (the migration neither ZooKeeper's identity nor
+	// the token keys, no pod the MariaDB root password).
+	for _, w := range workloads {
+		sc := w.pod.SecurityContext
+		for _, v := range w.pod.Volumes {
+			if v.Secret == nil || !strings.HasSuffix(v.Secret.SecretName, "-secrets") && v.Secret.SecretName != "my-shop-secrets" {
+				continue
+			}
+			mode := int32(0o644)
+			if v.Secret.DefaultMode != nil {
+				mode = *v.Secret.DefaultMode
+			}
+			uid, group := int64(0), int64(0)
+			if sc != nil && sc.RunAsUser != nil {
+				uid = *sc.RunAsUser
+			}
+			if sc != nil && sc.FSGroup != nil {
+				group = *sc.FSGroup
+			}
+			// The kubelet gives the pod's processes fsGroup as a group.
+			readable := uid == 0 || mode&0o004 != 0 || group != 0 && mode&0o040 != 0
+			if !readable {
+				bad("%s: the Secret's files (root's, mode %04o, group %d) cannot be read by its user %d: the shop would stop at start", w.name, mode, group, uid)
+			}
+			if mode&0o007 != 0 {
+				bad("%s: the Secret's files are mode %04o, open to every user: the shop refuses them", w.name, mode)
+			}
+			if len(v.Secret.Items) == 0 {
+				bad("%s: mounts every key of the Secret %s, not only those it reads", w.name, v.Secret.SecretName)
+			}
+			var mountedCfg map[string]any
+			for _, c := range slices.Concat(w.pod.InitContainers, w.pod.Containers) {
+				for _, m := range c.VolumeMounts {
+					if m.MountPath == "/etc/seckill/config.yaml" {
+						mountedCfg, _ = configOf(objs, m.SubPath)
+					}
+				}
+			}
+			needed := map[string]bool{}
+			for _, key := range []string{"mysql.passwordFile", "mysql.tlsCA", "zookeeper.auth", "auth.hmacSecretFile", "auth.publicKeyFile"} {
+				if f, ok := strings.CutPrefix(strings.TrimPrefix(setting(mountedCfg, key), "file:"), "/etc/seckill/secrets/"); ok {
+					needed[f] = true
+				}
+			}
+			for _, it := range v.Secret.Items {
+				if !needed[it.Key] {
+					bad("%s: mounts the Secret's %s, which its configuration does not read", w.name, it.Key)
+				}
+				delete(needed, it.Key)
+			}
+			for f := range needed {
+				if len(v.Secret.Items) > 0 {
+					bad("%s: its configuration reads %s, which it does not mount", w.name, f)
+				}
+			}
+		}
+	}
+
+	// No password in the ConfigMap: a DSN's user:password@ is refused.
+	if dsn := setting(cfg, "mysql.dsn"); regexp.MustCompile(`^[^@/]*:[^@]*@`).MatchString(dsn) {
+		bad("config.yaml's mysql.dsn holds a password: a ConfigMap is no place for it")
+	}
 	return problems
+}
+
+// configOf is the ConfigMap -config's key (config.yaml, migrate.yaml) as a
+// config.
+func configOf(objs []object, key string) (map[string]any, error) {
+	for _, o := range objs {
+		if cm, ok := o.Obj.(*corev1.ConfigMap); ok && strings.HasSuffix(cm.Name, "-config") {
+			var cfg map[string]any
+			if err := yaml.Unmarshal([]byte(cm.Data[key]), &cfg); err != nil {
+				return nil, err
+			}
+			return cfg, nil
+		}
+	}
+	return nil, fmt.Errorf("no ConfigMap -config")
 }
 
 // flatKeys is a config's keys, dotted (lock.path), sorted.

@@ -99,11 +99,28 @@ func (k kubelet) prepare(pod corev1.PodSpec, c corev1.Container) container {
 			if v.Secret.DefaultMode != nil {
 				mode = os.FileMode(*v.Secret.DefaultMode)
 			}
+			all := map[string]string{}
 			for key, data := range sec.StringData {
-				writeFile(t, filepath.Join(dir, key), data, mode)
+				all[key] = data
 			}
 			for key, data := range sec.Data {
-				writeFile(t, filepath.Join(dir, key), string(data), mode)
+				all[key] = string(data)
+			}
+			// items: only the keys listed, at their paths (a key listed
+			// that the Secret lacks stops the pod, as a kubelet's mount).
+			files := all
+			if len(v.Secret.Items) > 0 {
+				files = map[string]string{}
+				for _, it := range v.Secret.Items {
+					data, ok := all[it.Key]
+					if !ok {
+						t.Fatalf("volume %s: the Secret %s has no key %s", v.Name, sec.Name, it.Key)
+					}
+					files[it.Path] = data
+				}
+			}
+			for name, data := range files {
+				writeFile(t, filepath.Join(dir, name), data, mode)
 			}
 		default:
 			t.Fatalf("volume %s: a kind this kubelet does not make", v.Name)
@@ -265,10 +282,12 @@ shop:
     lock: {path: %q}
     leader: {path: %q}
     allot: {path: %q}
+    zookeeper: {namespace: %q}
 zookeeper: {enabled: false, servers: [%q]}
 mariadb: {operator: false, dsn: %q}
-secrets: {mysqlPassword: %q}
-`, port, s.LockPath, stackEnv["SHOP_LEADER_PATH"], stackEnv["SHOP_ALLOT_PATH"], strings.Join(s.ZKServers, ","), user+"@"+hostDB, password)
+secrets: {mysqlPassword: %q, zookeeperAuth: %q}
+`, port, s.LockPath, stackEnv["SHOP_LEADER_PATH"], stackEnv["SHOP_ALLOT_PATH"], e2e.Path(t), strings.Join(s.ZKServers, ","), user+"@"+hostDB, password,
+		"digest:"+e2e.ZKDigest)
 	objs, err := render(t, values)
 	if err != nil {
 		t.Fatal(err)

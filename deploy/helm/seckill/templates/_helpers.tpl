@@ -23,7 +23,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{- define "seckill.image" -}}
+{{- if .Values.shop.image.digest -}}
+{{ .Values.shop.image.repository }}@{{ .Values.shop.image.digest }}
+{{- else -}}
 {{ .Values.shop.image.repository }}:{{ .Values.shop.image.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end -}}
 
 {{- define "seckill.secretName" -}}
@@ -57,7 +61,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.mariadb.operator -}}
 {{ .Values.mariadb.username }}@tcp({{ include "seckill.mariadbName" . }}-primary.{{ .Release.Namespace }}.svc:3306)/{{ .Values.mariadb.database }}
 {{- else -}}
-{{ required "mariadb.dsn: the DSN of your database when mariadb.operator is false" .Values.mariadb.dsn }}
+{{- $dsn := required "mariadb.dsn: the DSN of your database when mariadb.operator is false" .Values.mariadb.dsn -}}
+{{- if regexMatch "^[^@/]*:[^@]*@" $dsn -}}
+{{- fail "mariadb.dsn holds a password (user:password@…): it would sit in a ConfigMap; give user@… and the password as secrets.mysqlPassword" -}}
+{{- end -}}
+{{ $dsn }}
 {{- end -}}
 {{- end -}}
 
@@ -73,6 +81,9 @@ them: the image sets SHOP_SERVER_ADDR, which outranks the file, so the Deploymen
 {{- end -}}
 {{- if .Values.zookeeperAuth -}}
 {{- $_ := set $own.zookeeper "auth" (printf "file:%s/zookeeper-auth" $dir) -}}
+{{- if not (dig "zookeeper" "namespace" "" .Values.shop.config) -}}
+{{- $_ := set $own.zookeeper "namespace" (printf "/%s" (include "seckill.fullname" .)) -}}
+{{- end -}}
 {{- end -}}
 {{- if eq .Values.auth.mode "jwt" -}}
 {{- $a := dict "mode" "jwt" -}}
@@ -93,6 +104,32 @@ them: the image sets SHOP_SERVER_ADDR, which outranks the file, so the Deploymen
 {{- fail (printf "shop.config.server.shutdownTimeout (%v) and shop.shutdownTimeoutSeconds (%d) disagree: the pod's grace period comes from the second; give the first in whole seconds (\"%ds\")" $shutdown (int .Values.shop.shutdownTimeoutSeconds) (int .Values.shop.shutdownTimeoutSeconds)) -}}
 {{- end -}}
 {{- toYaml (mergeOverwrite $user $own) -}}
+{{- end -}}
+
+{{/* The migration's config.yaml: the shop's without what the migration neither needs nor is given
+the secrets of (ZooKeeper's identity, the buyers' token keys). */}}
+{{- define "seckill.migrateConfig" -}}
+{{- $c := include "seckill.config" . | fromYaml -}}
+{{- $_ := unset $c "auth" -}}
+{{- if hasKey $c "zookeeper" -}}
+{{- $_ := unset $c.zookeeper "auth" -}}
+{{- end -}}
+{{- toYaml $c -}}
+{{- end -}}
+
+{{/* The keys of the Secret a pod mounts: only those its container reads. */}}
+{{- define "seckill.secretItems" -}}
+{{- $keys := list "mysql-password" -}}
+{{- if .root.Values.mysqlTLS -}}{{- $keys = append $keys "mysql-ca.pem" -}}{{- end -}}
+{{- if not .migration -}}
+{{- if .root.Values.zookeeperAuth -}}{{- $keys = append $keys "zookeeper-auth" -}}{{- end -}}
+{{- if eq .root.Values.auth.mode "jwt" -}}
+{{- $keys = append $keys (ternary "jwt-public-key" "jwt-hmac-secret" (eq .root.Values.auth.jwtAlgorithm "rs256")) -}}
+{{- end -}}
+{{- end -}}
+{{- range $keys }}
+- {key: {{ . }}, path: {{ . }}}
+{{- end -}}
 {{- end -}}
 
 {{/* pods' common security: not root, no privilege, nothing added */}}
