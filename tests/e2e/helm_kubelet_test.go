@@ -30,7 +30,9 @@ import (
 // container's args; its environment is the image's ENV, then the
 // container's env (values, the pod's name and namespace, resource limits);
 // its volumes are the rendered ConfigMap's and Secret's keys as files (the
-// Secret's with the volume's mode). The one liberty: a mount path is a
+// Secret's, those its items list, root's with group fsGroup and the
+// volume's mode); its processes run as the pod's runAsUser, runAsGroup and
+// fsGroup (so the tests run as root). The one liberty: a mount path is a
 // directory of the test's, and a path under a mount path in an env value,
 // an arg or a ConfigMap file is rewritten to it.
 type kubelet struct {
@@ -46,6 +48,9 @@ type container struct {
 	args []string
 	env  []string
 	dir  string // the working directory: the image's / (empty)
+	// cred: the pod's runAsUser, runAsGroup and fsGroup (nil: the test's
+	// own user)
+	cred *syscall.Credential
 }
 
 // prepare lays out c's volumes of pod under a directory of the test's and
@@ -54,6 +59,24 @@ func (k kubelet) prepare(pod corev1.PodSpec, c corev1.Container) container {
 	t := k.t
 	t.Helper()
 	root := t.TempDir()
+	// The pod's user, as a kubelet runs it: its uid, its group, fsGroup as
+	// a supplementary group; the Secret's files are root's, group fsGroup.
+	var cred *syscall.Credential
+	fsGroup := -1
+	if sc := pod.SecurityContext; sc != nil && sc.RunAsUser != nil {
+		if os.Geteuid() != 0 {
+			t.Fatalf("the pod runs as user %d: this kubelet must run as root to run it so, and to make its Secret's files root's, as a kubelet does (run the tests as root)", *sc.RunAsUser)
+		}
+		cred = &syscall.Credential{Uid: uint32(*sc.RunAsUser), Gid: uint32(*sc.RunAsUser)}
+		if sc.RunAsGroup != nil {
+			cred.Gid = uint32(*sc.RunAsGroup)
+		}
+		if sc.FSGroup != nil {
+			fsGroup = int(*sc.FSGroup)
+			cred.Groups = []uint32{uint32(fsGroup)}
+		}
+		openPath(t, root) // the pod's user walks the test's directories, as a pod's mounts
+	}
 	mounts := map[string]string{} // the container's path → the test's
 	var order []string
 	for _, m := range c.VolumeMounts {
@@ -120,10 +143,30 @@ func (k kubelet) prepare(pod corev1.PodSpec, c corev1.Container) container {
 				}
 			}
 			for name, data := range files {
-				writeFile(t, filepath.Join(dir, name), data, mode)
+				f := filepath.Join(dir, name)
+				writeFile(t, f, data, mode)
+				if cred != nil { // root's, group fsGroup (or root's), the volume's mode
+					if err := os.Chown(f, 0, max(fsGroup, 0)); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Chmod(f, mode); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 		default:
 			t.Fatalf("volume %s: a kind this kubelet does not make", v.Name)
+		}
+	}
+	if cred != nil { // a volume's directories may be walked by anyone; its files keep their modes
+		err := filepath.WalkDir(filepath.Join(root, "volumes"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				err = os.Chmod(p, 0o755)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 
@@ -155,13 +198,53 @@ func (k kubelet) prepare(pod corev1.PodSpec, c corev1.Container) container {
 	if !slices.Equal(k.img.entrypoint, []string{"/shop"}) {
 		t.Fatalf("the image's entrypoint %v is not /shop", k.img.entrypoint)
 	}
-	out := container{name: c.Name, dir: t.TempDir()}
-	out.args = append([]string{e2e.ShopBinary(t)}, c.Args...)
+	out := container{name: c.Name, dir: t.TempDir(), cred: cred}
+	bin := e2e.ShopBinary(t)
+	if cred != nil {
+		openPath(t, out.dir)
+		bin = copyBinary(t, bin) // the test's build directory is root's alone
+	}
+	out.args = append([]string{bin}, c.Args...)
 	for i := range out.args[1:] {
 		out.args[i+1] = rewrite(out.args[i+1])
 	}
 	for name, v := range env {
 		out.env = append(out.env, name+"="+v)
+	}
+	return out
+}
+
+// openPath lets every user walk dir and its ancestors (their mode gains
+// o+x, and r on dir's own subtree), as a pod's user walks its mounts.
+func openPath(t *testing.T, dir string) {
+	t.Helper()
+	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, st.Mode().Perm()|0o055); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// copyBinary copies the binary at bin into a directory every user may
+// read, once per test.
+func copyBinary(t *testing.T, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	openPath(t, dir)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(bin))
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	if err := os.WriteFile(out, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -188,6 +271,7 @@ func (c container) start(t *testing.T) *running {
 	t.Helper()
 	cmd := exec.Command(c.args[0], c.args[1:]...)
 	cmd.Env, cmd.Dir = c.env, c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	r := &running{cmd: cmd, out: &bytes.Buffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	if err := cmd.Start(); err != nil {
@@ -376,6 +460,7 @@ func runContainer(c container) ([]byte, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.args[0], c.args[1:]...)
 	cmd.Env, cmd.Dir = c.env, c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	return cmd.CombinedOutput()
 }
 
