@@ -252,6 +252,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	services := handler.Services{Shop: shop, Catalog: service.NewCatalog(store), Orders: orders, Election: elected, Observer: m, Metrics: m.Handler(), Dashboard: dash,
 		TrustedProxies: cfg.Server.TrustedProxies}
+	var metricsLn net.Listener
+	if cfg.Server.MetricsAddr != "" {
+		services.Metrics = nil // on its own port only
+		if metricsLn, err = net.Listen("tcp", cfg.Server.MetricsAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("server.metricsAddr: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	if err := who(cfg, &services); err != nil {
 		ln.Close()
 		return err
@@ -284,6 +293,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if metricsLn != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		log.Info("serving /metrics", "addr", metricsLn.Addr().String())
+		go func() { _ = msrv.Serve(metricsLn) }()
+		defer msrv.Close()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -22,7 +22,11 @@ import (
 // environment variables, overridden by flags.
 type Config struct {
 	Server struct {
-		Addr            string
+		Addr string
+		// MetricsAddr, if set, is where /metrics is served instead of
+		// Addr: a port of its own, which a NetworkPolicy can open to the
+		// scraper alone.
+		MetricsAddr     string
 		ShutdownTimeout time.Duration
 		ReadTimeout     time.Duration
 		WriteTimeout    time.Duration // 0: derived from the purchase's longest path

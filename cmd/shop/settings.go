@@ -63,6 +63,8 @@ func autoRateDoc(jwt float64) string {
 var settings = []setting{
 	{"server.addr", kString, "127.0.0.1:8080", "HTTP listen address (port 0 picks a free one)",
 		func(p *parser, k string, c *Config) { c.Server.Addr = p.str(k) }},
+	{"server.metricsAddr", kString, "", "listen address of /metrics alone (a port a NetworkPolicy can open to the scraper only); empty: /metrics on server.addr",
+		func(p *parser, k string, c *Config) { c.Server.MetricsAddr = p.optional(k) }},
 	{"server.shutdownTimeout", kDuration, "15s", "how long shutdown waits for in-flight purchases",
 		func(p *parser, k string, c *Config) { c.Server.ShutdownTimeout = p.duration(k, false) }},
 	{"server.readTimeout", kDuration, "15s", "longest time to read a request, headers and body",

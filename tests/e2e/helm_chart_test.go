@@ -234,7 +234,7 @@ func TestTheHelmChartRendersValidObjects(t *testing.T) {
 	}{
 		{"defaults", "", nil, []string{"Deployment", "Service", "ConfigMap -config", "ConfigMap -dashboard", "Secret -secrets",
 			"Job -migrate-1", "PodDisruptionBudget", "StatefulSet -zookeeper", "Service -zookeeper-headless", "PodDisruptionBudget -zookeeper",
-			"MariaDB -mariadb", "NetworkPolicy -zookeeper", "NetworkPolicy -mariadb"}},
+			"MariaDB -mariadb", "NetworkPolicy", "NetworkPolicy -zookeeper", "NetworkPolicy -mariadb"}},
 		{"jwt, ZooKeeper auth and TLS to MySQL", `
 auth: {mode: jwt}
 zookeeperAuth: true
@@ -386,6 +386,17 @@ func TestTheChartChecksCatchABrokenChart(t *testing.T) {
 				if v.Secret != nil {
 					v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: "zookeeper-auth", Path: "zookeeper-auth"})
 				}
+			}
+		}},
+		{"/metrics back on the API's port", "served on the API's port", func(objs []object) {
+			d, _ := find[*appsv1.Deployment](objs, "Deployment", "")
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "SHOP_SERVER_METRICSADDR" })
+		}},
+		{"the metrics port open to anyone", "lets anyone reach the metrics port", func(objs []object) {
+			np, _ := find[*networkingv1.NetworkPolicy](objs, "NetworkPolicy", "sale-seckill")
+			for i := range np.Spec.Ingress {
+				np.Spec.Ingress[i].From = nil
 			}
 		}},
 		{"the secrets open to every user", "open to every user", func(objs []object) {
@@ -670,6 +681,39 @@ func checkChart(objs []object, shopImage image, known map[string]bool) []string 
 				}
 			}
 		}
+	}
+
+	// The shop's pods have a NetworkPolicy: /metrics is served on a port
+	// of its own (SHOP_SERVER_METRICSADDR), which only named peers reach,
+	// and the scrape is pointed at it.
+	metricsPort := ""
+	for _, e := range shop.Env {
+		if e.Name == "SHOP_SERVER_METRICSADDR" {
+			_, metricsPort, _ = strings.Cut(e.Value, ":")
+		}
+	}
+	if metricsPort == "" || metricsPort == addrPort {
+		bad("/metrics is served on the API's port (no SHOP_SERVER_METRICSADDR of its own): a NetworkPolicy cannot open it to the scraper alone")
+	}
+	var shopPolicy *networkingv1.NetworkPolicy
+	for _, o := range objs {
+		if np, ok := o.Obj.(*networkingv1.NetworkPolicy); ok && matches(np.Spec.PodSelector.MatchLabels) {
+			shopPolicy = np
+		}
+	}
+	if shopPolicy == nil {
+		bad("no NetworkPolicy selects the shop's pods: its API, /metrics and /dashboard are open to every pod on every port")
+	} else {
+		for _, rule := range shopPolicy.Spec.Ingress {
+			for _, p := range rule.Ports {
+				if p.Port != nil && p.Port.String() == metricsPort && len(rule.From) == 0 {
+					bad("the shop's NetworkPolicy lets anyone reach the metrics port %s", metricsPort)
+				}
+			}
+		}
+	}
+	if sm, ok := find[*monitoringv1.ServiceMonitor](objs, "ServiceMonitor", ""); ok && len(sm.Spec.Endpoints) > 0 && sm.Spec.Endpoints[0].Port != "metrics" {
+		bad("the ServiceMonitor scrapes port %s, not metrics", sm.Spec.Endpoints[0].Port)
 	}
 
 	// No password in the ConfigMap: a DSN's user:password@ is refused.

@@ -357,11 +357,12 @@ func TestTheShopStartsAsTheChartsDeploymentSays(t *testing.T) {
 			stackEnv[k] = v
 		}
 	}
-	port := freePort(t)
+	port, metricsPort := freePort(t), freePort(t)
 	values := fmt.Sprintf(`
 shop:
   replicas: 1
   port: %d
+  metricsPort: %d
   config:
     lock: {path: %q}
     leader: {path: %q}
@@ -370,7 +371,7 @@ shop:
 zookeeper: {enabled: false, servers: [%q]}
 mariadb: {operator: false, dsn: %q}
 secrets: {mysqlPassword: %q, zookeeperAuth: %q}
-`, port, s.LockPath, stackEnv["SHOP_LEADER_PATH"], stackEnv["SHOP_ALLOT_PATH"], e2e.Path(t), strings.Join(s.ZKServers, ","), user+"@"+hostDB, password,
+`, port, metricsPort, s.LockPath, stackEnv["SHOP_LEADER_PATH"], stackEnv["SHOP_ALLOT_PATH"], e2e.Path(t), strings.Join(s.ZKServers, ","), user+"@"+hostDB, password,
 		"digest:"+e2e.ZKDigest)
 	objs, err := render(t, values)
 	if err != nil {
@@ -415,6 +416,15 @@ secrets: {mysqlPassword: %q, zookeeperAuth: %q}
 		if err := probe(c, p.probe); err != nil {
 			t.Fatalf("the %s probe: %v\n%s", p.name, err, serving.out)
 		}
+	}
+
+	// /metrics on its own port (the one the NetworkPolicy opens to the
+	// scraper alone), not on the API's.
+	if a := e2e.Ask(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)); a.Status != http.StatusNotFound {
+		t.Errorf("/metrics on the API's port: %d, want 404", a.Status)
+	}
+	if a := e2e.Ask(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)); a.Status != http.StatusOK || !strings.Contains(string(a.Body), "seckill_") {
+		t.Errorf("/metrics on the metrics port: %d, want 200 with the shop's metrics", a.Status)
 	}
 
 	// A short sale: kubectl exec's stock set, then 50 buyers for 20 pieces
