@@ -293,6 +293,33 @@ func TestTwoDeploymentsOfOneDatabaseNameDoNotShareAnElection(t *testing.T) {
 	}
 }
 
+// One database under two sets of ZooKeeper paths (two namespaces): the
+// second set's instances started, and half the purchases of each were
+// refused lock_lost (fenced off by the other's tokens). The database
+// records the paths it is served under; an instance with others refuses to
+// start while instances queue in the recorded election, and takes the
+// database over (a move) once none does.
+func TestOneDatabaseIsServedUnderOneSetOfPaths(t *testing.T) {
+	a := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	a.Shop(t, "migrate")
+	first := a.Serve(t)
+	b := e2e.NewStackOn(t, a.DSN, a.ZKServers, "SHOP_ORDERS_PAYTIMEOUT=1m") // the same database, paths of its own
+	out, code := serveExit(t, b)
+	if code != 1 || !strings.Contains(out, "sold and swept under other ZooKeeper paths") || !strings.Contains(out, leaderPathOf(a)) {
+		t.Fatalf("an instance under other paths while the database's first instance runs: exit %d, want 1 and a line naming the first's paths:\n%s", code, out)
+	}
+	if err := first.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	moved := b.Serve(t)
+	if !strings.Contains(moved.Logs(), "the database moves to this instance's ZooKeeper paths") {
+		t.Errorf("the move to new paths was not logged:\n%s", moved.Logs())
+	}
+	if out, code := serveExit(t, a); code != 1 || !strings.Contains(out, leaderPathOf(b)) {
+		t.Errorf("the first paths' instance, once the database moved: exit %d, want 1 naming the new paths:\n%s", code, out)
+	}
+}
+
 // leaderPathOf is the stack's leader.path.
 func leaderPathOf(s e2e.Stack) string {
 	for _, kv := range s.Env {
