@@ -15,6 +15,8 @@ USER nonroot:nonroot
 ENTRYPOINT ["/loadtest"]
 
 FROM gcr.io/distroless/static-debian12:nonroot AS shop
+# the release: internal/buildinfo.Version, the chart's appVersion (TestTheVersionIsOneEverywhere)
+LABEL org.opencontainers.image.title="seckill-zk shop" org.opencontainers.image.version="0.11.0" org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/shop /shop
 COPY config.yaml /config.yaml
 ENV SHOP_CONFIG=/config.yaml SHOP_SERVER_ADDR=0.0.0.0:8080

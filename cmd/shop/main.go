@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/buildinfo"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 )
 
@@ -186,7 +187,16 @@ migration Job has not run yet) waits in it instead of serving on an old schema.`
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return probe(cmd.Context(), args[0], stdout) },
 	}
-	root.AddCommand(serveCmd, migrateCmd, stockCmd, probeCmd)
+	versionCmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the shop's version and the commit it was built from",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(stdout, "shop", buildinfo.Read())
+			return err
+		},
+	}
+	root.AddCommand(serveCmd, migrateCmd, stockCmd, probeCmd, versionCmd)
 	return root
 }
 

@@ -87,7 +87,7 @@ func (r *Response) onlyPurchaseFields() bool {
 		r.Status == "" && r.CreatedAt == nil && r.PaidAt == nil && r.ExpiredAt == nil &&
 		r.OrdersByStatus == nil && r.SaleStart == nil && r.SaleEnd == nil &&
 		r.Leader == nil && r.LeaderID == "" && r.ParticipantID == "" && r.Goods == nil && r.Next == 0 &&
-		r.Place == "" && r.Ahead == nil && r.WaitMs == nil
+		r.Place == "" && r.Ahead == nil && r.WaitMs == nil && r.Version == ""
 }
 
 // plainJSON reports whether encoding/json writes s between its quotes as

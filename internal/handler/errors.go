@@ -53,6 +53,8 @@ type Response struct {
 	// page (none on the last).
 	Goods []GoodsItem `json:"goods,omitempty"`
 	Next  int32       `json:"next,omitempty"`
+	// GET /healthz's: the shop's release.
+	Version string `json:"version,omitempty"`
 }
 
 // GoodsItem is one goods of GET /goods.

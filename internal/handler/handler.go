@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
+	"github.com/seckill-zk/seckill-zk/internal/buildinfo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
@@ -418,7 +419,7 @@ func (h *handler) leader(c *gin.Context) {
 }
 
 func (h *handler) healthz(c *gin.Context) {
-	answer(c, http.StatusOK, Response{Code: api.OK, Message: "alive"})
+	answer(c, http.StatusOK, Response{Code: api.OK, Message: "alive", Version: buildinfo.Version})
 }
 
 func (h *handler) readyz(c *gin.Context) {
