@@ -72,6 +72,11 @@ const (
 	// roomLeftEvery is how often what is left of a goods with buyers
 	// waiting is read.
 	roomLeftEvery = 250 * time.Millisecond
+	// roomLeftTrust is how long a reading of what is left may refuse a
+	// place as sold out: what an idle queue read at the end of one sale is
+	// not what a restock made of it. Past it, the place waits (its queue
+	// has buyers again, so the next tick reads the goods anew).
+	roomLeftTrust = 2*roomLeftEvery + roomTick
 	// roomEndRetry bounds the wait told to a place near the sale's end: a
 	// client's jitter (a tenth) and the answer's way still within a second.
 	roomEndRetry = 750 * time.Millisecond
@@ -344,7 +349,8 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	if !turn {
 		ahead = int(q.snap.before(eff/roomBucket.Microseconds())) * members
 	}
-	if q.left >= 0 && !turn && float64(ahead) > roomSoldOutMargin*float64(q.left)+float64(members) {
+	fresh := now.Sub(q.leftRead) <= roomLeftTrust
+	if q.left >= 0 && fresh && !turn && float64(ahead) > roomSoldOutMargin*float64(q.left)+float64(members) {
 		return &SoldOutAheadError{Ahead: ahead}
 	}
 	rate := r.rateLocked() * float64(members)

@@ -233,6 +233,34 @@ func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
 	}
 }
 
+// What is left of a goods refuses places only while its reading is fresh:
+// a queue's reading from the end of a sale (0 left) refused every buyer of
+// a restock as sold out, 1 497 of 1 500 right after stock set, until a
+// tick read the goods again. Read long ago, the place waits instead.
+func TestAStaleReadingOfWhatIsLeftRefusesNobody(t *testing.T) {
+	r, _ := newTestRoom(t, RoomConfig{})
+	r.attach(newAdmission(0, 1, time.Now()), nil)
+	now := time.Now()
+	full := func() bool { return false }
+	var last *QueuedError
+	for i := range 100 {
+		_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("z", i+1), "", nil, now.Add(time.Duration(i)*roomBucket), full)
+		errors.As(err, &last)
+	}
+	r.tick(context.Background(), now.Add(time.Second))
+	r.mu.Lock()
+	r.queues[1].left = 0                              // the sale before the restock sold out
+	r.queues[1].leftRead = now.Add(-10 * time.Second) // read then; restocked since
+	r.mu.Unlock()
+	_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("z", 100), last.Token, nil, now.Add(time.Second), full)
+	if errors.Is(err, ErrSoldOut) {
+		t.Fatalf("a place refused sold out by a reading 10 s old: %v", err)
+	}
+	if !errors.As(err, &last) {
+		t.Fatalf("the place: %v, want it to wait in the queue", err)
+	}
+}
+
 // The places an instance keeps are bounded by time, not by buyers: it
 // counts them per 10 ms of arrival, so a flood of made-up buyers (each a
 // new arrival) costs a bucket per 10 ms, whatever their number; they
