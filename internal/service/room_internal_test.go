@@ -215,16 +215,8 @@ func TestThePreQueueIsShuffledAtTheStart(t *testing.T) {
 // A place whose buyers ahead are well beyond what is left hears sold out
 // at once, not after its wait.
 func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
-	r, _ := newTestRoom(t, RoomConfig{})
-	r.attach(newAdmission(0, 1, time.Now()), nil) // 10 a second: the horizon passes 15 places a tick
-	now := time.Now()
+	r, now, last := hundredPlaces(t, "y")
 	full := func() bool { return false }
-	var last *QueuedError
-	for i := range 100 {
-		_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("y", i+1), "", nil, now.Add(time.Duration(i)*roomBucket), full)
-		errors.As(err, &last)
-	}
-	r.tick(context.Background(), now.Add(time.Second))
 	r.mu.Lock()
 	r.queues[1].left = 10 // ten pieces (stock and unpaid) left
 	r.mu.Unlock()
@@ -233,21 +225,31 @@ func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
 	}
 }
 
+// hundredPlaces is a room serving 10 a second (the horizon passes 15
+// places a tick) where 100 buyers (named by repeats of c) took places of
+// goods 1 a bucket apart from now, and a tick a second later; last is the
+// 100th buyer's place.
+func hundredPlaces(t *testing.T, c string) (r *Room, now time.Time, last *QueuedError) {
+	t.Helper()
+	r, _ = newTestRoom(t, RoomConfig{})
+	r.attach(newAdmission(0, 1, time.Now()), nil)
+	now = time.Now()
+	full := func() bool { return false }
+	for i := range 100 {
+		_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat(c, i+1), "", nil, now.Add(time.Duration(i)*roomBucket), full)
+		errors.As(err, &last)
+	}
+	r.tick(context.Background(), now.Add(time.Second))
+	return r, now, last
+}
+
 // What is left of a goods refuses places only while its reading is fresh:
 // a queue's reading from the end of a sale (0 left) refused every buyer of
 // a restock as sold out, 1 497 of 1 500 right after stock set, until a
 // tick read the goods again. Read long ago, the place waits instead.
 func TestAStaleReadingOfWhatIsLeftRefusesNobody(t *testing.T) {
-	r, _ := newTestRoom(t, RoomConfig{})
-	r.attach(newAdmission(0, 1, time.Now()), nil)
-	now := time.Now()
+	r, now, last := hundredPlaces(t, "z")
 	full := func() bool { return false }
-	var last *QueuedError
-	for i := range 100 {
-		_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("z", i+1), "", nil, now.Add(time.Duration(i)*roomBucket), full)
-		errors.As(err, &last)
-	}
-	r.tick(context.Background(), now.Add(time.Second))
 	r.mu.Lock()
 	r.queues[1].left = 0                              // the sale before the restock sold out
 	r.queues[1].leftRead = now.Add(-10 * time.Second) // read then; restocked since
