@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -345,7 +346,7 @@ func emit(r *loadgen.Result, asJSON bool, out, html string, stdout io.Writer) er
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		if err := writeFile(out, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }); err != nil {
 			return err
 		}
 	}
@@ -355,7 +356,12 @@ func emit(r *loadgen.Result, asJSON bool, out, html string, stdout io.Writer) er
 	return nil
 }
 
+// writeFile writes the file name (its directory made if missing: out/,
+// where the docs put the results, in a fresh clone).
 func writeFile(name string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
 	f, err := os.Create(name)
 	if err != nil {
 		return err
