@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -920,6 +921,21 @@ func TestTheChartAndComposeAgree(t *testing.T) {
 	chartBoard, err := os.ReadFile(e2e.InRoot(t, chartDir+"/dashboards/seckill.json"))
 	if err != nil || !bytes.Equal(composeBoard, chartBoard) {
 		t.Errorf("the chart's dashboard is not deploy/grafana's (%v): cp deploy/grafana/dashboards/seckill.json %s/dashboards/", err, chartDir)
+	}
+	// Every query names its datasource by the dashboard's variable, so that
+	// it imports into any Grafana: a uid of compose's own left every panel
+	// empty elsewhere.
+	var board struct {
+		Templating struct{ List []struct{ Name, Type string } }
+	}
+	if err := json.Unmarshal(composeBoard, &board); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(board.Templating.List, func(v struct{ Name, Type string }) bool { return v.Name == "datasource" && v.Type == "datasource" }) {
+		t.Error("the dashboard has no datasource variable")
+	}
+	if uids := regexp.MustCompile(`"uid": "([^"]*)"`).FindAllStringSubmatch(string(composeBoard), -1); slices.ContainsFunc(uids, func(m []string) bool { return m[1] != "${datasource}" && m[1] != "seckill" }) {
+		t.Errorf("the dashboard names a datasource by a uid of its own: %q", uids)
 	}
 }
 
