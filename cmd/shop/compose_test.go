@@ -241,11 +241,14 @@ func TestComposeMonitoring(t *testing.T) {
 	var ds struct {
 		Datasources []struct {
 			Type, URL, UID string
+			IsDefault      bool `yaml:"isDefault"`
 		} `yaml:"datasources"`
 	}
 	readYAML(t, prov+"/datasources/prometheus.yml", &ds)
-	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || ds.Datasources[0].URL != "http://prometheus:9090" {
-		t.Fatalf("grafana datasources %+v, want the prometheus service", ds.Datasources)
+	// The default Prometheus: the one the dashboard's datasource variable
+	// (of type prometheus) picks.
+	if len(ds.Datasources) != 1 || ds.Datasources[0].Type != "prometheus" || ds.Datasources[0].URL != "http://prometheus:9090" || !ds.Datasources[0].IsDefault {
+		t.Fatalf("grafana datasources %+v, want the prometheus service, the default", ds.Datasources)
 	}
 	var provider struct {
 		Providers []struct {
@@ -292,8 +295,8 @@ func TestComposeMonitoring(t *testing.T) {
 	}
 	used := map[string]bool{}
 	for _, p := range dash.Panels {
-		if p.Datasource.UID != ds.Datasources[0].UID {
-			t.Errorf("panel %q uses datasource %q, not the provisioned %q", p.Title, p.Datasource.UID, ds.Datasources[0].UID)
+		if p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q uses datasource %q, not the dashboard's variable ${datasource} (the provisioned Prometheus in compose)", p.Title, p.Datasource.UID)
 		}
 		for _, tg := range p.Targets {
 			for _, name := range metricNameRE.FindAllString(tg.Expr, -1) {
