@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
@@ -132,41 +128,7 @@ func deleteAs(t *testing.T, servers []string, authFile, p string) {
 	if err != nil {
 		return
 	}
-	conn, _, err := gozk.Connect(servers, 10*time.Second, gozk.WithLogInfo(false))
-	if err != nil {
-		t.Logf("cleanup of %s: %v", p, err)
-		return
-	}
-	defer conn.Close()
-	if err := conn.AddAuth("digest", []byte(strings.TrimPrefix(strings.TrimSpace(string(raw)), "digest:"))); err != nil {
-		t.Logf("cleanup of %s: %v", p, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var del func(string) error
-	del = func(p string) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		kids, _, err := conn.Children(p)
-		if errors.Is(err, gozk.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, k := range kids {
-			if err := del(p + "/" + k); err != nil {
-				return err
-			}
-		}
-		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, gozk.ErrNoNode) {
-			return err
-		}
-		return nil
-	}
-	if err := del(p); err != nil {
+	if err := e2e.DeleteTreeAs(servers, strings.TrimPrefix(strings.TrimSpace(string(raw)), "digest:"), p); err != nil {
 		t.Logf("cleanup of %s: %v", p, err)
 	}
 }

@@ -151,16 +151,22 @@ func CreateNode(t testing.TB, conn *zk.Conn, p string, data []byte) {
 	t.Fatalf("create %s: an ancestor kept vanishing (reaped container?)", p)
 }
 
-// deleteTree deletes p and everything below it, children first.
+// deleteTree deletes p and everything below it, children first, as the
+// tests' own identity: it may delete what a client of it created under an
+// ACL (ZKDigest); open nodes need nothing.
 func deleteTree(servers []string, p string) error {
+	return DeleteTreeAs(servers, ZKDigest, p)
+}
+
+// DeleteTreeAs deletes p and everything below it, children first, as the
+// digest identity (user:password).
+func DeleteTreeAs(servers []string, digest, p string) error {
 	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	// The tests' own identity may delete what a client of it created under
-	// an ACL (ZKDigest); open nodes need nothing.
-	if err := conn.AddAuth("digest", []byte(ZKDigest)); err != nil {
+	if err := conn.AddAuth("digest", []byte(digest)); err != nil {
 		return err
 	}
 	var del func(string) error
