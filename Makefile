@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build loadtools test vet fmt-check unit interop bench bench-shop chaos galera-crash serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
+.PHONY: all build loadtools test vet fmt-check openapi-lint unit interop bench bench-shop chaos galera-crash serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
 
 all: build
 
@@ -35,12 +35,18 @@ galera-down:
 vet:
 	$(GO) vet ./...
 
+## openapi-lint: internal/api/openapi.yaml under Redocly's recommended rules (pinned; npm from Debian if missing)
+REDOCLY := @redocly/cli@2.77.0
+openapi-lint:
+	@command -v npx >/dev/null || { echo "openapi-lint: apt-get install npm"; apt-get install -y -q npm >/dev/null; }
+	npx --yes $(REDOCLY) lint --format=summary internal/api/openapi.yaml
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-ed:"; echo "$$out"; exit 1; fi
 
-## test: bring the stack and the Galera cluster up, install k6, helm and JMeter, vet, and run every test
-## with the race detector
-test: stack-up galera-up build loadtools fmt-check vet
+## test: bring the stack and the Galera cluster up, install k6, helm and JMeter, vet, lint the OpenAPI
+## description, and run every test with the race detector
+test: stack-up galera-up build loadtools fmt-check vet openapi-lint
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 ## unit: every package's tests that need no server: go test -short, where a test that needs one

@@ -10,7 +10,8 @@ import (
 )
 
 // The release is one version everywhere it is said: the chart's
-// appVersion, the image's label, CHANGELOG.md's latest release; the
+// appVersion, the image's label, the OpenAPI description's, CHANGELOG.md's
+// latest release; the
 // licence the image names is the repository's.
 func TestTheVersionIsOneEverywhere(t *testing.T) {
 	read := func(p string) string {
@@ -28,6 +29,9 @@ func TestTheVersionIsOneEverywhere(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`org\.opencontainers\.image\.version="([^"]*)"`).FindStringSubmatch(read("Dockerfile")); m == nil || m[1] != buildinfo.Version {
 		t.Errorf("the image's version label %v, want %q", m, buildinfo.Version)
+	}
+	if m := regexp.MustCompile(`(?m)^  version: "([^"]*)"`).FindStringSubmatch(read("internal/api/openapi.yaml")); m == nil || m[1] != buildinfo.Version {
+		t.Errorf("the OpenAPI description's info.version %v, want %q", m, buildinfo.Version)
 	}
 	if m := regexp.MustCompile(`(?m)^## (\d+\.\d+\.\d+)`).FindStringSubmatch(read("CHANGELOG.md")); m == nil || m[1] != buildinfo.Version {
 		t.Errorf("CHANGELOG.md's latest release %v, want %q", m, buildinfo.Version)

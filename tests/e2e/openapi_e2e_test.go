@@ -177,6 +177,44 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		}
 	}
 
+	// A path asked with a method it does not answer: 405, as documented
+	// under the operation of the path (its GET).
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/openapi.yaml"} {
+		get, err := http.NewRequestWithContext(ctx, http.MethodGet, in.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		route, params, err := router.FindRoute(get)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, in.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seenMu.Lock()
+		seen[fmt.Sprintf("%s %d", route.Operation.OperationID, resp.StatusCode)] = true
+		seenMu.Unlock()
+		opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true}
+		respIn := &openapi3filter.ResponseValidationInput{RequestValidationInput: &openapi3filter.RequestValidationInput{Request: get, PathParams: params, Route: route, Options: opts},
+			Status: resp.StatusCode, Header: resp.Header, Options: opts}
+		respIn.SetBodyBytes(body)
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("DELETE %s: %d %s, want 405", path, resp.StatusCode, body)
+		} else if err := openapi3filter.ValidateResponse(ctx, respIn); err != nil {
+			t.Errorf("DELETE %s: answer %d %.200s does not match the description: %v", path, resp.StatusCode, body, err)
+		}
+	}
+
 	// The refusals of a shop with tokens, limits and a sale not yet open.
 	secret := filepath.Join(t.TempDir(), "hs256.secret")
 	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 40)), 0o600); err != nil {
