@@ -200,8 +200,9 @@ func (r *Roots) claim(ctx context.Context, root Root, atStart bool) error {
 			return fmt.Errorf("%s: write which deployment it serves: %w", where, err)
 		}
 	case root.Exclusive:
-		return fmt.Errorf("%s serves another deployment (%s), this shop deployment %s (database %s): two deployments would share it; give each its own (%s, zookeeper.namespace)",
-			where, other, r.deployment.ID, r.deployment.Database, root.Setting)
+		return fmt.Errorf("%s serves another deployment (%s), this shop deployment %s (database %s): two deployments would share it; give each its own (%s, zookeeper.namespace), "+
+			"or, if that deployment is gone (its database dropped and made again), delete the path as its owner (zkCli: deleteall %s)",
+			where, other, r.deployment.ID, r.deployment.Database, root.Setting, root.Path)
 	case atStart:
 		r.log.Warn("a ZooKeeper path the shop uses serves another deployment too: the two deployments queue behind each other",
 			"path", root.Path, "setting", root.Setting, "other", other, "deployment", r.deployment.ID)

@@ -177,9 +177,10 @@ type roomQueue struct {
 	// pipeline, the places the horizon passed.
 	blocked, passed ring
 	snap            roomSnapshot
-	left            int64 // stock and unpaid orders; -1: not read
-	stock           int64 // the stock alone, as read at leftRead
-	leftRead        time.Time
+	left            int64     // stock and unpaid orders; -1: not read
+	stock           int64     // the stock alone, as read at leftRead
+	leftRead        time.Time // when the reading of left and stock began (zero: never read)
+	leftAsked       time.Time // when a tick last asked for one
 }
 
 // roomSnapshot is a goods' places beyond the horizon, as of a tick: their

@@ -218,7 +218,8 @@ func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
 	r, now, last := hundredPlaces(t, "y")
 	full := func() bool { return false }
 	r.mu.Lock()
-	r.queues[1].left = 10 // ten pieces (stock and unpaid) left
+	r.queues[1].left = 10 // ten pieces (stock and unpaid) left, as read at the tick
+	r.queues[1].leftRead = now.Add(time.Second)
 	r.mu.Unlock()
 	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("y", 100), last.Token, nil, now.Add(time.Second), full); !errors.Is(err, ErrSoldOut) {
 		t.Errorf("the 100th place with 10 pieces left: %v, want sold out", err)
@@ -260,6 +261,47 @@ func TestAStaleReadingOfWhatIsLeftRefusesNobody(t *testing.T) {
 	}
 	if !errors.As(err, &last) {
 		t.Fatalf("the place: %v, want it to wait in the queue", err)
+	}
+}
+
+// A reading of what is left counts from when it was read, not from when a
+// tick asked for it: between the two (the query's time, or a query that
+// failed) the last reading, from before a restock, refused a crowd's first
+// buyers as sold out as if it were fresh.
+func TestAReadingIsAsOldAsItIs(t *testing.T) {
+	r, now, last := hundredPlaces(t, "v") // the tick asked for a reading; none came (no store)
+	r.mu.Lock()
+	r.queues[1].left = 0 // what the last reading, long ago, said
+	r.mu.Unlock()
+	full := func() bool { return false }
+	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("v", 100), last.Token, nil, now.Add(time.Second), full); errors.Is(err, ErrSoldOut) {
+		t.Fatalf("a place refused by a reading asked for but not made: %v", err)
+	}
+}
+
+// A goods found with nothing left lets every place given so far go: a
+// restock's crowd queued behind the places of the crowd that had emptied
+// the stock (1 758 of them, long gone, told sold out) and every buyer of
+// it heard sold out, stock 100 untouched.
+func TestASoldOutGoodsKeepsNoPlacesAhead(t *testing.T) {
+	r, now, _ := hundredPlaces(t, "w")
+	r.mu.Lock()
+	r.queues[1].left = 0 // sold out, as read at the last tick
+	r.queues[1].leftRead = now.Add(time.Second)
+	r.mu.Unlock()
+	r.tick(context.Background(), now.Add(time.Second+roomTick))
+	r.mu.Lock()
+	r.queues[1].left = 100 // restocked, as read by the next
+	r.queues[1].leftRead = now.Add(time.Second + roomTick)
+	r.mu.Unlock()
+	full := func() bool { return false }
+	_, err := r.enter(context.Background(), 1, "u:late", "", nil, now.Add(time.Second+2*roomTick), full)
+	var q *QueuedError
+	switch {
+	case errors.Is(err, ErrSoldOut):
+		t.Fatalf("a buyer after the restock: %v; the sold-out crowd's places still stand ahead", err)
+	case errors.As(err, &q) && q.Ahead > 0:
+		t.Fatalf("a buyer after the restock has %d ahead, want none", q.Ahead)
 	}
 }
 

@@ -72,6 +72,13 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 		r.moveLocked(q, hs[g].Horizon)
 		q.latest = max(q.latest, hs[g].Latest)
 		p, moved := r.proposeLocked(q, now)
+		if end := max(q.latest, q.given); q.left == 0 && now.Sub(q.leftRead) <= roomLeftTrust && end > q.horizon && (!moved || p < end) {
+			// Nothing left, as freshly read: every place given so far
+			// hears sold out, and none may stand before a later arrival
+			// (a restock's crowd was told sold out behind the places of
+			// the crowd that had emptied the stock).
+			p, moved = end, true
+		}
 		if moved {
 			r.moveLocked(q, p)
 		}
@@ -80,8 +87,8 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 			q.latest = max(q.latest, q.given)
 		}
 		q.snap = q.snapshot()
-		if len(q.snap.keys) > 0 && now.Sub(q.leftRead) >= roomLeftEvery {
-			q.leftRead = now
+		if len(q.snap.keys) > 0 && now.Sub(q.leftAsked) >= roomLeftEvery {
+			q.leftAsked = now
 			readLeft = append(readLeft, g)
 		}
 	}
@@ -178,6 +185,7 @@ func (q *roomQueue) snapshot() roomSnapshot {
 // readLeft reads, of goods, the stock and the unpaid orders (which may
 // expire and come back): what is left to sell.
 func (r *Room) readLeft(ctx context.Context, shop Store, goods []int32) {
+	began := time.Now() // the reading's time: what it says held then, not before
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	rows, err := shop.GoodsOf(rctx, goods)
@@ -198,6 +206,7 @@ func (r *Room) readLeft(ctx context.Context, shop Store, goods []int32) {
 		}
 		q.stock = int64(max(row.Stock, 0))
 		q.left = q.stock + counts[g][OrderUnpaid]
+		q.leftRead = began
 	}
 }
 
