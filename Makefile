@@ -38,7 +38,7 @@ vet:
 ## openapi-lint: internal/api/openapi.yaml under Redocly's recommended rules (pinned; npm from Debian if missing)
 REDOCLY := @redocly/cli@2.77.0
 openapi-lint:
-	@command -v npx >/dev/null || { echo "openapi-lint: apt-get install npm"; apt-get install -y -q npm >/dev/null; }
+	@command -v npx >/dev/null || { echo "openapi-lint: apt-get install npm"; apt-get update -q >/dev/null && apt-get install -y -q npm >/dev/null; }
 	npx --yes $(REDOCLY) lint --format=summary internal/api/openapi.yaml
 
 fmt-check:
