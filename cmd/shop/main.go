@@ -237,6 +237,7 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 	var reset repo.StockReset
 	var saleStart, saleEnd string
 	var maxGoods int
+	var noWait bool
 	cmd := &cobra.Command{
 		Use:   "set --goods N --stock M | --file goods.csv",
 		Short: "Set the stock of one goods or many (e.g. between load tests), creating rows if needed",
@@ -287,7 +288,7 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 			if err != nil {
 				return err
 			}
-			if err := setStock(cmd.Context(), cfg, log, stocks, reset); errors.Is(err, repo.ErrEmptyWindow) {
+			if err := setStock(cmd.Context(), cfg, log, stocks, reset, !noWait); errors.Is(err, repo.ErrEmptyWindow) {
 				return fmt.Errorf("%w: --start/--end: %w", errUsage, err)
 			} else if err != nil {
 				return err
@@ -298,6 +299,7 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 	fs := cmd.Flags()
 	fs.StringVar(&goods, "goods", "1", "goods: a number, a range (1-200) or a list (1-10,42)")
 	fs.IntVar(&maxGoods, "max-goods", api.MaxGoodsSet, "the most goods one --goods may name (a mistyped range stops here)")
+	fs.BoolVar(&noWait, "no-wait", false, "return once the rows are written, without waiting the second in which running instances may still answer from what they saw (sold-out marks)")
 	fs.Int32Var(&stock, "stock", 0, "new stock of each goods, ≥ 0 (required with --goods)")
 	fs.StringVar(&file, "file", "", "a CSV file of goodsNo,stock lines (a header line is allowed) instead of --goods and --stock")
 	fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")

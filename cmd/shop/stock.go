@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
 // goodsStock is one goods' new stock for `shop stock set`.
@@ -30,7 +31,16 @@ type goodsStock struct {
 // deadlock with their neighbours'), with progress every few seconds; it
 // stops at the first failure, or an interrupt, between chunks, and says
 // which goods are set.
-func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsStock, reset repo.StockReset) error {
+// seenWithin is how long a running instance may still answer from what it
+// saw before a stock set: its sold-out marks (service.DefaultSoldOutFor;
+// the waiting room's readings of what is left are trusted for less). stock
+// set waits it out, so that the buyers who come once it returns are
+// answered from the new stock: a crowd sent right after a restock that
+// followed a sell-out bought 0, 60 and 100 of 100 in three runs, and 100
+// of 100 in five once a second had passed.
+const seenWithin = service.DefaultSoldOutFor
+
+func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsStock, reset repo.StockReset, wait bool) error {
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -67,6 +77,22 @@ func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsS
 		}
 		log.Info("stock set", append([]any{"goods", len(stocks), "totalStock", total}, attrs...)...)
 	}
+	if !wait {
+		return nil
+	}
+	if cfg.Room.Enabled {
+		// Instances with the waiting room on say every second that they
+		// run: none said so lately, none answers from what it saw.
+		if n, err := store.RoomInstances(ctx, 3*time.Second); err == nil && n == 0 {
+			return nil
+		}
+	}
+	select {
+	case <-time.After(seenWithin):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	log.Info("every running instance answers from the new stock now", "waited", seenWithin.String())
 	return nil
 }
 

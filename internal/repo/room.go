@@ -68,4 +68,12 @@ func (s *Store) RoomMembers(ctx context.Context, member string, within time.Dura
 	return n, translate(err)
 }
 
+// RoomInstances counts the instances that said they serve the room within
+// the last within (stock set asks whether any instance runs).
+func (s *Store) RoomInstances(ctx context.Context, within time.Duration) (int, error) {
+	var n int
+	err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM room_member WHERE seen_at > NOW(6) - INTERVAL ? MICROSECOND", within.Microseconds()).Row().Scan(&n)
+	return n, translate(err)
+}
+
 var _ service.RoomStore = (*Store)(nil)

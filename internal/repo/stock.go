@@ -15,7 +15,10 @@ import (
 // StockReset says what else `shop stock set` resets besides the stock.
 type StockReset struct {
 	// ClearOrders deletes the goods' order rows, so that a load test starts
-	// from zero.
+	// from zero, and voids the waiting room's places given so far (its
+	// horizon moves to the latest place): a new sale does not queue behind
+	// the buyers of the last one, gone long since (a restock's crowd heard
+	// sold out behind 122 of them).
 	ClearOrders bool
 	// ResetFence sets the row's fencing token back to 0. Needed when
 	// ZooKeeper's data was wiped (its zxids, the tokens, start again from
@@ -65,11 +68,18 @@ func (s *Store) setStock(ctx context.Context, goodsNo, stock int32, r StockReset
 				w.SaleEnd.UTC().Format(time.RFC3339), w.SaleStart.UTC().Format(time.RFC3339))
 		}
 		if r.ClearOrders {
+			if err := tx.Exec(voidPlacesSQL, []int32{goodsNo}).Error; err != nil {
+				return err
+			}
 			return tx.Where("goods_no = ?", goodsNo).Delete(&orderInfo{}).Error
 		}
 		return nil
 	})
 }
+
+// voidPlacesSQL moves the waiting room's horizon of goods to the latest
+// place given: every place given so far is passed (see StockReset).
+const voidPlacesSQL = "UPDATE room_horizon SET horizon = GREATEST(horizon, latest) WHERE goods_no IN ?"
 
 // updates are the columns a reset sets on an existing row: the stock
 // (a value or an expression), the fence and the sale window as asked.
@@ -203,6 +213,9 @@ func (s *Store) setChunk(ctx context.Context, chunk []GoodsStock, r StockReset) 
 				empty.SaleEnd.UTC().Format(time.RFC3339), empty.SaleStart.UTC().Format(time.RFC3339))
 		}
 		if r.ClearOrders {
+			if err := tx.Exec(voidPlacesSQL, nos).Error; err != nil {
+				return err
+			}
 			return tx.Where("goods_no IN ?", nos).Delete(&orderInfo{}).Error
 		}
 		return nil

@@ -1,0 +1,45 @@
+package repo_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/repo"
+	"github.com/seckill-zk/seckill-zk/internal/service"
+	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
+)
+
+// A stock set that clears the orders starts a new sale: the waiting room's
+// places given so far are void (the horizon moves to the latest place), for
+// one goods and for many; a stock set that keeps the orders keeps them.
+// Before, a restock's crowd queued behind the places of the last sale's
+// buyers, gone long since, and heard sold out.
+func TestClearingTheOrdersVoidsThePlaces(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := openMigrated(t, e2e.Database(t))
+	for _, g := range []int32{1, 2, 3, 4} {
+		if err := s.AdvanceRoom(ctx, g, service.RoomMark{Horizon: 10, Latest: 50}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetStock(ctx, 1, 100, repo.StockReset{ClearOrders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStocks(ctx, []repo.GoodsStock{{GoodsNo: 2, Stock: 100}, {GoodsNo: 3, Stock: 100}}, repo.StockReset{ClearOrders: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStock(ctx, 4, 100, repo.StockReset{}); err != nil {
+		t.Fatal(err)
+	}
+	marks, err := s.Horizons(ctx, []int32{1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, want := range map[int32]int64{1: 50, 2: 50, 3: 50, 4: 10} {
+		if marks[g].Horizon != want {
+			t.Errorf("goods %d: horizon %d after the stock set, want %d", g, marks[g].Horizon, want)
+		}
+	}
+}
