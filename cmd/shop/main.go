@@ -299,7 +299,7 @@ func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *c
 	fs := cmd.Flags()
 	fs.StringVar(&goods, "goods", "1", "goods: a number, a range (1-200) or a list (1-10,42)")
 	fs.IntVar(&maxGoods, "max-goods", api.MaxGoodsSet, "the most goods one --goods may name (a mistyped range stops here)")
-	fs.BoolVar(&noWait, "no-wait", false, "return once the rows are written, without waiting the second in which running instances may still answer from what they saw (sold-out marks)")
+	fs.BoolVar(&noWait, "no-wait", false, "with --clear-orders (a new sale): return once the rows are written, without waiting the second in which running instances may still answer from what they saw (sold-out marks)")
 	fs.Int32Var(&stock, "stock", 0, "new stock of each goods, ≥ 0 (required with --goods)")
 	fs.StringVar(&file, "file", "", "a CSV file of goodsNo,stock lines (a header line is allowed) instead of --goods and --stock")
 	fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")

@@ -77,8 +77,8 @@ func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsS
 		}
 		log.Info("stock set", append([]any{"goods", len(stocks), "totalStock", total}, attrs...)...)
 	}
-	if !wait {
-		return nil
+	if !wait || !reset.ClearOrders {
+		return nil // a stock or a window changed within a sale: the instances find out within a second, as documented
 	}
 	if cfg.Room.Enabled {
 		// Instances with the waiting room on say every second that they
