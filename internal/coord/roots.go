@@ -246,13 +246,7 @@ func (r *Roots) parentOpen(ctx context.Context, root string) string {
 	}
 	mine := r.c.ACL()
 	for _, e := range acl {
-		var allowed int32
-		for _, m := range mine {
-			if m.Scheme == e.Scheme && m.ID == e.ID {
-				allowed = m.Perms
-			}
-		}
-		if extra := e.Perms & (zk.PermCreate | zk.PermDelete | zk.PermAdmin) &^ allowed; extra != 0 {
+		if extra := e.Perms & (zk.PermCreate | zk.PermDelete | zk.PermAdmin) &^ allowedIn(mine, e.Scheme, e.ID); extra != 0 {
 			return fmt.Sprintf("its parent %s lets %s do %s there: it may delete %s while it is empty and make it again as its own", parent, who(e), perms(extra), root)
 		}
 	}
@@ -289,14 +283,7 @@ func (r *Roots) makePath(ctx context.Context, p string) error {
 // may do more than mine lets them.
 func notOwned(acl, mine []zk.ACL) string {
 	const needs = zk.PermRead | zk.PermCreate | zk.PermDelete | zk.PermWrite
-	allowed := func(scheme, id string) int32 {
-		for _, m := range mine {
-			if m.Scheme == scheme && m.ID == id {
-				return m.Perms
-			}
-		}
-		return 0
-	}
+	allowed := func(scheme, id string) int32 { return allowedIn(mine, scheme, id) }
 	var have int32
 	for _, e := range acl {
 		if extra := e.Perms &^ allowed(e.Scheme, e.ID); extra != 0 {
@@ -310,6 +297,16 @@ func notOwned(acl, mine []zk.ACL) string {
 		return fmt.Sprintf("its ACL (%s) does not let the shop's identity make and delete nodes there", aclString(acl))
 	}
 	return ""
+}
+
+// allowedIn is what the shop's ACL mine lets the identity scheme:id do.
+func allowedIn(mine []zk.ACL, scheme, id string) int32 {
+	for _, m := range mine {
+		if m.Scheme == scheme && m.ID == id {
+			return m.Perms
+		}
+	}
+	return 0
 }
 
 // who names an ACL entry's identity without its password hash.

@@ -63,9 +63,7 @@ func (s *Store) RoomMembers(ctx context.Context, member string, within time.Dura
 	if err := db.Exec("INSERT INTO room_member (id, seen_at) VALUES (?, NOW(6)) ON DUPLICATE KEY UPDATE seen_at = NOW(6)", member).Error; err != nil {
 		return 0, translate(err)
 	}
-	var n int
-	err := db.Raw("SELECT COUNT(*) FROM room_member WHERE seen_at > NOW(6) - INTERVAL ? MICROSECOND", within.Microseconds()).Row().Scan(&n)
-	return n, translate(err)
+	return s.RoomInstances(ctx, within)
 }
 
 // RoomInstances counts the instances that said they serve the room within

@@ -17,15 +17,21 @@ import (
 // comments dropped.
 func readmeShellLines(t *testing.T) []string {
 	t.Helper()
+	var lines []string
+	for _, name := range readmeDocs(t) {
+		lines = append(lines, shellLines(t, name)...)
+	}
+	return lines
+}
+
+// readmeDocs are the README and docs/*.md, in that order.
+func readmeDocs(t *testing.T) []string {
+	t.Helper()
 	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, name := range append([]string{"../../README.md"}, docs...) {
-		lines = append(lines, shellLines(t, name)...)
-	}
-	return lines
+	return append([]string{"../../README.md"}, docs...)
 }
 
 // shellLines returns the command lines of one markdown file's ```sh blocks.
@@ -103,12 +109,8 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 	ports := map[string]string{"8080": a.URL, "8081": a.URL, "8082": b.URL}
 	work := t.TempDir()
 	ran := 0
-	docs, err := filepath.Glob("../../docs/*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var lines []string
-	for _, name := range append([]string{"../../README.md"}, docs...) {
+	for _, name := range readmeDocs(t) {
 		// Each document begins as its reader would: a stock of 100 (the
 		// README's crowds sell it out before docs/demo.md's purchase).
 		lines = append(append(lines, "# restock"), shellLines(t, name)...)
