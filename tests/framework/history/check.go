@@ -124,6 +124,16 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 		}
 		clients = max(clients, o.Client+1)
 	}
+	// The end is after the rows' times too: the sweeper may expire an
+	// order after the last answer, and an expiry's call after its return
+	// would be no history at all (porcupine judges it wrong).
+	for _, row := range final.Orders {
+		for _, t := range []*time.Time{&row.CreatedAt, row.PaidAt, row.ExpiredAt} {
+			if t != nil && t.After(end) {
+				end = *t
+			}
+		}
+	}
 	end = end.Add(time.Millisecond)
 	byRequest := map[string]Row{}
 	for _, row := range final.Orders {
@@ -131,6 +141,10 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 	}
 	out := map[int32][]porcupine.Operation{}
 	add := func(o Op) {
+		if o.Ret.Before(o.Call) {
+			r.Problems = append(r.Problems, fmt.Sprintf("%v returned before its call: no history", o))
+			return
+		}
 		out[o.Goods] = append(out[o.Goods], porcupine.Operation{ClientId: o.Client, Input: o, Call: o.Call.UnixNano(), Return: o.Ret.UnixNano()})
 	}
 	orderGoods, byID := map[uint64]int32{}, map[uint64]Row{}
@@ -220,12 +234,22 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 	for _, k := range order {
 		add(Op{Client: clients, Kind: Expire, Goods: k.goods, Expired: sweeps[k], Result: OK, Call: k.at.Add(-time.Millisecond), Ret: end})
 	}
-	for _, row := range final.Orders {
-		add(Op{Client: clients + 1, Kind: ReadOrder, Goods: row.Goods, Order: row.ID, Result: OK, Status: row.Status,
-			Call: end.Add(time.Millisecond), Ret: end.Add(2 * time.Millisecond)})
+	// The final rows, one operation a goods after everything: as one a row
+	// at one time they would let the checker try every subset of them
+	// before it could say that a history ends wrong.
+	statuses := map[int32]map[uint64]string{}
+	for g := range final.Stock {
+		statuses[g] = map[uint64]string{}
 	}
-	for g, stock := range final.Stock {
-		add(Op{Client: clients + 2, Kind: ReadGoods, Goods: g, Result: OK, Stock: stock, Call: end.Add(3 * time.Millisecond), Ret: end.Add(4 * time.Millisecond)})
+	for _, row := range final.Orders {
+		if statuses[row.Goods] == nil {
+			statuses[row.Goods] = map[uint64]string{}
+		}
+		statuses[row.Goods][row.ID] = row.Status
+	}
+	for g, st := range statuses {
+		add(Op{Client: clients + 1, Kind: FinalRows, Goods: g, Result: OK, Stock: final.Stock[g], Statuses: st,
+			Call: end.Add(time.Millisecond), Ret: end.Add(2 * time.Millisecond)})
 	}
 	return out
 }
@@ -250,6 +274,12 @@ func indexOrders(h []porcupine.Operation) int {
 		}
 		for _, e := range o.Expired {
 			mo.idxs = append(mo.idxs, of(e))
+		}
+		if o.Kind == FinalRows {
+			mo.final = map[int]string{}
+			for order, status := range o.Statuses {
+				mo.final[of(order)] = status
+			}
 		}
 		h[i].Input = mo
 	}

@@ -7,10 +7,17 @@ import (
 )
 
 // ReadFinal reads the database after a sale through db (opened with
-// parseTime): every goods' stock and every order.
+// parseTime): every goods' stock and every order, in one snapshot (the
+// sweeper may still be expiring orders: a stock read before a sweep and
+// orders read after it would be a state the shop never was in).
 func ReadFinal(ctx context.Context, db *sql.DB) (Final, error) {
 	f := Final{Stock: map[int32]int32{}}
-	rows, err := db.QueryContext(ctx, "SELECT goods_no, stock FROM goods_stock")
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return f, fmt.Errorf("read the final rows: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, "SELECT goods_no, stock FROM goods_stock")
 	if err != nil {
 		return f, fmt.Errorf("read the stock: %w", err)
 	}
@@ -25,7 +32,7 @@ func ReadFinal(ctx context.Context, db *sql.DB) (Final, error) {
 	if err := rows.Err(); err != nil {
 		return f, err
 	}
-	orders, err := db.QueryContext(ctx, "SELECT id, goods_no, request_id, status, created_at, paid_at, expired_at FROM order_info ORDER BY id")
+	orders, err := tx.QueryContext(ctx, "SELECT id, goods_no, request_id, status, created_at, paid_at, expired_at FROM order_info ORDER BY id")
 	if err != nil {
 		return f, fmt.Errorf("read the orders: %w", err)
 	}

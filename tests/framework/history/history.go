@@ -8,7 +8,7 @@
 // is completed with the database's final rows: a purchase whose order
 // exists happened, one whose order does not did nothing; a payment of
 // unknown outcome may have happened or not (the model forks). The final
-// rows are appended as reads after everything, and each expiry the sweeper
+// rows are appended as one read after everything, and each expiry the sweeper
 // made (expired_at) as an operation of its own, so that the totals, each
 // order's fate and every answer are judged together. The rows' times (an
 // order's placing, payment and expiry, the shop's clock inside each
@@ -34,10 +34,11 @@ const (
 	ReadGoods             // a read of the goods' stock
 	ReadOrder             // a read of an order's status
 	Expire                // the sweeper's expiry of an order (from the final rows)
+	FinalRows             // the final rows, read after everything: the stock and every order's status
 )
 
 func (k Kind) String() string {
-	return [...]string{"buy", "pay", "read-goods", "read-order", "expire"}[k]
+	return [...]string{"buy", "pay", "read-goods", "read-order", "expire", "final"}[k]
 }
 
 // Result is how an operation ended, as the client heard it.
@@ -66,8 +67,9 @@ type Op struct {
 	Order     uint64   // Buy OK: the order placed; Pay, ReadOrder: the order
 	Expired   []uint64 // Expire: the orders one sweep's transaction expired
 	Result    Result
-	Stock     int32  // ReadGoods OK: the stock read
-	Status    string // ReadOrder OK: the status read (unpaid, paid, expired)
+	Stock     int32             // ReadGoods OK, FinalRows: the stock read
+	Status    string            // ReadOrder OK: the status read (unpaid, paid, expired)
+	Statuses  map[uint64]string // FinalRows: every order's status
 	Call, Ret time.Time
 }
 
@@ -81,6 +83,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("client %d read order %d → %s %s", o.Client, o.Order, o.Result, o.Status)
 	case Expire:
 		return fmt.Sprintf("sweeper expire orders %v → %s", o.Expired, o.Result)
+	case FinalRows:
+		return fmt.Sprintf("final rows of goods %d: stock %d, %d orders", o.Goods, o.Stock, len(o.Statuses))
 	}
 	return fmt.Sprintf("client %d %s order %d → %s", o.Client, o.Kind, o.Order, o.Result)
 }

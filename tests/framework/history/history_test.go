@@ -60,6 +60,12 @@ func TestTheCheckerJudgesHandMadeHistories(t *testing.T) {
 			legal: true,
 		},
 		{
+			name:  "legal: an order expired after the last answer",
+			ops:   []Op{buy(0, "a", 0, 10, OK, 1), readGoods(1, 20, 30, 1)},
+			final: Final{Stock: map[int32]int32{1: 2}, Orders: []Row{row(1, "a", "expired", 500)}},
+			legal: true,
+		},
+		{
 			name:  "an oversell: three sold of two",
 			ops:   []Op{buy(0, "a", 0, 10, OK, 1), buy(1, "b", 0, 10, OK, 2), buy(2, "c", 0, 10, OK, 3)},
 			final: Final{Stock: map[int32]int32{1: -1}, Orders: []Row{row(1, "a", "unpaid"), row(2, "b", "unpaid"), row(3, "c", "unpaid")}},
@@ -169,5 +175,24 @@ func TestBuyResultKeepsTheNothingHappenedAnswersToTheirPromise(t *testing.T) {
 		if got := BuyResult(a); got != Unknown {
 			t.Errorf("%+v is %v, want %v", a, got, Unknown)
 		}
+	}
+}
+
+// A history whose fault shows only in the final rows — here a stock one
+// piece too high after forty sales — is decided, not left "unknown": the
+// final rows are one operation, not one a row (forty reads at one time
+// would let the checker try every subset of them before saying no).
+func TestAWrongEndIsDecidedWhateverTheNumberOfOrders(t *testing.T) {
+	const n = 40
+	var ops []Op
+	final := Final{Stock: map[int32]int32{1: 50 - n + 1}}
+	for i := 1; i <= n; i++ {
+		rid := "r" + strings.Repeat("x", i)
+		ops = append(ops, buy(i, rid, 10*i, 10*i+5, OK, uint64(i)))
+		final.Orders = append(final.Orders, row(uint64(i), rid, "unpaid"))
+	}
+	r := Check(ops, map[int32]int32{1: 50}, final, 30*time.Second, "")
+	if r.Legal || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "not linearizable") {
+		t.Fatalf("judged legal %v, problems %q: want one, not linearizable", r.Legal, r.Problems)
 	}
 }

@@ -29,8 +29,9 @@ type state struct {
 // index of its order in the goods' history.
 type modelOp struct {
 	Op
-	idx  int
-	idxs []int // Expire: its orders'
+	idx   int
+	idxs  []int          // Expire: its orders'
+	final map[int]string // FinalRows: each order's status, by index
 }
 
 // model is the shop, for one goods: stock initially, n orders that may
@@ -129,10 +130,25 @@ func step(s state, op modelOp) []state {
 			return []state{s}
 		}
 	case ReadOrder:
-		want := map[byte]string{unpaid: "unpaid", doomed: "unpaid", paid: "paid", expired: "expired"}[st]
-		if op.Result == NotFound && st == absent || op.Result == OK && op.Status == want && st != absent {
+		if op.Result == NotFound && st == absent || op.Result == OK && op.Status == statusOf(st) && st != absent {
 			return []state{s}
 		}
+	case FinalRows:
+		if op.Stock != s.stock {
+			return nil
+		}
+		for i := 0; i < len(s.orders); i++ {
+			if op.final[i] != statusOf(s.orders[i]) { // an order the rows lack: "" and absent
+				return nil
+			}
+		}
+		return []state{s}
 	}
 	return nil
+}
+
+// statusOf is the status the shop shows for an order in state b: "" for
+// none.
+func statusOf(b byte) string {
+	return map[byte]string{unpaid: "unpaid", doomed: "unpaid", paid: "paid", expired: "expired"}[b]
 }
