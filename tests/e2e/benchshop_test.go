@@ -173,10 +173,12 @@ func BenchmarkShop(b *testing.B) {
 	spikes := benchSpike(b, spikeSecs, spikeRounds)
 	starve := benchStarve(b, starveSecs, starveRounds)
 	room, refusals := benchRoom(b, roomRounds)
+	cost := benchCost(b, strategies, manyBuyers, conc)
 	table := benchShopTable(strategies, buyers, conc, rounds, runs, floor, growth) + "\n" + benchEngineTable(strategies, buyers, conc, rounds, engines) +
 		"\n" + benchManyTable(strategies, manyBuyers, conc, manyRounds, manyRuns, manyGalera) + "\n" + benchAuthTable(manyBuyers, conc, authRounds, authRuns) +
 		"\n" + benchRedisTable(redisBuyers, conc, redisRounds, redisRuns) + "\n" + benchSpikeTable(spikeSecs, spikeRounds, spikes) +
-		"\n" + benchStarveTable(starveSecs, starveRounds, starve) + "\n" + benchRoomTable(roomRounds, room, refusals)
+		"\n" + benchStarveTable(starveSecs, starveRounds, starve) + "\n" + benchRoomTable(roomRounds, room, refusals) +
+		"\n" + benchCostTable(strategies, manyBuyers, conc, cost)
 	writeBenchTable(b, table)
 	writeSpikeChart(b, spikes)
 	if f := os.Getenv("BENCH_SHOP_CHART"); f != "" {
