@@ -228,3 +228,32 @@ func TestTheDocsLinksResolve(t *testing.T) {
 		t.Errorf("checked %d links; the extraction lost them", checked)
 	}
 }
+
+// The README reads as a newcomer reads it: at most 250 lines, and the
+// project's own words (the seed, a strategy, the fence and its claim,
+// admission, overselling, the sweeper) not used before its glossary says
+// what they are.
+func TestTheReadmeExplainsItsWordsFirst(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if n := strings.Count(text, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines, over 250: details belong in docs/", n)
+	}
+	const glossary = "## Words used below"
+	i := strings.Index(text, glossary)
+	if i < 0 {
+		t.Fatalf("README.md has no %q section", glossary)
+	}
+	before := strings.ToLower(text[:i])
+	for _, word := range []string{"seed", "strateg", "fenc", "claim", "admission", "oversold", "oversell", "sweeper", "waiting room"} {
+		if strings.Contains(before, word) {
+			t.Errorf("README.md uses %q before its glossary (%q)", word, glossary)
+		}
+		if !strings.Contains(strings.ToLower(text[i:strings.Index(text[i+1:], "\n## ")+i+1]), word) {
+			t.Errorf("README.md's glossary does not explain %q", word)
+		}
+	}
+}
