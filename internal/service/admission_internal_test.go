@@ -84,3 +84,40 @@ func TestAdmissionWithoutATargetIsMaxWaiting(t *testing.T) {
 		t.Error("no target and no maxWaiting refused a buyer")
 	}
 }
+
+// A rate measured slow at a cold start does not stick once buyers come in
+// a trickle that is served fast, as the waiting room lets them in: per
+// second of work the instance is fast, and the rate says so. Measured over
+// whole windows the rate stayed at the cold start's (no window was busy
+// throughout), and the room let buyers in at that rate for the whole sale.
+func TestAdmissionLearnsAFastRateFromATrickle(t *testing.T) {
+	now := time.Unix(0, 0)
+	a := newAdmission(300*time.Millisecond, 1000, now)
+	slow := time.Second / 275
+	drive(a, &now, 300*time.Millisecond, slow/4, slow) // a cold start: 275 purchases/s
+	if r := a.stats().Rate; r < 200 || r > 350 {
+		t.Fatalf("the cold start measured %.0f purchases/s, want ~275", r)
+	}
+	for a.inflight > 0 { // its queue served
+		now = now.Add(slow)
+		a.done(now)
+	}
+	// Then 8 buyers every 50 ms, each served in 0.2 ms (5000 purchases/s
+	// of work), the instance idle in between, for 2 s.
+	for end := now.Add(2 * time.Second); now.Before(end); {
+		tick := now
+		for range 8 {
+			if !a.admit(now) {
+				t.Fatal("a trickle refused")
+			}
+		}
+		for range 8 {
+			now = now.Add(200 * time.Microsecond)
+			a.done(now)
+		}
+		now = tick.Add(50 * time.Millisecond)
+	}
+	if r := a.stats().Rate; r < 2500 {
+		t.Errorf("rate %.0f purchases/s after 2 s of a trickle served at 5000 a second of work: want it learnt", r)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -195,6 +196,10 @@ func roomSpike(b *testing.B, sale roomSale, on bool, c, perPurchase float64) roo
 	cpu0 := pidCPU(b, in1.Cmd.Process.Pid) + pidCPU(b, in2.Cmd.Process.Pid)
 	q0 := mariaQuestions(b, s.DSN)
 	prefix := fmt.Sprintf("k%d", time.Now().UnixNano())
+	if os.Getenv("BENCH_SHOP_ROOM_DEBUG") != "" {
+		stopWatch := watchAdmissions(in1.URL)
+		defer stopWatch()
+	}
 	res, err := loadgen.Open(context.Background(), loadgen.OpenOptions{
 		Target:      func(i int) string { return bases[i%2] },
 		Profile:     loadgen.Profile{Rate: rate, Duration: time.Duration(float64(roomBuyers) / rate * float64(time.Second))},
@@ -358,4 +363,41 @@ func roomDebug(recs []loadgen.Record, sold int, first, lastSale time.Time) {
 	for _, l := range late {
 		progress("(k) debug: %s", l)
 	}
+}
+
+// watchAdmissions prints an instance's admission and room gauges every
+// 100 ms until stopped (BENCH_SHOP_ROOM_DEBUG): what the room lets in
+// against what the admission measured.
+func watchAdmissions(base string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	names := []string{"seckill_admission_rate", "seckill_admission_limit", "seckill_admission_in_flight", "seckill_room_let_in_per_second", "seckill_room_waiting"}
+	go func() {
+		defer close(finished)
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			resp, err := http.Get(base + "/metrics")
+			if err != nil {
+				continue
+			}
+			var b strings.Builder
+			buf := make([]byte, 1<<20)
+			n, _ := io.ReadFull(resp.Body, buf)
+			resp.Body.Close()
+			for _, line := range strings.Split(string(buf[:n]), "\n") {
+				for _, name := range names {
+					if strings.HasPrefix(line, name) {
+						b.WriteString(" " + strings.TrimPrefix(line, "seckill_"))
+					}
+				}
+			}
+			progress("(k) debug %5.0fms:%s", float64(time.Since(start).Milliseconds()), b.String())
+		}
+	}()
+	return func() { close(done); <-finished }
 }
