@@ -167,7 +167,7 @@ func (m *Metrics) LockStats(stats func() zklock.Stats) {
 
 // Admission is what the purchase admission shows of itself: how many
 // purchases are in progress, how many it lets in, the purchases a second
-// it measured per second of work, and how many buyers it refused busy.
+// it measured while busy, and how many buyers it refused busy.
 type Admission struct {
 	InFlight int     `json:"inFlight"`
 	Limit    int     `json:"limit"`
@@ -186,7 +186,7 @@ func (m *Metrics) AdmissionStats(stats func() Admission) {
 			func(a Admission) float64 { return float64(a.InFlight) }),
 		gauge("seckill_admission_limit", "Purchases this instance lets be in progress: its measured purchases/s times purchase.queueTarget, within purchase.maxWaiting.",
 			func(a Admission) float64 { return float64(a.Limit) }),
-		gauge("seckill_admission_rate", "Purchases this instance completes per second of work (time with purchases in progress), as the admission measured them (0: not yet).",
+		gauge("seckill_admission_rate", "Purchases a second this instance completes while busy, as the admission measured them (0: not yet).",
 			func(a Admission) float64 { return a.Rate }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_admission_refused_total", Help: "Buyers refused busy (503) because the admission had no room."},
 			func() float64 { return float64(stats().Refused) }),

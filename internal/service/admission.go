@@ -13,22 +13,12 @@ import (
 //
 //	limit = rate × Target, within [admissionFloor, Ceiling]
 //
-// where rate is the purchases per second the instance completed per second
-// it had purchases in progress (its capacity as it is, not the arrival
-// rate: the time it sat idle is not counted), smoothed over windows of
-// admissionWindow (Little's law: a queue of rate × Target drains in
-// Target). A window in which the purchases in progress never came near the
-// limit only raises the limit: a shop served below capacity completes what
-// arrives, which says little of what it could.
-//
-// Idle time is left out because the waiting room (room.go) lets buyers in
-// at the rate measured here: measured over whole windows, a rate taken at a
-// cold start (275 purchases/s for a batch instance that serves thousands)
-// let buyers in at that rate, the instance sold them in a few milliseconds
-// and sat idle, no window was busy throughout, and the rate was never
-// measured again: 1 000 pieces took 1.3 s to sell instead of a quarter of a
-// second. Per second of work, a trickle of buyers served fast measures
-// fast, and the room lets more in.
+// where rate is the purchases per second the instance completed while it
+// had purchases waiting throughout (its capacity as it is, not the arrival
+// rate), smoothed over windows of admissionWindow (Little's law: a queue of
+// rate × Target drains in Target). A window in which the purchases in
+// progress never came near the limit only raises it: a shop served below
+// capacity completes what arrives, which says nothing of what it could.
 // Before the first such window the limit is admissionStart. With Target 0
 // the limit is Ceiling (a fixed bound, purchase.maxWaiting).
 //
@@ -42,16 +32,13 @@ type admission struct {
 	mu       sync.Mutex
 	inflight int
 	limit    int
-	rate     float64 // purchases per second of work, smoothed; 0: not measured yet
+	rate     float64 // purchases per second while busy, smoothed; 0: not measured yet
 	refused  uint64
-	// busySince is when the purchases in progress last went from none to
-	// one (zero while none are).
-	busySince time.Time
 	// the current window
 	winStart time.Time
-	winDone  int           // purchases completed in it
-	winWork  time.Duration // its time with purchases in progress
-	winPeak  int           // the most in progress during it
+	winDone  int  // purchases completed in it
+	winBusy  bool // purchases in progress throughout it
+	winPeak  int  // the most in progress during it
 }
 
 const (
@@ -93,9 +80,6 @@ func (a *admission) admit(now time.Time) bool {
 		a.refused++
 		return false
 	}
-	if a.inflight == 0 {
-		a.busySince = now
-	}
 	a.inflight++
 	a.winPeak = max(a.winPeak, a.inflight)
 	return true
@@ -110,30 +94,19 @@ func (a *admission) done(now time.Time) {
 	a.inflight--
 	a.winDone++
 	if a.inflight == 0 {
-		a.winWork += now.Sub(laterTime(a.busySince, a.winStart))
-		a.busySince = time.Time{}
+		a.winBusy = false
 	}
 }
 
-func laterTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// roll closes the window if it is over: its completions over its time of
-// work are a sample of the rate, and the limit follows.
+// roll closes the window if it is over: a busy window's completions are a
+// sample of the rate, and the limit follows.
 func (a *admission) roll(now time.Time) {
 	elapsed := now.Sub(a.winStart)
 	if elapsed < admissionWindow {
 		return
 	}
-	if a.inflight > 0 {
-		a.winWork += now.Sub(laterTime(a.busySince, a.winStart))
-	}
-	if a.target > 0 && a.winDone > 0 && a.winWork > 0 {
-		sample := float64(a.winDone) / a.winWork.Seconds()
+	if a.target > 0 && a.winBusy && a.winDone > 0 {
+		sample := float64(a.winDone) / elapsed.Seconds()
 		if a.rate == 0 {
 			a.rate = sample
 		} else {
@@ -146,14 +119,15 @@ func (a *admission) roll(now time.Time) {
 			a.limit = want
 		}
 	}
-	a.winStart, a.winDone, a.winWork, a.winPeak = now, 0, 0, a.inflight
+	a.winStart, a.winDone, a.winPeak = now, 0, a.inflight
+	a.winBusy = a.inflight > 0
 }
 
 // AdmissionStats is what the admission shows of itself (the metrics').
 type AdmissionStats struct {
 	InFlight, Limit int
-	// Rate is the purchases per second the instance completes per second
-	// with purchases in progress (0 until measured).
+	// Rate is the purchases per second the instance completes while busy
+	// (0 until measured).
 	Rate    float64
 	Refused uint64 // buyers refused busy since the start
 }
