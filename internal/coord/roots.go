@@ -283,13 +283,13 @@ func (r *Roots) makePath(ctx context.Context, p string) error {
 // may do more than mine lets them.
 func notOwned(acl, mine []zk.ACL) string {
 	const needs = zk.PermRead | zk.PermCreate | zk.PermDelete | zk.PermWrite
-	allowed := func(scheme, id string) int32 { return allowedIn(mine, scheme, id) }
 	var have int32
 	for _, e := range acl {
-		if extra := e.Perms &^ allowed(e.Scheme, e.ID); extra != 0 {
+		allowed := allowedIn(mine, e.Scheme, e.ID)
+		if extra := e.Perms &^ allowed; extra != 0 {
 			return fmt.Sprintf("its ACL lets %s do %s", who(e), perms(extra))
 		}
-		if e.Perms&needs == needs && allowed(e.Scheme, e.ID)&needs == needs {
+		if e.Perms&needs == needs && allowed&needs == needs {
 			have = needs
 		}
 	}

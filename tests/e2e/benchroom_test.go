@@ -1,9 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/loadgen"
+	"github.com/seckill-zk/seckill-zk/internal/metrics/scrape"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -381,19 +382,18 @@ func watchAdmissions(base string) (stop func()) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			resp, err := http.Get(base + "/metrics")
+			a := e2e.Ask(http.MethodGet, base+"/metrics")
+			if a.Err != nil {
+				continue
+			}
+			samples, err := scrape.Parse(bytes.NewReader(a.Body))
 			if err != nil {
 				continue
 			}
 			var b strings.Builder
-			buf := make([]byte, 1<<20)
-			n, _ := io.ReadFull(resp.Body, buf)
-			resp.Body.Close()
-			for _, line := range strings.Split(string(buf[:n]), "\n") {
-				for _, name := range names {
-					if strings.HasPrefix(line, name) {
-						b.WriteString(" " + strings.TrimPrefix(line, "seckill_"))
-					}
+			for _, name := range names {
+				if i := slices.IndexFunc(samples, func(x scrape.Sample) bool { return x.Name == name }); i >= 0 {
+					fmt.Fprintf(&b, " %s %g", strings.TrimPrefix(name, "seckill_"), samples[i].Value)
 				}
 			}
 			progress("(k) debug %5.0fms:%s", float64(time.Since(start).Milliseconds()), b.String())

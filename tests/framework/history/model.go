@@ -150,5 +150,13 @@ func step(s state, op modelOp) []state {
 // statusOf is the status the shop shows for an order in state b: "" for
 // none.
 func statusOf(b byte) string {
-	return map[byte]string{unpaid: "unpaid", doomed: "unpaid", paid: "paid", expired: "expired"}[b]
+	switch b {
+	case unpaid, doomed:
+		return "unpaid"
+	case paid:
+		return "paid"
+	case expired:
+		return "expired"
+	}
+	return ""
 }
