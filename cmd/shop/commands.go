@@ -195,7 +195,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer shop.Close() // after the server's shutdown: the last batches are done, the stock a lease holds goes back
 	m.AdmissionStats(func() metrics.Admission {
 		a := shop.Admission()
-		return metrics.Admission{InFlight: a.InFlight, Limit: a.Limit, Rate: a.Rate, Refused: a.Refused}
+		return metrics.Admission{InFlight: a.InFlight, Limit: a.Limit, Rate: a.Rate, WorkRate: a.WorkRate, Refused: a.Refused}
 	})
 	if deps.Room != nil {
 		m.RoomStats(func() metrics.Room {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -678,5 +679,47 @@ func TestTrustedProxiesThatCoverEveryAddressAreRefused(t *testing.T) {
 		if _, err := load(t, map[string]string{"SHOP_SERVER_TRUSTEDPROXIES": good}); err != nil {
 			t.Errorf("%s: %v; want it accepted", good, err)
 		}
+	}
+}
+
+// The chart's defaults are a setup the shop does not warn against: its
+// strategy and its lock path agree (a batch strategy with a lock per goods
+// pays a hold per goods' batch, about one buyer each).
+func TestTheChartsDefaultsFollowTheShopsAdvice(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/helm/seckill/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Shop struct {
+			Config map[string]any `yaml:"config"`
+		} `yaml:"shop"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	out, err := yaml.Marshal(values.Shop.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	configFlags(fs)
+	if err := fs.Parse([]string{"--config", file}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(fs, map[string]string{})
+	if err != nil {
+		t.Fatalf("the chart's shop.config: %v", err)
+	}
+	st, ok := service.StrategyNamed(cfg.Purchase.Strategy)
+	if !ok {
+		t.Fatalf("the chart's strategy %q is not one the shop knows", cfg.Purchase.Strategy)
+	}
+	if msg := lockPathAdvice(st, coord.NewPaths(cfg.Lock.Path, cfg.Lock.Stripes)); msg != "" {
+		t.Errorf("the chart's defaults (strategy %s, lock.path %s) make the shop warn: %s", cfg.Purchase.Strategy, cfg.Lock.Path, msg)
 	}
 }

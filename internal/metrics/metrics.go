@@ -167,11 +167,13 @@ func (m *Metrics) LockStats(stats func() zklock.Stats) {
 
 // Admission is what the purchase admission shows of itself: how many
 // purchases are in progress, how many it lets in, the purchases a second
-// it measured while busy, and how many buyers it refused busy.
+// it measured while busy and per second of work, and how many buyers it
+// refused busy.
 type Admission struct {
 	InFlight int     `json:"inFlight"`
 	Limit    int     `json:"limit"`
 	Rate     float64 `json:"rate"`
+	WorkRate float64 `json:"workRate"`
 	Refused  uint64  `json:"refused"`
 }
 
@@ -188,6 +190,8 @@ func (m *Metrics) AdmissionStats(stats func() Admission) {
 			func(a Admission) float64 { return float64(a.Limit) }),
 		gauge("seckill_admission_rate", "Purchases a second this instance completes while busy, as the admission measured them (0: not yet).",
 			func(a Admission) float64 { return a.Rate }),
+		gauge("seckill_admission_work_rate", "Purchases a second of work (idle time left out) this instance completes: what the waiting room lets in (0: not yet).",
+			func(a Admission) float64 { return a.WorkRate }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_admission_refused_total", Help: "Buyers refused busy (503) because the admission had no room."},
 			func() float64 { return float64(stats().Refused) }),
 	)

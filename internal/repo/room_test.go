@@ -42,4 +42,13 @@ func TestClearingTheOrdersVoidsThePlaces(t *testing.T) {
 			t.Errorf("goods %d: horizon %d after the stock set, want %d", g, marks[g].Horizon, want)
 		}
 	}
+	// Asked for no goods, the store names the open queues: goods 4's,
+	// whose places still wait, for instances that never gave one.
+	open, err := s.Horizons(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 1 || open[4] != (service.RoomMark{Horizon: 10, Latest: 50}) {
+		t.Errorf("the open queues: %v, want goods 4's alone", open)
+	}
 }

@@ -84,3 +84,50 @@ func TestAdmissionWithoutATargetIsMaxWaiting(t *testing.T) {
 		t.Error("no target and no maxWaiting refused a buyer")
 	}
 }
+
+// coldThenTrickle is a batch instance's sale as the waiting room fed it:
+// a cold start served at 275 purchases/s with a queue, then 8 buyers let
+// in every 50 ms, each served in 0.2 ms (5 000 purchases per second of
+// work), the instance idle in between, for 2 s.
+func coldThenTrickle(t *testing.T, a *admission, now *time.Time) {
+	t.Helper()
+	slow := time.Second / 275
+	drive(a, now, 300*time.Millisecond, slow/4, slow)
+	if r := a.stats().Rate; r < 200 || r > 350 {
+		t.Fatalf("the cold start measured %.0f purchases/s, want ~275", r)
+	}
+	for a.inflight > 0 { // its queue served
+		*now = now.Add(slow)
+		a.done(*now)
+	}
+	for end := now.Add(2 * time.Second); now.Before(end); {
+		tick := *now
+		for range 8 {
+			if !a.admit(*now) {
+				t.Fatal("a trickle refused")
+			}
+		}
+		for range 8 {
+			*now = now.Add(200 * time.Microsecond)
+			a.done(*now)
+		}
+		*now = tick.Add(50 * time.Millisecond)
+	}
+}
+
+// The rate per second of work learns from a trickle served fast what the
+// busy windows' rate cannot (no window is busy throughout), and the limit
+// keeps the busy windows' rate: a trickle says nothing of how many may
+// wait.
+func TestAdmissionLearnsTheRateOfWorkFromATrickle(t *testing.T) {
+	now := time.Unix(0, 0)
+	a := newAdmission(300*time.Millisecond, 1000, now)
+	coldThenTrickle(t, a, &now)
+	s := a.stats()
+	if s.WorkRate < 2500 {
+		t.Errorf("work rate %.0f purchases/s after 2 s of a trickle served at 5000 a second of work: want it learnt", s.WorkRate)
+	}
+	if s.Rate > 350 || s.Limit > 120 {
+		t.Errorf("rate %.0f/s, limit %d: the trickle moved the busy windows' rate (want ~275/s, limit ~82)", s.Rate, s.Limit)
+	}
+}

@@ -96,7 +96,9 @@ const (
 type RoomStore interface {
 	// RoomKey returns the room's key, storing fresh if there is none yet.
 	RoomKey(ctx context.Context, fresh []byte) ([]byte, error)
-	// Horizons reads the rooms of goods; a goods without one is missing.
+	// Horizons reads the rooms of goods, and of every goods whose queue
+	// is open (its latest place beyond its horizon): how an instance
+	// learns that another gave places; a goods without a room is missing.
 	Horizons(ctx context.Context, goods []int32) (map[int32]RoomMark, error)
 	// AdvanceRoom moves a goods' horizon and latest place to m's, each
 	// only if that is later.
@@ -161,6 +163,9 @@ type Room struct {
 	turns   turnWaiters // buyers waiting for the admission, by place
 	// turnsOf counts turns by goods: asked on every purchase.
 	turnsOf map[int32]int64
+	// poke asks Run for a tick now: a queue opened here, which the other
+	// instances are to learn of before they let more buyers straight in.
+	poke chan struct{}
 }
 
 // roomQueue is one goods' room as this instance sees it.
@@ -171,6 +176,7 @@ type roomQueue struct {
 	given    int64           // the latest place this instance gave
 	hist     map[int64]int32 // the places this instance gave, by bucket of their effective time
 	startsAt *time.Time      // the sale's start, while it is ahead
+	asked    bool            // a buyer asked this instance for it (else it was learnt from the store)
 	lastAsk  time.Time
 	// blocked counts, per tick of the last second, buyers whose turn had
 	// come and who found the admission full; passed, per tick of the last
@@ -224,7 +230,7 @@ func NewRoom(ctx context.Context, store RoomStore, cfg RoomConfig, log *slog.Log
 		return nil, fmt.Errorf("service: the waiting room's key: %w", err)
 	}
 	return &Room{cfg: cfg, store: store, signer: placeSigner{key: key}, log: log,
-		queues: map[int32]*roomQueue{}, members: 1}, nil
+		queues: map[int32]*roomQueue{}, members: 1, poke: make(chan struct{}, 1)}, nil
 }
 
 // attach gives the room the Shop's admission and store.
@@ -286,23 +292,32 @@ func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Tim
 	pl, ok := r.signer.read(token, goodsNo, who, now)
 	started := startsAt == nil || !now.Before(*startsAt)
 	if !ok && started && r.queues[goodsNo] == nil && admit() {
-		// No queue of this goods here: straight in, and the room keeps
-		// nothing of it (a sale of many goods below capacity costs the room
-		// no memory and no reads).
+		// No queue of this goods here, nor at any instance as last read
+		// (a tick learns of the others' open queues): straight in, and the
+		// room keeps nothing of it (a sale of many goods below capacity
+		// costs the room no memory).
 		return true, nil, nil
 	}
 	q := r.queueLocked(goodsNo, now)
-	q.startsAt = startsAt
+	q.startsAt, q.asked = startsAt, true
 	if !ok {
 		if started && r.emptyLocked(q) && admit() {
 			return true, nil, nil // nobody waits: straight in
 		}
 		pl = Place{GoodsNo: goodsNo, At: now}
 		eff := r.effective(pl, who, startsAt)
-		if started && r.emptyLocked(q) {
-			// The first place of a new queue: the horizon moves up to it,
-			// passing nobody (every earlier place has gone in).
-			q.horizon = max(q.horizon, eff-1)
+		if r.emptyLocked(q) {
+			if started {
+				// The first place of a new queue: the horizon moves up to
+				// it, passing nobody (every earlier place has gone in).
+				q.horizon = max(q.horizon, eff-1)
+			}
+			// The others are to learn of it now, not a tick later: until
+			// they do, they let their new buyers straight in, ahead of it.
+			select {
+			case r.poke <- struct{}{}:
+			default:
+			}
 		}
 		bucket := eff / roomBucket.Microseconds()
 		if q.horizon > 0 {
@@ -381,14 +396,16 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	return &QueuedError{Token: r.signer.sign(pl, who), Ahead: ahead, Wait: wait, RetryAfter: retry, StartsAt: starts}
 }
 
-// rateLocked is the purchases per second this instance serves.
+// rateLocked is the purchases per second this instance serves: per second
+// of work (admission.go says why not the admission's own rate), at least
+// what it served while busy throughout.
 func (r *Room) rateLocked() float64 {
 	if r.admission == nil {
 		return 100
 	}
 	st := r.admission.stats()
-	if st.Rate > 0 {
-		return st.Rate
+	if rate := max(st.WorkRate, st.Rate); rate > 0 {
+		return rate
 	}
 	return max(float64(st.Limit)*3, 10) // not measured yet: its queue in a third of a second
 }

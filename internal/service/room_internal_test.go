@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,11 @@ func (f *fakeRoomStore) Horizons(_ context.Context, goods []int32) (map[int32]Ro
 	out := map[int32]RoomMark{}
 	for _, g := range goods {
 		if h, ok := f.horizons[g]; ok {
+			out[g] = h
+		}
+	}
+	for g, h := range f.horizons {
+		if h.Latest > h.Horizon {
 			out[g] = h
 		}
 	}
@@ -170,6 +176,56 @@ func TestTheHorizonMovesAtTheRateTheShopServes(t *testing.T) {
 	r.tick(context.Background(), now.Add(time.Second+roomTick))
 	if store.horizons[1].Horizon != h {
 		t.Errorf("the horizon moved again before those let in came back: %d, was %d", store.horizons[1].Horizon, h)
+	}
+}
+
+// A room fed by an instance whose busy windows' rate was measured slow at
+// a cold start lets buyers in at what the instance serves per second of
+// work: at the busy windows' rate (275/s) it let in 137 a second, the
+// instance sold them in milliseconds and sat idle while 2 400 places
+// waited (make bench-shop (k), batch with the room).
+func TestTheRoomLetsInAtTheRateOfWork(t *testing.T) {
+	r, store := newTestRoom(t, RoomConfig{})
+	now := time.Now()
+	a := newAdmission(300*time.Millisecond, 1000, now)
+	coldThenTrickle(t, a, &now)
+	r.attach(a, nil)
+	for i := range 3000 { // 3000 places, a millisecond apart
+		r.enter(context.Background(), 1, fmt.Sprintf("u:%d", i), "", nil, now.Add(time.Duration(i)*time.Millisecond), func() bool { return false })
+	}
+	r.tick(context.Background(), now.Add(3*time.Second))
+	passed := (store.horizons[1].Horizon - now.UnixMicro()) / time.Millisecond.Microseconds()
+	if want := int64(2500 * roomLetIn.Seconds()); passed < want {
+		t.Errorf("the horizon passed %d places in a tick, want at least %d (2500 purchases/s of work for %v); the admission says %+v", passed, want, roomLetIn, a.stats())
+	}
+}
+
+// A queue opened at one instance is kept at the others: once they have
+// read the store, their new buyers get places behind it instead of going
+// straight in ahead of it. make bench-shop (k): one instance's admission
+// filled at the cold start and gave places, the other's did not, let its
+// new arrivals straight in and sold them the pieces while the first
+// instance's places waited (84% of the pieces to the first arrivals).
+func TestAQueueOpenedAtOneInstanceIsKeptAtTheOthers(t *testing.T) {
+	a, store := newTestRoom(t, RoomConfig{})
+	b, err := NewRoom(context.Background(), store, RoomConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	in, err := b.enter(context.Background(), 1, "u:early", "", nil, now, func() bool { return false })
+	if in || !errors.Is(err, ErrQueued) {
+		t.Fatalf("b, admission full: in %t, %v; want a place", in, err)
+	}
+	b.publish(context.Background())
+	a.tick(context.Background(), now.Add(roomTick))
+	in, err = a.enter(context.Background(), 1, "u:late", "", nil, now.Add(2*roomTick), func() bool { return true })
+	if in || !errors.Is(err, ErrQueued) {
+		t.Errorf("a later buyer at a, its admission free: in %t, %v; want a place behind b's", in, err)
+	}
+	// Another goods, with no queue anywhere, goes straight in.
+	if in, err := a.enter(context.Background(), 2, "u:other", "", nil, now.Add(2*roomTick), func() bool { return true }); !in || err != nil {
+		t.Errorf("goods 2, no queue: in %t, %v; want straight in", in, err)
 	}
 }
 

@@ -23,6 +23,8 @@ func (r *Room) Run(ctx context.Context, member string) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-r.poke:
+			r.publish(ctx)
 		case now := <-t.C:
 			if now.Sub(lastMembers) >= time.Second {
 				lastMembers = now
@@ -51,9 +53,6 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 		goods = append(goods, g)
 	}
 	r.mu.Unlock()
-	if len(goods) == 0 {
-		return
-	}
 	hs, err := r.store.Horizons(ctx, goods)
 	if err != nil {
 		r.log.Debug("room: reading the horizons", "err", err)
@@ -62,6 +61,14 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 	proposals := map[int32]RoomMark{}
 	var readLeft []int32
 	r.mu.Lock()
+	for g, m := range hs {
+		if r.queues[g] == nil && m.Latest > m.Horizon {
+			// Another instance's open queue: this one gives places too
+			// rather than letting new buyers straight in ahead of it.
+			r.queueLocked(g, now)
+			goods = append(goods, g)
+		}
+	}
 	for _, g := range goods {
 		q := r.queues[g]
 		if q == nil {
@@ -104,6 +111,26 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 	}
 }
 
+// publish stores the latest place this instance gave of each goods where
+// the store's is earlier: a queue opened here, told to the other instances
+// at once (their next tick reads it) rather than at this one's next tick.
+func (r *Room) publish(ctx context.Context) {
+	proposals := map[int32]RoomMark{}
+	r.mu.Lock()
+	for g, q := range r.queues {
+		if q.given > q.latest {
+			proposals[g] = RoomMark{Horizon: q.horizon, Latest: q.given}
+			q.latest = q.given
+		}
+	}
+	r.mu.Unlock()
+	for g, p := range proposals {
+		if err := r.store.AdvanceRoom(ctx, g, p); err != nil {
+			r.log.Debug("room: telling of a queue", "goodsNo", g, "err", err)
+		}
+	}
+}
+
 // moveLocked takes the horizon to h if it is later, counting the places
 // it passes and forgetting them.
 func (r *Room) moveLocked(q *roomQueue, h int64) {
@@ -125,7 +152,9 @@ func (r *Room) moveLocked(q *roomQueue, h int64) {
 // served; to now when none of its places wait (nobody is queued, new
 // buyers go straight in). None before the sale's start.
 func (r *Room) proposeLocked(q *roomQueue, now time.Time) (int64, bool) {
-	if q.startsAt != nil && now.Before(*q.startsAt) {
+	if !q.asked || q.startsAt != nil && now.Before(*q.startsAt) {
+		// Learnt from the store and never asked here: this instance does
+		// not know the sale's start, and nobody waits at its door.
 		return 0, false
 	}
 	if len(q.hist) == 0 {

@@ -372,7 +372,7 @@ func roomDebug(recs []loadgen.Record, sold int, first, lastSale time.Time) {
 func watchAdmissions(base string) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
-	names := []string{"seckill_admission_rate", "seckill_admission_limit", "seckill_admission_in_flight", "seckill_room_let_in_per_second", "seckill_room_waiting"}
+	names := []string{"seckill_admission_rate", "seckill_admission_work_rate", "seckill_admission_limit", "seckill_admission_in_flight", "seckill_room_let_in_per_second", "seckill_room_waiting"}
 	go func() {
 		defer close(finished)
 		start := time.Now()

@@ -23,8 +23,8 @@ import (
 // generator on a CPU of its own. The honest buyers' goodput with the
 // attacker, against the same load without it in the same round; medians of
 // the rounds. With each set of defaults a user meets: make serve's (seed,
-// here with a lock per goods) and the chart's (batch, a lock per goods,
-// limits.buyerRate 2, limits.clientRate 100).
+// here with a lock per goods) and the chart's (batch, one lock for every
+// goods, limits.buyerRate 2, limits.clientRate 100).
 
 // starveSettings is a set of defaults the section runs with.
 type starveSettings struct {
@@ -39,7 +39,7 @@ var starveSets = []starveSettings{
 	// Behind an ingress, as the chart is: the generator is the trusted
 	// proxy and each buyer has an address of its own (X-Forwarded-For).
 	{"the chart's (batch, limits on)", func(s e2e.Stack) []string {
-		return []string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOCK_PATH=" + s.LockPath + "/goods/{goodsNo}",
+		return []string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOCK_PATH=" + s.LockPath,
 			"SHOP_LIMITS_BUYERRATE=2", "SHOP_LIMITS_CLIENTRATE=100", "SHOP_SERVER_TRUSTEDPROXIES=127.0.0.1"}
 	}},
 }
