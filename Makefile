@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 
-.PHONY: all build loadtools test vet fmt-check openapi-lint unit interop bench bench-shop chaos galera-crash serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
+.PHONY: all build loadtools test test-kube vet fmt-check openapi-lint unit interop bench bench-shop chaos galera-crash serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
 
 all: build
 
@@ -47,7 +47,18 @@ fmt-check:
 ## test: bring the stack and the Galera cluster up, install k6, helm and JMeter, vet, lint the OpenAPI
 ## description, and run every test with the race detector
 test: stack-up galera-up build loadtools fmt-check vet openapi-lint
-	$(GO) test -race -count=1 -timeout 25m ./...
+	$(GO) test -race -count=1 -timeout 25m -skip '^TestTheChartOnAControlPlane$$' ./...
+
+## test-kube: the chart on a Kubernetes control plane built here (tests/e2e/kube_test.go): helm
+## install --wait of every value set into a PodSecurity-restricted namespace with the operators'
+## CRDs, an upgrade's rollout against the PodDisruptionBudget, rollback, uninstall, and the API
+## server's refusals. kube-apiserver, kube-controller-manager, kube-scheduler and kwok are built
+## into bin/ once per machine (scripts/loadtools.sh kube; docs/testing.md has the cold and warm
+## times); .ci/run runs it after make test.
+test-kube: build
+	scripts/loadtools.sh helm
+	scripts/loadtools.sh kube
+	$(GO) test -count=1 -timeout 20m -run '^TestTheChartOnAControlPlane$$' -v ./tests/e2e/
 
 ## unit: every package's tests that need no server: go test -short, where a test that needs one
 ## skips and says so (e2e.Integration); the examples run against ZooKeeper and cannot skip

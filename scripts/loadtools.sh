@@ -18,7 +18,13 @@
 #   scripts/loadtools.sh helm                    build helm and kubectl-validate into bin/ if missing
 #                                                (HELM_VERSION, KUBECTL_VALIDATE_VERSION), for the chart's
 #                                                tests
-#   scripts/loadtools.sh install                 k6, helm and JMeter, each if missing (make loadtools)
+#   scripts/loadtools.sh kube                    the chart's control plane into bin/ if missing:
+#                                                kube-apiserver, kube-controller-manager,
+#                                                kube-scheduler and kubectl built from k8s.io/kubernetes
+#                                                (tools/kube),
+#                                                kwok (KWOK_VERSION), and Debian's etcd-server
+#   scripts/loadtools.sh install                 k6, helm and JMeter, each if missing (make loadtools;
+#                                                make test-kube builds the control plane)
 #
 # k6 is built from the Go module proxy into bin/ if missing (K6_VERSION); JMeter is Debian's,
 # installed if missing, and started through loadtest/jmeter/JMeterLauncher.java: Debian's
@@ -31,6 +37,7 @@ cd "$root"
 K6_VERSION=${K6_VERSION:-v1.8.1}
 HELM_VERSION=${HELM_VERSION:-v4.3.1}
 KUBECTL_VALIDATE_VERSION=${KUBECTL_VALIDATE_VERSION:-v0.0.4}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 buyers=50
 stock=20
 users=30 # buyer mode
@@ -252,6 +259,34 @@ install_helm() {
 	fi
 }
 
+# install_kube builds the control plane of the chart's install test (tests/e2e/kube_test.go) into
+# bin/ if missing: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from tools/kube (a
+# module that requires k8s.io/kubernetes, pinned there, with its staging modules replaced by their
+# published versions), and kwok; etcd is Debian's etcd-server. Cold, about 10 minutes on two
+# cores (docs/testing.md has the measured figure); a no-op once built.
+install_kube() {
+	command -v etcd >/dev/null || apt_install etcd-server
+	local c v minor ldflags
+	# The version the programs report (helm checks the chart's kubeVersion against it), as
+	# Kubernetes' own build stamps it: tools/kube/go.mod's k8s.io/kubernetes version.
+	v=$(cd tools/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+	minor=$(echo "$v" | cut -d. -f2)
+	ldflags=""
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags="$ldflags -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+	done
+	for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+		if [ ! -x "bin/$c" ] || ! "bin/$c" --version 2>/dev/null | grep -q "$v"; then
+			log "building $c $v from the Go module proxy into bin/ (tools/kube; minutes the first time)"
+			(cd tools/kube && go build -trimpath -ldflags "$ldflags" -o "$root/bin/$c" "k8s.io/kubernetes/cmd/$c")
+		fi
+	done
+	if [ ! -x bin/kwok ]; then
+		log "building kwok $KWOK_VERSION from the Go module proxy into bin/"
+		GOBIN="$root/bin" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+	fi
+}
+
 # jmeter_run USERS [PROPERTIES...]: one run of the plan (USERS 0: anonymous buyers) and its checks.
 jmeter_run() {
 	jmeter_plan 127.0.0.1 8081 $buyers "$@"
@@ -273,6 +308,7 @@ k6) shift; k6 "$@" ;;
 jmeter) shift; jmeter "$@" ;;
 jmeter-open) shift; [ $# = 4 ] || { echo "usage: $0 jmeter-open HOST PORT RATE SECONDS" >&2; exit 2; }; cp=""; install_jmeter; jmeter_open "$@" ;;
 helm) install_helm ;;
+kube) install_kube ;;
 install) install_k6; install_helm; cp=""; install_jmeter ;;
-*) echo "usage: $0 k6 [URLS [BUYERS]] | jmeter [HOST PORT [THREADS]] | jmeter-open HOST PORT RATE SECONDS | helm | install" >&2; exit 2 ;;
+*) echo "usage: $0 k6 [URLS [BUYERS]] | jmeter [HOST PORT [THREADS]] | jmeter-open HOST PORT RATE SECONDS | helm | kube | install" >&2; exit 2 ;;
 esac

@@ -163,9 +163,7 @@ type Room struct {
 	turns   turnWaiters // buyers waiting for the admission, by place
 	// turnsOf counts turns by goods: asked on every purchase.
 	turnsOf map[int32]int64
-	// poke asks Run for a tick now: a queue opened here, which the other
-	// instances are to learn of before they let more buyers straight in.
-	poke chan struct{}
+	poke    chan struct{} // a queue opened here: Run tells the others now
 }
 
 // roomQueue is one goods' room as this instance sees it.

@@ -223,20 +223,17 @@ func find[T any](objs []object, kind, name string) (T, bool) {
 	return zero, false
 }
 
-// TestTheHelmChartRendersValidObjects renders the chart with each value set
-// a user would start from, checks the objects each must have and the
-// shop's rules on them (checkChart), and checks that helm refuses values
-// that would not work, with a message naming the value.
-func TestTheHelmChartRendersValidObjects(t *testing.T) {
-	sets := []struct {
-		name, values string
-		extra        []string
-		want         []string // kinds and names (after the release's "sale-seckill")
-	}{
-		{"defaults", "", nil, []string{"Deployment", "Service", "ConfigMap -config", "ConfigMap -dashboard", "Secret -secrets",
-			"Job -migrate-1", "PodDisruptionBudget", "StatefulSet -zookeeper", "Service -zookeeper-headless", "PodDisruptionBudget -zookeeper",
-			"MariaDB -mariadb", "NetworkPolicy", "NetworkPolicy -zookeeper", "NetworkPolicy -mariadb"}},
-		{"jwt, ZooKeeper auth and TLS to MySQL", `
+// chartValueSets are the value sets a user would start from: rendered
+// here, installed on a control plane by kube_test.go.
+var chartValueSets = []struct {
+	name, values string
+	extra        []string
+	want         []string // kinds and names (after the release's "sale-seckill")
+}{
+	{"defaults", "", nil, []string{"Deployment", "Service", "ConfigMap -config", "ConfigMap -dashboard", "Secret -secrets",
+		"Job -migrate-1", "PodDisruptionBudget", "StatefulSet -zookeeper", "Service -zookeeper-headless", "PodDisruptionBudget -zookeeper",
+		"MariaDB -mariadb", "NetworkPolicy", "NetworkPolicy -zookeeper", "NetworkPolicy -mariadb"}},
+	{"jwt, ZooKeeper auth and TLS to MySQL", `
 auth: {mode: jwt}
 zookeeperAuth: true
 mysqlTLS: true
@@ -245,21 +242,28 @@ secrets:
   zookeeperAuth: digest:shop:s3cret-long-enough-for-the-shop-rule
   mysqlCA: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 `, nil, []string{"Deployment", "Secret -secrets", "MariaDB -mariadb"}},
-		{"RS256 tokens and a Secret of the user's", `
+	{"RS256 tokens and a Secret of the user's", `
 auth: {mode: jwt, jwtAlgorithm: rs256}
 zookeeperAuth: true
 secrets: {existingSecret: my-shop-secrets}
 `, nil, []string{"Deployment", "MariaDB -mariadb"}},
-		{"external ZooKeeper and database", `
+	{"external ZooKeeper and database", `
 zookeeper: {enabled: false, servers: ["zk1.example:2181", "zk2.example:2181", "zk3.example:2181"]}
 mariadb: {operator: false, dsn: "seckill@tcp(db1.example:3306,db2.example:3306,db3.example:3306)/seckill"}
 secrets: {mysqlPassword: seckill}
 `, nil, []string{"Deployment", "Job -migrate-1", "Secret -secrets"}},
-		{"operator Galera of 5 and the Prometheus Operator", `
+	{"operator Galera of 5 and the Prometheus Operator", `
 mariadb: {replicas: 5, storage: {size: 50Gi, storageClassName: fast}}
 shop: {replicas: 6}
 `, []string{"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"}, []string{"Deployment", "MariaDB -mariadb", "ServiceMonitor"}},
-	}
+}
+
+// TestTheHelmChartRendersValidObjects renders the chart with each value set
+// a user would start from, checks the objects each must have and the
+// shop's rules on them (checkChart), and checks that helm refuses values
+// that would not work, with a message naming the value.
+func TestTheHelmChartRendersValidObjects(t *testing.T) {
+	sets := chartValueSets
 	for _, set := range sets {
 		t.Run(set.name, func(t *testing.T) {
 			objs, err := render(t, set.values, set.extra...)

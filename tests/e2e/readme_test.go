@@ -133,9 +133,8 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 			}
 			continue
 		case fields[0] == "helm" || fields[0] == "kubectl":
-			// No Kubernetes API here: docs/kubernetes.md's install; the chart's
-			// tests (helm_chart_test.go, helm_kubelet_test.go) render it and
-			// run what it would start.
+			// docs/kubernetes.md's: TestTheChartOnAControlPlane (make
+			// test-kube) runs them on a control plane of its own.
 			continue
 		case strings.Contains(line, "/etc/seckill/"), strings.HasPrefix(line, "export SHOP_"):
 			// docs/operations.md's "Your own MariaDB and ZooKeeper":
