@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -542,10 +543,17 @@ func TestSoldOutAnswerIsCheap(t *testing.T) {
 	h := handler.New(handler.Services{Shop: shop}, slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	req := httptest.NewRequest(http.MethodGet, "/goods-stock/1", nil)
 	var w *discardWriter
-	allocs := testing.AllocsPerRun(200, func() {
-		w = &discardWriter{header: http.Header{}}
-		h.ServeHTTP(w, req)
-	})
+	// AllocsPerRun counts the allocations of every goroutine of the test
+	// binary, and a collection empties the sync.Pools (gin's contexts):
+	// a fresh-clone make test counted 13 once, on a loaded machine. Either
+	// only adds, so the least of five measurements is the answer's own.
+	allocs := math.Inf(1)
+	for range 5 {
+		allocs = min(allocs, testing.AllocsPerRun(200, func() {
+			w = &discardWriter{header: http.Header{}}
+			h.ServeHTTP(w, req)
+		}))
+	}
 	if w.status != http.StatusConflict || shop.got.ClientRequestID || len(w.header.Get("X-Request-ID")) != 36 {
 		t.Fatalf("status %d, ClientRequestID %v, X-Request-ID %q: want 409, false and a generated UUID",
 			w.status, shop.got.ClientRequestID, w.header.Get("X-Request-ID"))
