@@ -52,7 +52,7 @@ test: stack-up galera-up build loadtools fmt-check vet openapi-lint
 ## test-kube: the chart on a Kubernetes control plane built here (tests/e2e/kube_test.go): helm
 ## install --wait of every value set into a PodSecurity-restricted namespace with the operators'
 ## CRDs, an upgrade's rollout against the PodDisruptionBudget, rollback, uninstall, and the API
-## server's refusals. kube-apiserver, kube-controller-manager, kube-scheduler and kwok are built
+## server's refusals. kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok are built
 ## into bin/ once per machine (scripts/loadtools.sh kube; docs/testing.md has the cold and warm
 ## times); .ci/run runs it after make test.
 test-kube: build

@@ -262,8 +262,8 @@ install_helm() {
 # install_kube builds the control plane of the chart's install test (tests/e2e/kube_test.go) into
 # bin/ if missing: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from tools/kube (a
 # module that requires k8s.io/kubernetes, pinned there, with its staging modules replaced by their
-# published versions), and kwok; etcd is Debian's etcd-server. Cold, about 10 minutes on two
-# cores (docs/testing.md has the measured figure); a no-op once built.
+# published versions), and kwok; etcd is Debian's etcd-server. Cold, 523 s on two
+# cores with empty Go caches (docs/testing.md); a no-op once built.
 install_kube() {
 	command -v etcd >/dev/null || apt_install etcd-server
 	local c v minor ldflags

@@ -101,11 +101,7 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 	}
 	shop := r.shop
 	r.mu.Unlock()
-	for g, p := range proposals {
-		if err := r.store.AdvanceRoom(ctx, g, p); err != nil {
-			r.log.Debug("room: moving a horizon", "goodsNo", g, "err", err)
-		}
-	}
+	r.advance(ctx, proposals)
 	if shop != nil && len(readLeft) > 0 {
 		r.readLeft(ctx, shop, readLeft)
 	}
@@ -124,9 +120,14 @@ func (r *Room) publish(ctx context.Context) {
 		}
 	}
 	r.mu.Unlock()
+	r.advance(ctx, proposals)
+}
+
+// advance stores the proposed marks, each goods' only where later.
+func (r *Room) advance(ctx context.Context, proposals map[int32]RoomMark) {
 	for g, p := range proposals {
 		if err := r.store.AdvanceRoom(ctx, g, p); err != nil {
-			r.log.Debug("room: telling of a queue", "goodsNo", g, "err", err)
+			r.log.Debug("room: moving a horizon", "goodsNo", g, "err", err)
 		}
 	}
 }

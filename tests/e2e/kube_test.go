@@ -64,27 +64,34 @@ func manifests(t *testing.T, out string) []map[string]any {
 	return objs
 }
 
+// apiKinds are the kinds the tests reach through the API: their group
+// version and plural.
+var apiKinds = map[string]struct{ apiVersion, plural string }{
+	"ConfigMap": {"v1", "configmaps"}, "Secret": {"v1", "secrets"}, "Service": {"v1", "services"},
+	"Pod": {"v1", "pods"}, "PersistentVolumeClaim": {"v1", "persistentvolumeclaims"},
+	"Deployment": {"apps/v1", "deployments"}, "StatefulSet": {"apps/v1", "statefulsets"}, "Job": {"batch/v1", "jobs"},
+	"PodDisruptionBudget": {"policy/v1", "poddisruptionbudgets"}, "NetworkPolicy": {"networking.k8s.io/v1", "networkpolicies"},
+	"ServiceMonitor": {"monitoring.coreos.com/v1", "servicemonitors"}, "MariaDB": {"k8s.mariadb.com/v1alpha1", "mariadbs"},
+}
+
 // collection is the API path of a kind's objects in ns.
-func collection(t *testing.T, apiVersion, kind, ns string) string {
+func collection(t *testing.T, kind, ns string) string {
 	t.Helper()
-	plural := map[string]string{"ConfigMap": "configmaps", "Secret": "secrets", "Service": "services",
-		"Deployment": "deployments", "StatefulSet": "statefulsets", "Job": "jobs", "Pod": "pods",
-		"PodDisruptionBudget": "poddisruptionbudgets", "NetworkPolicy": "networkpolicies",
-		"ServiceMonitor": "servicemonitors", "MariaDB": "mariadbs", "PersistentVolumeClaim": "persistentvolumeclaims"}[kind]
-	if plural == "" {
-		t.Fatalf("no API path known for %s %s", apiVersion, kind)
+	k, ok := apiKinds[kind]
+	if !ok {
+		t.Fatalf("no API path known for %s", kind)
 	}
-	if apiVersion == "v1" {
-		return "/api/v1/namespaces/" + ns + "/" + plural
+	if k.apiVersion == "v1" {
+		return "/api/v1/namespaces/" + ns + "/" + k.plural
 	}
-	return "/apis/" + apiVersion + "/namespaces/" + ns + "/" + plural
+	return "/apis/" + k.apiVersion + "/namespaces/" + ns + "/" + k.plural
 }
 
 // dryRun creates obj in ns as the API server would, strictly (an unknown
 // or duplicate field refused), without keeping it: the status and answer.
 func dryRun(t *testing.T, cp *kube.ControlPlane, ns string, obj map[string]any) (int, string) {
 	t.Helper()
-	path := collection(t, obj["apiVersion"].(string), obj["kind"].(string), ns) + "?dryRun=All&fieldValidation=Strict"
+	path := collection(t, obj["kind"].(string), ns) + "?dryRun=All&fieldValidation=Strict"
 	code, body, err := cp.Do(http.MethodPost, path, obj)
 	if err != nil {
 		t.Fatal(err)
@@ -550,12 +557,7 @@ func upgradeRollbackUninstall(t *testing.T, cp *kube.ControlPlane, chart, ns str
 		t.Errorf("%d PersistentVolumeClaims of the release after uninstall (app.kubernetes.io/instance=sale), want ZooKeeper's 3", len(pvcs))
 	}
 	for _, kind := range []string{"Deployment", "StatefulSet", "Service", "ConfigMap", "Job", "PodDisruptionBudget", "NetworkPolicy", "MariaDB"} {
-		api := map[string]string{"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1", "PodDisruptionBudget": "policy/v1",
-			"NetworkPolicy": "networking.k8s.io/v1", "MariaDB": "k8s.mariadb.com/v1alpha1"}[kind]
-		if api == "" {
-			api = "v1"
-		}
-		for _, o := range list(t, cp, collection(t, api, kind, ns)+"?labelSelector=app.kubernetes.io/instance=sale") {
+		for _, o := range list(t, cp, collection(t, kind, ns)+"?labelSelector=app.kubernetes.io/instance=sale") {
 			t.Errorf("%s %s left after uninstall", kind, name(o))
 		}
 	}
