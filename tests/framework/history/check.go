@@ -152,14 +152,33 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 		orderGoods[row.ID] = row.Goods
 		byID[row.ID] = row
 	}
+	// After a crash of the database's server, a purchase that left no
+	// order may still have been seen before the crash took it back (see
+	// Crash): one that was asked before the last crash ended and was not
+	// answered 200 goes to the model as Unknown, which may decrement the
+	// stock until a crash.
+	var crashes []Op
+	for _, o := range ops {
+		if o.Kind == Crash {
+			crashes = append(crashes, o)
+		}
+	}
+	seenThenLost := func(o Op) bool {
+		return len(crashes) > 0 && o.Call.Before(crashes[len(crashes)-1].Ret)
+	}
 	for _, o := range ops {
 		switch o.Kind {
+		case Crash:
+			continue // added to every goods' history below
 		case Buy:
 			row, exists := byRequest[o.RequestID]
 			switch o.Result {
 			case Unknown:
-				if !exists {
+				if !exists && !seenThenLost(o) {
 					continue // did nothing
+				}
+				if !exists {
+					break // did nothing in the end; the model decides whether it was seen
 				}
 				o.Result, o.Order, o.Ret = OK, row.ID, end
 				notBefore(&o, row.CreatedAt)
@@ -167,7 +186,9 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 				if exists {
 					r.Problems = append(r.Problems, fmt.Sprintf("%v, yet order %d holds its request id", o, row.ID))
 				}
-				if o.Result == Refused {
+				if o.Result == Refused && !exists && seenThenLost(o) {
+					o.Result = Unknown
+				} else if o.Result == Refused {
 					continue
 				}
 			case OK:
@@ -233,6 +254,12 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 	}
 	for _, k := range order {
 		add(Op{Client: clients, Kind: Expire, Goods: k.goods, Expired: sweeps[k], Result: OK, Call: k.at.Add(-time.Millisecond), Ret: end})
+	}
+	for _, c := range crashes {
+		for g := range final.Stock {
+			c.Client, c.Goods, c.Result = clients+2, g, OK
+			add(c)
+		}
 	}
 	// The final rows, one operation a goods after everything: as one a row
 	// at one time they would let the checker try every subset of them

@@ -35,10 +35,20 @@ const (
 	ReadOrder             // a read of an order's status
 	Expire                // the sweeper's expiry of an order (from the final rows)
 	FinalRows             // the final rows, read after everything: the stock and every order's status
+	// Crash is the database's server killed (a process crash): what it
+	// had shown but not yet made durable may be gone. InnoDB makes a
+	// commit visible to other sessions before its redo log is written
+	// (trx_commit_in_memory, then trx_flush_log_if_needed), so a read may
+	// see a purchase that the crash then takes back, even at
+	// innodb_flush_log_at_trx_commit=1; the purchase's buyer was never
+	// told 200 (the COMMIT did not return), and no acknowledged commit is
+	// lost. Recorded by the test that kills the server, from just before
+	// the kill until the process is gone.
+	Crash
 )
 
 func (k Kind) String() string {
-	return [...]string{"buy", "pay", "read-goods", "read-order", "expire", "final"}[k]
+	return [...]string{"buy", "pay", "read-goods", "read-order", "expire", "final", "crash"}[k]
 }
 
 // Result is how an operation ended, as the client heard it.
@@ -85,6 +95,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("sweeper expire orders %v → %s", o.Expired, o.Result)
 	case FinalRows:
 		return fmt.Sprintf("final rows of goods %d: stock %d, %d orders", o.Goods, o.Stock, len(o.Statuses))
+	case Crash:
+		return "the database's server crashed"
 	}
 	return fmt.Sprintf("client %d %s order %d → %s", o.Client, o.Kind, o.Order, o.Result)
 }

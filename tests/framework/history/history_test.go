@@ -29,6 +29,8 @@ func readOrder(client int, order uint64, call, ret int, status string) Op {
 	return Op{Client: client, Kind: ReadOrder, Order: order, Result: OK, Status: status, Call: at(call), Ret: at(ret)}
 }
 
+func crash(call, ret int) Op { return Op{Kind: Crash, Call: at(call), Ret: at(ret)} }
+
 func row(id uint64, rid, status string, expiredAt ...int) Row {
 	r := Row{ID: id, Goods: 1, RequestID: rid, Status: status}
 	if len(expiredAt) > 0 {
@@ -130,6 +132,39 @@ func TestTheCheckerJudgesHandMadeHistories(t *testing.T) {
 			ops:   []Op{buy(0, "a", 0, 10, Refused, 0)},
 			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{row(1, "a", "unpaid")}},
 			want:  "yet order 1 holds its request id",
+		},
+		{
+			name: "legal: a purchase seen, then taken back by a crash of the database",
+			ops: []Op{
+				buy(0, "a", 0, 10, OK, 1), buy(1, "b", 20, 100, Refused, 0), readGoods(2, 30, 40, 0),
+				crash(50, 60), readGoods(2, 70, 80, 1),
+			},
+			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{row(1, "a", "unpaid")}},
+			legal: true,
+		},
+		{
+			name: "a purchase seen, then gone, without a crash",
+			ops: []Op{
+				buy(0, "a", 0, 10, OK, 1), buy(1, "b", 20, 100, Refused, 0), readGoods(2, 30, 40, 0),
+				readGoods(2, 70, 80, 1),
+			},
+			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{row(1, "a", "unpaid")}},
+			want:  "not linearizable",
+		},
+		{
+			name: "a purchase that left no order seen after the crash",
+			ops: []Op{
+				buy(0, "a", 0, 10, OK, 1), buy(1, "b", 20, 100, Unknown, 0), crash(30, 40),
+				readGoods(2, 50, 60, 0), readGoods(2, 110, 120, 1),
+			},
+			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{row(1, "a", "unpaid")}},
+			want:  "not linearizable",
+		},
+		{
+			name:  "an acknowledged purchase lost in a crash",
+			ops:   []Op{buy(0, "a", 0, 10, OK, 1), crash(20, 30), readGoods(2, 40, 50, 2)},
+			final: Final{Stock: map[int32]int32{1: 2}},
+			want:  "but no order row holds it",
 		},
 		{
 			name:  "a payment refused expired, then paid",

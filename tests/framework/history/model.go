@@ -23,6 +23,9 @@ const (
 type state struct {
 	stock  int32
 	orders string
+	// vanishing is how many pieces purchases that left no order took
+	// from the stock, visible until a crash gives them back (see Crash).
+	vanishing int32
 }
 
 // modelOp is an operation as the model steps it: the recorded op and the
@@ -50,7 +53,7 @@ func model(stock int32, n int) porcupine.Model {
 		Equal: func(a, b any) bool { return a.(state) == b.(state) },
 		Hash: func(s any) uint64 {
 			h := fnv.New64a()
-			fmt.Fprintf(h, "%d/%s", s.(state).stock, s.(state).orders)
+			fmt.Fprintf(h, "%d/%d/%s", s.(state).stock, s.(state).vanishing, s.(state).orders)
 			return h.Sum64()
 		},
 		DescribeOperation: func(in, _ any) string { return in.(modelOp).String() },
@@ -60,8 +63,8 @@ func model(stock int32, n int) porcupine.Model {
 			for i := 0; i < len(st.orders); i++ {
 				counts[st.orders[i]]++
 			}
-			return fmt.Sprintf("stock %d; orders unpaid %d (past deadline %d), paid %d, expired %d",
-				st.stock, counts[unpaid]+counts[doomed], counts[doomed], counts[paid], counts[expired])
+			return fmt.Sprintf("stock %d (%d of it taken until a crash); orders unpaid %d (past deadline %d), paid %d, expired %d",
+				st.stock, st.vanishing, counts[unpaid]+counts[doomed], counts[doomed], counts[paid], counts[expired])
 		},
 	}
 	return nm.ToModel()
@@ -92,7 +95,19 @@ func step(s state, op modelOp) []state {
 			return []state{s.with(op.idx, unpaid)}
 		case op.Result == SoldOut && s.stock == 0:
 			return []state{s}
+		case op.Result == Unknown: // left no order: nothing, or a piece seen taken until a crash
+			if s.stock == 0 {
+				return []state{s}
+			}
+			t := s
+			t.stock--
+			t.vanishing++
+			return []state{s, t}
 		}
+	case Crash:
+		s.stock += s.vanishing
+		s.vanishing = 0
+		return []state{s}
 	case Pay:
 		switch op.Result {
 		case OK:
@@ -134,7 +149,7 @@ func step(s state, op modelOp) []state {
 			return []state{s}
 		}
 	case FinalRows:
-		if op.Stock != s.stock {
+		if op.Stock != s.stock || s.vanishing != 0 {
 			return nil
 		}
 		for i := 0; i < len(s.orders); i++ {
