@@ -47,7 +47,7 @@ fmt-check:
 ## test: bring the stack and the Galera cluster up, install k6, helm and JMeter, vet, lint the OpenAPI
 ## description, and run every test with the race detector
 test: stack-up galera-up build loadtools fmt-check vet openapi-lint
-	$(GO) test -race -count=1 -timeout 25m -skip '^TestTheChartOnAControlPlane$$' ./...
+	$(GO) test -race -count=1 -timeout 30m -skip '^TestTheChartOnAControlPlane$$' ./...
 
 ## test-kube: the chart on a Kubernetes control plane built here (tests/e2e/kube_test.go): helm
 ## install --wait of every value set into a PodSecurity-restricted namespace with the operators'
@@ -112,15 +112,18 @@ galera-crash: stack-up
 
 ## chaos: the fault scenarios of `make test` with the seed's numbers (1500 buyers, stock 100, 25 a second):
 ## a ZooKeeper leader, then a follower, killed mid-sale; MariaDB crashed and restarted;
-## one of two instances SIGKILLed. Prints the table (also in out/chaos.txt).
+## one of two instances SIGKILLed; then the partitions, on a network of network namespaces
+## (tests/e2e/partition_test.go): an instance cut from ZooKeeper, then from MariaDB, while it
+## holds the lock; the ZooKeeper leader isolated with an instance; 5% loss on every link.
+## Prints the tables (also in out/chaos.txt and out/partitions.txt).
 chaos: stack-up
 	mkdir -p out
-	rm -f out/chaos.txt # a run that ran no scenario then fails at the cat below
-	@echo "chaos: four fault scenarios, about five minutes; each reports as it ends (go test -v)"
+	rm -f out/chaos.txt out/partitions.txt # a run that ran no scenario then fails at the cat below
+	@echo "chaos: eight fault scenarios, about ten minutes; each reports as it ends (go test -v)"
 	CHAOS_BUYERS=$${CHAOS_BUYERS:-1500} CHAOS_STOCK=$${CHAOS_STOCK:-100} CHAOS_RATE=$${CHAOS_RATE:-25} \
-		CHAOS_TABLE=$(CURDIR)/out/chaos.txt \
-		$(GO) test -race -count=1 -timeout 30m -run '^TestChaos$$' -v ./tests/e2e/
-	cat out/chaos.txt
+		CHAOS_TABLE=$(CURDIR)/out/chaos.txt PARTITION_TABLE=$(CURDIR)/out/partitions.txt \
+		$(GO) test -race -count=1 -timeout 30m -run '^(TestChaos|TestPartitions)$$' -v ./tests/e2e/
+	cat out/chaos.txt out/partitions.txt
 
 ## demo: the seed's scenario (1500 buyers, stock 100) on two instances, lock off then on;
 ## tables side by side, the verdict, and out/demo-report.html with a chart per run

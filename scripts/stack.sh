@@ -10,6 +10,9 @@
 #   scripts/stack.sh ensemble-node DIR N [BASE]   (re)start node N of that ensemble; waits until it
 #                                          answers ruok (it may still be joining the quorum)
 #   scripts/stack.sh ensemble-down DIR     stop the ensemble's nodes
+#                                          With STACK_HOSTS="NS1=IP1 NS2=IP2 NS3=IP3" (a test's network
+#                                          namespaces), node N runs in namespace NSN and serves on IPN
+#                                          instead of 127.0.0.1 (ensemble, ensemble-node)
 #   scripts/stack.sh galera DIR [BASE]     start a 3-node MariaDB Galera cluster on loopback (Debian's
 #                                          galera-4, mariabackup state transfer): node N (1..3) serves
 #                                          SQL on 127.0.0.1:BASE+N (BASE 23300), datadir, socket, log and
@@ -54,10 +57,22 @@ log_prefix=stack
 
 zk_ok() { zk_ok_at "$zk_port"; }
 
-zk_ok_at() { # zk_ok_at PORT
+zk_ok_at() { # zk_ok_at PORT [HOST]
 	local reply
-	reply=$( { exec 3<>"/dev/tcp/127.0.0.1/$1" && printf ruok >&3 && timeout 2 cat <&3; } 2>/dev/null || true)
+	reply=$( { exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1" && printf ruok >&3 && timeout 2 cat <&3; } 2>/dev/null || true)
 	[ "$reply" = imok ]
+}
+
+# node_ip N: the address node N of a test's cluster serves on; node_netns N: the
+# network namespace it runs in, "" for this one (STACK_HOSTS, see the usage above).
+node_ip() { node_host "$1" ip; }
+node_netns() { node_host "$1" ns; }
+node_host() {
+	local entry
+	[ -n "${STACK_HOSTS:-}" ] || { [ "$2" = ip ] && echo 127.0.0.1; return 0; }
+	entry=$(echo "$STACK_HOSTS" | tr ' ' '\n' | sed -n "$1p")
+	[ -n "$entry" ] || die "STACK_HOSTS names no host for node $1"
+	if [ "$2" = ip ]; then echo "${entry#*=}"; else echo "${entry%%=*}"; fi
 }
 
 # zk_classpath: ZooKeeper's jar and the libraries Debian's package splits out.
@@ -79,14 +94,14 @@ zk_install() {
 # and no pool of NIO worker threads (numWorkerThreads=0: the selector thread reads
 # and writes the sockets itself, one thread hop fewer per request). On two cores
 # each makes a request cheaper: docs/operations.md, "The local stack's ZooKeeper".
-zk_start() {
-	nohup java -Xmx256m -XX:+UseSerialGC -Dzookeeper.nio.numWorkerThreads=0 -Dzookeeper.log.dir="$1" -cp "$(zk_classpath)" \
+zk_start() { # zk_start DIR [NETNS]
+	nohup ${2:+ip netns exec "$2"} java -Xmx256m -XX:+UseSerialGC -Dzookeeper.nio.numWorkerThreads=0 -Dzookeeper.log.dir="$1" -cp "$(zk_classpath)" \
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$1/zoo.cfg" \
 		>>"$1/server.log" 2>&1 </dev/null &
 	echo $! >"$1/pid"
 }
 
-# zk_cfg DIR PORT TICK: a server's configuration, loopback only. A development and
+# zk_cfg DIR PORT TICK [ADDR]: a server's configuration, loopback only (or ADDR). A development and
 # test server: no fsync per transaction, so that tests and benchmarks measure the
 # clients, not the disk's drifting fsync latency.
 zk_cfg() {
@@ -96,7 +111,7 @@ initLimit=10
 syncLimit=5
 dataDir=$1/data
 clientPort=$2
-clientPortAddress=127.0.0.1
+clientPortAddress=${4:-127.0.0.1}
 maxClientCnxns=0
 minSessionTimeout=1000
 maxSessionTimeout=60000
@@ -110,15 +125,15 @@ ensemble_node() { # ensemble_node DIR N BASE
 	local dir=$1/zk$2 base=$3 n
 	mkdir -p "$dir/data"
 	echo "$2" >"$dir/data/myid"
-	zk_cfg "$dir" $((base + $2)) 500 >"$dir/zoo.cfg"
+	zk_cfg "$dir" $((base + $2)) 500 "$(node_ip "$2")" >"$dir/zoo.cfg"
 	for n in 1 2 3; do
-		echo "server.$n=127.0.0.1:$((base + 700 + n)):$((base + 800 + n))" >>"$dir/zoo.cfg"
+		echo "server.$n=$(node_ip "$n"):$((base + 700 + n)):$((base + 800 + n))" >>"$dir/zoo.cfg"
 	done
 	if [ -f "$dir/pid" ] && alive "$(cat "$dir/pid")"; then
 		log "ensemble node $2 is running (pid $(cat "$dir/pid"))"
 		return
 	fi
-	zk_start "$dir"
+	zk_start "$dir" "$(node_netns "$2")"
 }
 
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
@@ -435,6 +450,9 @@ up)
 		apt_install --no-install-recommends mariadb-server mariadb-client
 	# The dashboard's browser test drives Debian's headless Chromium.
 	command -v chromium >/dev/null || apt_install --no-install-recommends chromium
+	# The partition tests cut links between network namespaces with nftables' drops.
+	command -v nft >/dev/null || apt_install --no-install-recommends nftables
+	command -v ip >/dev/null || apt_install --no-install-recommends iproute2
 	zk_up
 	mysql_up
 	redis_up
@@ -452,16 +470,17 @@ ensemble)
 	base=${3:-22180}
 	zk_install
 	for n in 1 2 3; do ensemble_node "$2" "$n" "$base"; done
-	for n in 1 2 3; do wait_for 60 "ensemble node $n" zk_ok_at $((base + n)); done
-	log "ensemble up: 127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3)) (state in $2)"
-	echo "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
+	for n in 1 2 3; do wait_for 60 "ensemble node $n" zk_ok_at $((base + n)) "$(node_ip "$n")"; done
+	addrs="$(node_ip 1):$((base + 1)),$(node_ip 2):$((base + 2)),$(node_ip 3):$((base + 3))"
+	log "ensemble up: $addrs (state in $2)"
+	echo "$addrs"
 	;;
 ensemble-node)
 	[ -n "${2:-}" ] && [ -n "${3:-}" ] || die "usage: $0 ensemble-node DIR N [BASE]"
 	base=${4:-22180}
 	zk_install
 	ensemble_node "$2" "$3" "$base"
-	wait_for 60 "ensemble node $3" zk_ok_at $((base + $3))
+	wait_for 60 "ensemble node $3" zk_ok_at $((base + $3)) "$(node_ip "$3")"
 	;;
 ensemble-down)
 	[ -n "${2:-}" ] || die "usage: $0 ensemble-down DIR"

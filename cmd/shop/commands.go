@@ -29,9 +29,10 @@ import (
 // openStore opens the MySQL store; MariaDB ends its transactions that wait
 // longer than cfg.IdleTransaction() for their next statement.
 // A store that cannot be opened is named with the key that fixes it.
-func openStore(ctx context.Context, cfg Config) (*repo.Store, error) {
+func openStore(ctx context.Context, cfg Config, clock *service.Clock) (*repo.Store, error) {
 	opts := cfg.MySQL.Options
 	opts.IdleTransactionTimeout = cfg.IdleTransaction()
+	opts.Now = clock.Now
 	store, err := repo.Open(ctx, cfg.MySQL.DSN, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w\n  check mysql.dsn (SHOP_MYSQL_DSN, --mysql.dsn); for the local MariaDB run: make stack-up; "+
@@ -78,11 +79,21 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	zkPaths(&cfg, db)
-	store, err := openStore(ctx, cfg)
+	clock := service.NewClock(cfg.Clock.Offset)
+	store, err := openStore(ctx, cfg, clock)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if cfg.Clock.Source == "mysql" {
+		clockCtx, stopClock := context.WithCancel(ctx)
+		wait, err := followMySQLClock(clockCtx, clock, store, log)
+		if err != nil {
+			stopClock()
+			return fmt.Errorf("read MySQL's clock (clock.source=mysql): %w", err)
+		}
+		defer func() { stopClock(); wait() }()
+	}
 	if err := store.Warm(ctx, cfg.MySQL.InitialConns); err != nil {
 		log.Warn("could not open mysql.initialConns connections: the pools open them as buyers come", "err", err)
 	}
@@ -166,6 +177,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	scfg := cfg.Purchase.Config
 	scfg.Pause = demoPause(cfg.Demo.MaxSleep)
+	scfg.SaleTimeout = cfg.SaleTimeout()
+	scfg.Clock = clock
 	// Row locks are each server's own: where a goods' sales may reach
 	// different Galera nodes, the next holder starts only after the commit
 	// has answered. A batch of several goods (a lock that goods share) goes
@@ -178,6 +191,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Info("mysql is a Galera cluster node: causal claims, commits confirmed, the lock handed on after the commit (list the nodes in mysql.dsn for a writer node per goods)")
 	}
 	marks := service.NewSoldOutMarks(service.DefaultSoldOutFor)
+	marks.Following(clock)
 	marks.Expiring(cfg.Orders.PayTimeout, store.OldestUnpaid) // a mark ends before an expired order's piece can be back
 	deps := service.Deps{Store: store, Locker: locker, Allot: cfg.Allot.AllotConfig, Env: service.Env{Marks: marks, Config: scfg, Log: log}}
 	if cfg.Room.Enabled {
@@ -203,6 +217,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return metrics.Room{Waiting: r.Waiting, LetInPerSec: r.LetInPerSec, WaitSeconds: r.Wait.Seconds()}
 		})
 	}
+	cfg.Orders.Clock = clock
 	orders := service.NewOrders(store, cfg.Orders, log)
 
 	ln, err := net.Listen("tcp", cfg.Server.Addr)

@@ -96,6 +96,10 @@ type Config struct {
 	Demo struct {
 		MaxSleep time.Duration
 	}
+	Clock struct {
+		Source string        // mysql or local
+		Offset time.Duration // added to this machine's clock: a test's seam
+	}
 	Log struct {
 		Level string
 	}
@@ -293,6 +297,17 @@ func parseConfig(v *viper.Viper, from map[string]string) (Config, error) {
 func (c Config) IdleTransaction() time.Duration {
 	if c.MySQL.IdleTransactionTimeout > 0 {
 		return c.MySQL.IdleTransactionTimeout
+	}
+	return c.ZooKeeper.SessionTimeout + c.Demo.MaxSleep
+}
+
+// SaleTimeout is how long a sale under the lock may take in MySQL before
+// the holder gives it up and lets the lock go: purchase.saleTimeout, or by
+// default the same bound as IdleTransaction's, after which MariaDB ends
+// the transaction of a holder cut off from it.
+func (c Config) SaleTimeout() time.Duration {
+	if c.Purchase.SaleTimeout > 0 {
+		return c.Purchase.SaleTimeout
 	}
 	return c.ZooKeeper.SessionTimeout + c.Demo.MaxSleep
 }

@@ -338,7 +338,7 @@ func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
 // settings change the same field.
 func TestEverySettingReachesItsOwnField(t *testing.T) {
 	candidates := map[kind][]string{
-		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone", "jwt", "digest:user:a-password-of-at-least-32-bytes-long"},
+		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone", "jwt", "local", "digest:user:a-password-of-at-least-32-bytes-long"},
 		kInt:      {"7"},
 		kBool:     {"false", "true"},
 		kDuration: {"77s", "7s"},

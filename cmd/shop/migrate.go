@@ -13,7 +13,7 @@ import (
 // The schema's commands: shop migrate, migrate status, migrate wait.
 
 func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // migrationStates opens the store for one look at the schema's versions.
 func migrationStates(ctx context.Context, cfg Config) ([]repo.MigrationState, error) {
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, nil)
 	if err != nil {
 		return nil, err
 	}

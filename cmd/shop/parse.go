@@ -60,6 +60,16 @@ func (p *parser) duration(key string, zeroOK bool) time.Duration {
 	return d
 }
 
+// signedDuration is a duration that may be negative.
+func (p *parser) signedDuration(key string) time.Duration {
+	s := p.str(key)
+	d, err := time.ParseDuration(s)
+	if s != "" && err != nil {
+		p.fail(key, "%q is not a duration (e.g. -5s, 250ms)", s)
+	}
+	return d
+}
+
 func (p *parser) positive(key string) int {
 	s := p.str(key)
 	n, err := strconv.Atoi(s)

@@ -41,7 +41,7 @@ type goodsStock struct {
 const seenWithin = service.DefaultSoldOutFor
 
 func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsStock, reset repo.StockReset, wait bool) error {
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -228,5 +228,5 @@ func storeFor(cmd *cobra.Command, load func(*cobra.Command) (Config, *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	return openStore(cmd.Context(), cfg)
+	return openStore(cmd.Context(), cfg, nil)
 }

@@ -96,6 +96,16 @@ func (l *Locker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error)
 	return mutexLease{m}, nil
 }
 
+// Unreachable is non-nil while the ZooKeeper session is lost and no new
+// one is made (service's locking asks before each lock): a buyer then hears
+// 503 at once instead of waiting the acquire timeout out.
+func (l *Locker) Unreachable() error {
+	if l.client.SessionLost() {
+		return errors.New("no ZooKeeper session: the connection has been down for a whole session timeout")
+	}
+	return nil
+}
+
 // LockKey is the lock path of goodsNo: goods of one path share one lock
 // (service.LockKeyer).
 func (l *Locker) LockKey(goodsNo int32) string { return l.Path(goodsNo) }

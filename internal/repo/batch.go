@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
@@ -82,7 +81,7 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 		chosen, rows = nil, nil
 		var inserted []orderInfo // with first: every order's row, before the claim
 		if first {
-			now := time.Now().UTC()
+			now := s.now().UTC()
 			inserted = make([]orderInfo, len(orders))
 			for i, o := range orders {
 				inserted[i] = newOrderRow(o, now)
@@ -137,7 +136,7 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 			var fresh []int
 			rows, drop, fresh = keptRows(orders, inserted, chosen)
 			lateRows := make([]orderInfo, len(fresh))
-			now := time.Now().UTC()
+			now := s.now().UTC()
 			for i, at := range fresh {
 				lateRows[i] = newOrderRow(chosen[at], now)
 			}
@@ -148,7 +147,7 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 				rows[at] = lateRows[i]
 			}
 		} else if len(chosen) > 0 {
-			now := time.Now().UTC()
+			now := s.now().UTC()
 			rows = make([]orderInfo, len(chosen))
 			for i, o := range chosen {
 				rows[i] = newOrderRow(o, now)

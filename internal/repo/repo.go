@@ -46,6 +46,9 @@ type Options struct {
 	// Password, when set, replaces the DSN's password (a secret kept out
 	// of the DSN, read from a file by the caller).
 	Password string
+	// Now is the time an order is placed at (nil: this machine's clock);
+	// the shop's follows the database's (service.Clock).
+	Now func() time.Time
 }
 
 // The read pool's defaults (mysql.maxOpenConns, mysql.maxIdleConns): the
@@ -73,6 +76,7 @@ type Store struct {
 	returning bool       // MariaDB 10.5 or later: INSERT ... RETURNING (see writeBatch)
 	claimStmt string     // the claim's statement (see causal)
 	rowIDs    *rowIDs    // the rows of the goods claimed (see lockGoods)
+	now       func() time.Time
 }
 
 // DatabaseOf is the name of the database a DSN names ("" for none).
@@ -192,7 +196,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	s := &Store{db: db, cluster: cluster, returning: returning, rowIDs: &rowIDs{}}
+	s := &Store{db: db, cluster: cluster, returning: returning, rowIDs: &rowIDs{}, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	// The sale transactions' pools, of the same size, that let a query carry
 	// several statements (a tx sends fixed statement texts so). On a
 	// cluster named by several nodes, one per node: the writer of a goods.
@@ -294,6 +301,16 @@ func (s *Store) Close() error {
 		return errors.Join(append(errs, err)...)
 	}
 	return errors.Join(append(errs, sqlDB.Close())...)
+}
+
+// DatabaseTime is MySQL's clock (UTC_TIMESTAMP(6)), read through the first
+// sale pool: the clock service.Clock follows.
+func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := s.sales[0].sql.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&t); err != nil {
+		return time.Time{}, translate(err)
+	}
+	return t, nil
 }
 
 // Ping checks that MySQL answers.

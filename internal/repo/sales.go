@@ -15,7 +15,7 @@ import (
 // Sell sets the stock of row g.ID and inserts the order in one transaction:
 // the purchase without a lock.
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order) error {
-	row := newOrderRow(order, time.Now().UTC())
+	row := newOrderRow(order, s.now().UTC())
 	err := s.inTx(ctx, s.salesFor(g.GoodsNo), func(t *tx) error {
 		db, err := t.db(ctx)
 		if err != nil {
@@ -59,7 +59,7 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 		if !slices.Contains(sold[goodsNo], order) {
 			return fmt.Errorf("%w: the sale's decision did not sell to its order", service.ErrPurchaseFailed)
 		}
-		row.CreatedAt = time.Now().UTC()
+		row.CreatedAt = s.now().UTC()
 		if err := t.sell(ctx, read, g.Stock-1, fence, &row); err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func writeStock(tx *gorm.DB, id uint32, stock int32, fence int64) error {
 // (the first such row by id), in one transaction. The order comes first so
 // that the hot row is locked only from its update to the commit.
 func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
-	row := newOrderRow(order, time.Now().UTC())
+	row := newOrderRow(order, s.now().UTC())
 	err := s.inTx(ctx, s.salesFor(order.GoodsNo), func(t *tx) error {
 		db, err := t.db(ctx)
 		if err != nil {
@@ -137,7 +137,7 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 		if err := db.Create(&row).Error; err != nil {
 			return err
 		}
-		now := time.Now().UTC()
+		now := s.now().UTC()
 		res := db.Exec(atomicSQL, order.GoodsNo, now, now)
 		if res.Error != nil {
 			return res.Error

@@ -301,7 +301,8 @@ func (a *Allot) sell(batch []*waiter) {
 	pending := map[int32]bool{}
 	var out []int32
 	if len(want) > 0 {
-		g, err := a.store.Grant(ctx, a.lease, a.held, want, grantSize)
+		now := a.cfg.Clock.Now()
+		g, err := a.store.Grant(ctx, a.lease, a.held, want, func(g Goods, need int32) int32 { return grantSize(g, need, now) })
 		if err != nil {
 			a.failed(ctx, err)
 			answer(batch, err)
@@ -324,7 +325,7 @@ func (a *Allot) sell(batch []*waiter) {
 				a.held[no] = h
 			}
 			if goods.Stock-g.Granted[no] <= 0 {
-				if g.Pending[no] > 0 && goods.OpenAt(time.Now()) == nil { // a closed window refuses at once
+				if g.Pending[no] > 0 && goods.OpenAt(a.cfg.Clock.Now()) == nil { // a closed window refuses at once
 					pending[no] = true
 				} else if a.left(no) < need[no] {
 					out = append(out, no) // the row and every lease are out: marked if this batch takes the rest
@@ -390,8 +391,8 @@ func (a *Allot) sell(batch []*waiter) {
 // the next batches need no grant), up to allotGrantMax. A share, not all: in
 // a sell-out the other instances keep stock of their own to sell. Nothing
 // while g's sale window is closed: its buyers are refused.
-func grantSize(g Goods, need int32) int32 {
-	if g.OpenAt(time.Now()) != nil {
+func grantSize(g Goods, need int32, now time.Time) int32 {
+	if g.OpenAt(now) != nil {
 		return 0
 	}
 	return max(need, min(g.Stock/allotGrantShare, allotGrantMax))

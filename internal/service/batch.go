@@ -83,7 +83,7 @@ func NewBatch(store BatchStore, locker Locker, env Env) *Batch {
 	if k, ok := locker.(LockKeyer); ok {
 		keyOf = k.LockKey
 	}
-	return &Batch{store: store, locking: newLocking(locker, env), soldOut: env.Marks, keyOf: keyOf, queues: map[string]*batchQueue{}}
+	return &Batch{store: store, locking: newLocking(locker, env, store), soldOut: env.Marks, keyOf: keyOf, queues: map[string]*batchQueue{}}
 }
 
 // Purchase queues the buyer for its lock's next batch and waits for the
@@ -267,9 +267,8 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 		return orders
 	}
 	since := time.Now() // before the claim reads the rows
-	sctx, cancel := context.WithTimeout(ctx, b.cfg.SaleTimeout)
-	err = b.store.SellBatch(sctx, token, orders, sale.decide, h.guard, more)
-	cancel()
+	sctx, sold := b.selling(ctx)
+	err = sold(b.store.SellBatch(sctx, token, orders, sale.decide, h.guard, more))
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", batch[0].order.GoodsNo, "err", err)

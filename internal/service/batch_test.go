@@ -192,8 +192,8 @@ func newBatchShop(t *testing.T, store *fakeStore, locker service.Locker, marks *
 }
 
 // A batch whose database stops answering mid-sale gives up after
-// SaleTimeout: its buyers hear timeout (nothing was committed), the goods'
-// lock is let go, and the next buyer is sold to. Without the bound the
+// SaleTimeout: its buyers hear unavailable (nothing was committed), the
+// goods' lock is let go, and the next buyer is sold to. Without the bound the
 // batch worker waited for good, and every later buyer of the goods with it.
 func TestABatchWhoseDatabaseStopsAnsweringGivesUp(t *testing.T) {
 	store := &fakeStore{unhang: make(chan struct{})}
@@ -220,8 +220,8 @@ func TestABatchWhoseDatabaseStopsAnsweringGivesUp(t *testing.T) {
 			return nil, nil
 		}
 	}
-	if o, err := buy("hung"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("the buyer of the batch that hung: %+v, %v; want a timeout", o, err)
+	if o, err := buy("hung"); !errors.Is(err, service.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the buyer of the batch that hung: %+v, %v; want unavailable, cut off by the sale timeout", o, err)
 	}
 	if o, err := buy("next"); err != nil || o == nil || o.ID == 0 {
 		t.Fatalf("the next buyer: %+v, %v; want an order", o, err)

@@ -18,11 +18,14 @@ type Config struct {
 	// OutcomeTimeout bounds how long a purchase whose commit was cut off
 	// keeps asking the database whether its order exists. Default 10s.
 	OutcomeTimeout time.Duration
-	// SaleTimeout bounds a batch's sale in the database, from the claim of
-	// its rows until its COMMIT is sent (the COMMIT has a bound of the
-	// store's own): a batch outlives its buyers' requests, and a database
-	// that stops answering mid-sale would otherwise hold the goods' lock
-	// and every buyer behind it for good. Default DefaultSaleTimeout.
+	// SaleTimeout bounds a sale under the lock in the database (the seed's
+	// one buyer, a batch's many), from the claim of its rows until its
+	// COMMIT is sent (the COMMIT has a bound of the store's own). A holder
+	// cut off from a database that stops answering would otherwise keep the
+	// goods' lock, and every buyer behind it waiting: a batch for good (it
+	// outlives its buyers' requests), the seed for as long as its buyer's
+	// request lasts. Its buyers hear ErrUnavailable: nothing was
+	// committed. Default DefaultSaleTimeout.
 	SaleTimeout time.Duration
 	// MaxWaiting bounds the purchases in progress in this instance (for the
 	// locking strategies: the buyers waiting for the lock); a buyer beyond
@@ -60,6 +63,9 @@ type Config struct {
 	// (Galera) row locks are local to a node, so the next holder, on
 	// another node, must start after the commit. The store says which.
 	HandOffAfterCommit bool
+	// Clock is the time the sale windows go by (nil: this machine's); the
+	// shop's follows the database's (see Clock).
+	Clock *Clock
 }
 
 // The defaults of Config's fields and of NewSoldOutMarks.
@@ -69,8 +75,9 @@ const (
 	// DefaultOutcomeTimeout: how long a purchase whose commit was cut off
 	// may keep asking whether its order exists.
 	DefaultOutcomeTimeout = 10 * time.Second
-	// DefaultSaleTimeout: how long a batch's sale may take in the database
-	// before it is given up (rolled back, its buyers answered timeout).
+	// DefaultSaleTimeout: how long a sale under the lock may take in the
+	// database before it is given up (rolled back, its buyers answered
+	// unavailable).
 	DefaultSaleTimeout = 10 * time.Second
 	// DefaultSoldOutFor: how long a goods seen sold out is answered sold
 	// out without asking the lock or the database; a restock shows after

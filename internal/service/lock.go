@@ -21,17 +21,38 @@ type locking struct {
 	// with it, so that during a sale the Shop's check before the lock needs
 	// no read of its own.
 	windows *saleWindows
+	gate    *dbGate // shut while the database does not answer
 }
 
-func newLocking(locker Locker, env Env) locking {
-	return locking{locker: locker, cfg: env.Config, log: env.Log, windows: env.windows}
+func newLocking(locker Locker, env Env, store any) locking {
+	return locking{locker: locker, cfg: env.Config, log: env.Log, windows: env.windows, gate: newDBGate(store, env.Config.SaleTimeout)}
+}
+
+// unreachable is what a Locker may also tell: that it cannot take a lock
+// now (a ZooKeeper session lost, not made again), so that a buyer is told
+// at once rather than after the acquire timeout.
+type unreachable interface {
+	Unreachable() error
 }
 
 func (l locking) lock(ctx context.Context, goodsNo int32) (Lease, error) {
+	if u, ok := l.locker.(unreachable); ok {
+		if err := u.Unreachable(); err != nil {
+			return nil, fmt.Errorf("%w: lock: %w", ErrUnavailable, err)
+		}
+	}
+	if err := l.gate.pass(ctx); err != nil {
+		return nil, err
+	}
 	lctx, cancel := context.WithTimeout(ctx, l.cfg.AcquireTimeout)
 	defer cancel()
 	lease, err := l.locker.Lock(lctx, goodsNo)
 	switch {
+	case err == nil && l.gate.shut.Load():
+		// Shut while this buyer waited in the lock's queue: hand the lock
+		// on at once rather than hold it for a database that does not answer.
+		l.unlock(ctx, lease, goodsNo)
+		return nil, fmt.Errorf("%w: the database stopped answering while this purchase waited for the lock", ErrUnavailable)
 	case err == nil:
 		return lease, nil
 	case ctx.Err() != nil:
@@ -40,6 +61,25 @@ func (l locking) lock(ctx context.Context, goodsNo int32) (Lease, error) {
 		return nil, fmt.Errorf("%w after %v", ErrLockTimeout, l.cfg.AcquireTimeout)
 	default:
 		return nil, fmt.Errorf("%w: lock: %w", ErrUnavailable, err)
+	}
+}
+
+// errSaleTimeout is the cause of a sale cut off by Config.SaleTimeout.
+var errSaleTimeout = errors.New("sale timeout")
+
+// selling is ctx bounded by SaleTimeout, for a sale under the lock; the
+// returned func ends it and turns the error of a sale the bound cut off into
+// ErrUnavailable (the request's own deadline stays a timeout).
+func (l locking) selling(ctx context.Context) (context.Context, func(error) error) {
+	sctx, cancel := context.WithTimeoutCause(ctx, l.cfg.SaleTimeout, errSaleTimeout)
+	return sctx, func(err error) error {
+		cut := context.Cause(sctx) == errSaleTimeout
+		cancel()
+		if err != nil && cut && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: the database did not finish the sale within %v (purchase.saleTimeout): %w", ErrUnavailable, l.cfg.SaleTimeout, err)
+		}
+		l.gate.saw(err)
+		return err
 	}
 }
 

@@ -32,6 +32,10 @@ type OrdersConfig struct {
 	SweepInterval time.Duration
 	// SweepBatch bounds the orders one sweep transaction expires. Default 500.
 	SweepBatch int
+	// Clock is the time payments and the sweeper judge an order's deadline
+	// by (nil: this machine's); the shop's follows the database's, which
+	// the order's placing time is read from too (see Clock).
+	Clock *Clock
 }
 
 // Orders is the order life cycle: placed unpaid by a purchase, then paid by
@@ -57,7 +61,7 @@ func NewOrders(store OrderStore, cfg OrdersConfig, log *slog.Logger) *Orders {
 	if cfg.SweepBatch <= 0 {
 		cfg.SweepBatch = 500
 	}
-	return &Orders{store: store, cfg: cfg, log: log, now: func() time.Time { return time.Now().UTC() }}
+	return &Orders{store: store, cfg: cfg, log: log, now: func() time.Time { return cfg.Clock.Now().UTC() }}
 }
 
 // Get returns order id if it is owner's. An owner of "" reads any order:

@@ -154,9 +154,8 @@ func (s *batchSale) choose(g Goods, candidates []*Order) ([]*Order, error) {
 			return nil, err
 		}
 	}
-	now := time.Now()
-	s.windows.observe(g, now)
-	if err := g.OpenAt(now); err != nil {
+	s.windows.observe(g, time.Now())
+	if err := g.OpenAt(s.cfg.Clock.Now()); err != nil {
 		s.closed[g.GoodsNo] = err // nobody of this goods is sold to
 		return nil, nil
 	}

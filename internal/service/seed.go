@@ -47,7 +47,7 @@ var seedStrategy = Strategy{
 // queue when env.Marks marks it sold out (the Shop's marks).
 func NewSeed(store SeedStore, locker Locker, env Env) *Seed {
 	env = env.withDefaults()
-	return &Seed{store: store, locking: newLocking(locker, env), soldOut: env.Marks}
+	return &Seed{store: store, locking: newLocking(locker, env, store), soldOut: env.Marks}
 }
 
 // Close does nothing: a purchase under way holds the lock only until it
@@ -81,9 +81,8 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 			return nil, err
 		}
 		g := f.Goods[goodsNo]
-		now := time.Now()
-		p.windows.observe(g, now)
-		if err := g.OpenAt(now); err != nil {
+		p.windows.observe(g, time.Now())
+		if err := g.OpenAt(p.cfg.Clock.Now()); err != nil {
 			return nil, err
 		}
 		if g.Stock < 1 {
@@ -93,7 +92,8 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 		return map[int32][]*Order{goodsNo: {order}}, nil
 	}
 	since := time.Now() // before the claim reads the row
-	err = p.store.SellFenced(ctx, goodsNo, token, order, decide, h.guard)
+	sctx, sold := p.selling(ctx)
+	err = sold(p.store.SellFenced(sctx, goodsNo, token, order, decide, h.guard))
 	if err == nil && left == 0 || errors.Is(err, ErrSoldOut) {
 		// This buyer got the last piece, or found none left under the
 		// lock: mark it before the release (deferred above), so that the

@@ -313,7 +313,7 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 		who = roomWho(p)
 	}
 	var startsAt *time.Time
-	if err := s.windows.check(ctx, s.store, p.GoodsNo, time.Now()); err != nil {
+	if err := s.windows.check(ctx, s.store, p.GoodsNo, s.cfg.Clock.Now()); err != nil {
 		var w *WindowError
 		if who == "" || !errors.Is(err, ErrNotStarted) || !errors.As(err, &w) {
 			return s.refuse(ctx, p, err)

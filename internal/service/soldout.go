@@ -43,6 +43,7 @@ type expiryHorizon struct {
 	payTimeout   time.Duration                                                    // 0: orders never expire, the horizon is infinite
 	oldestUnpaid func(ctx context.Context) (placed time.Time, ok bool, err error) // the oldest unpaid order's placing time, of any goods
 	readings     []horizonReading                                                 // the latest few, oldest first
+	clock        *Clock                                                           // the clock an order's placing time is on (nil: this machine's)
 }
 
 // horizonReading is one reading of the expiry horizon: no piece comes back
@@ -51,9 +52,10 @@ type horizonReading struct {
 	start, at time.Time
 }
 
-// ClockSkew is how far apart the clocks of the shop's instances may be:
-// an order's placing time is its buying instance's clock, its expiry the
-// sweeper's. A mark ends this much before the expiry horizon.
+// ClockSkew is how far apart the instances' clocks may be: an order's
+// placing time is its buying instance's Clock, its expiry the sweeper's.
+// Those follow the database's, each within its measurement's error; a mark
+// ends this much before the expiry horizon.
 const ClockSkew = time.Second
 
 // horizonEvery is how often a busy instance reads the expiry horizon.
@@ -85,6 +87,18 @@ func NewSoldOutMarks(ttl time.Duration) *SoldOutMarks {
 	return &SoldOutMarks{ttl: ttl, until: map[int32]time.Time{}}
 }
 
+// Following tells the marks the Clock orders are placed by (the shop's
+// follows the database's); call it before Expiring. Without it the
+// placing times are taken as this machine's.
+func (m *SoldOutMarks) Following(c *Clock) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.expiry.clock = c
+	m.mu.Unlock()
+}
+
 // Expiring tells the marks that orders expire payTimeout after they are
 // placed (0: never), and how to read the oldest unpaid order's placing
 // time. Call it before the sale starts.
@@ -93,7 +107,7 @@ func (m *SoldOutMarks) Expiring(payTimeout time.Duration, oldestUnpaid func(ctx 
 		return
 	}
 	m.mu.Lock()
-	m.expiry = expiryHorizon{payTimeout: payTimeout, oldestUnpaid: oldestUnpaid}
+	m.expiry = expiryHorizon{payTimeout: payTimeout, oldestUnpaid: oldestUnpaid, clock: m.expiry.clock}
 	m.mu.Unlock()
 	if payTimeout > 0 && oldestUnpaid != nil {
 		// A first reading now: the first goods to sell out is then marked
@@ -165,7 +179,10 @@ func (m *SoldOutMarks) readHorizon() {
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if ok {
+			offset, _ := e.clock.Offset()
+			placed = placed.Add(-offset) // on this machine's clock, as the marks are
+		} else {
 			placed = start // every unpaid order is placed after the read began
 		}
 		m.mu.Lock()

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"time"
 )
 
 // Unlocked is the seed's purchase without a lock (lock.enabled=false): a
@@ -46,7 +45,7 @@ func (p *Unlocked) Purchase(ctx context.Context, order *Order) error {
 	if err := p.cfg.pause(ctx, nil); err != nil {
 		return err
 	}
-	if err := g.OpenAt(time.Now()); err != nil {
+	if err := g.OpenAt(p.cfg.Clock.Now()); err != nil {
 		return err
 	}
 	if g.Stock < 1 {

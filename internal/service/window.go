@@ -53,14 +53,15 @@ func newSaleWindows(ttl time.Duration) *saleWindows {
 	return &saleWindows{ttl: ttl, m: map[int32]saleWindow{}}
 }
 
-// check returns a WindowError when goodsNo's sale is not open at now. A
+// check returns a WindowError when goodsNo's sale is not open at now (the
+// Clock's time; how fresh a window is goes by this machine's). A
 // goods the store cannot read (missing, or the database away) passes: the
 // purchase itself then answers for it.
 func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now time.Time) error {
 	w.mu.Lock()
 	sw, ok := w.m[goodsNo]
 	w.mu.Unlock()
-	if ok && now.Sub(sw.read) < w.ttl {
+	if ok && time.Since(sw.read) < w.ttl {
 		return windowAt(sw.start, sw.end, now)
 	}
 	if w.admitUnread && (!ok || windowAt(sw.start, sw.end, now) == nil) {

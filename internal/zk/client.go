@@ -239,6 +239,16 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 	}
 }
 
+// SessionLost reports whether the client has no session now, having had
+// one: it expired, or the connection stayed down for a whole session
+// timeout, and no new one has been made yet. A Session call then waits for
+// a reconnection that a partition may put off for good.
+func (c *Client) SessionLost() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connectedOnce && c.session == nil && !c.closed
+}
+
 // Listen registers fn to be called, in order and from one goroutine, with
 // every state change. fn must not block for long. The returned function
 // removes the listener.

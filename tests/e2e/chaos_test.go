@@ -80,6 +80,7 @@ type buyerLoad struct {
 	mu      sync.Mutex
 	bases   []string
 	answers []e2e.Answer
+	targets []string // the instance each answer came from
 	sent    atomic.Int64
 	done    chan struct{}
 	rec     history.Recorder
@@ -133,6 +134,7 @@ func (l *buyerLoad) bought(rec loadgen.Record) {
 	rid := fmt.Sprintf("chaos-%d", i)
 	l.mu.Lock()
 	l.answers = append(l.answers, a)
+	l.targets = append(l.targets, base)
 	l.mu.Unlock()
 	op := buyOp(i, rid, a)
 	l.rec.Add(op)
@@ -196,6 +198,19 @@ func (l *buyerLoad) drop(base string) {
 			return
 		}
 	}
+}
+
+// answersOf is the answers that came from the instance at base.
+func (l *buyerLoad) answersOf(base string) []e2e.Answer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []e2e.Answer
+	for i, a := range l.answers {
+		if l.targets[i] == base {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // waitSent returns once n buyers have been sent.
@@ -357,13 +372,32 @@ func chaosServe(t *testing.T, cfg chaosConfig, s e2e.Stack) []*e2e.Instance {
 	return []*e2e.Instance{s.Serve(t), s.Serve(t)}
 }
 
+// chaosRows are a test's rows of the table.
+type chaosRows struct {
+	cfg  chaosConfig
+	rows []chaosRow
+}
+
+func (c *chaosRows) record(name string, r chaosRow) {
+	r.scenario = name
+	c.rows = append(c.rows, r)
+}
+
+// write logs the table and writes it into path, if not "".
+func (c *chaosRows) write(t *testing.T, path string) {
+	table := chaosTable(c.cfg, c.rows)
+	t.Log("\n" + table)
+	if path != "" {
+		if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func TestChaos(t *testing.T) {
 	cfg := chaosConfigFromEnv(t)
-	var rows []chaosRow
-	record := func(name string, r chaosRow) {
-		r.scenario = name
-		rows = append(rows, r)
-	}
+	rows := &chaosRows{cfg: cfg}
+	record := rows.record
 	for _, killLeader := range []bool{true, false} {
 		name := map[bool]string{true: "zookeeper leader killed", false: "zookeeper follower killed"}[killLeader]
 		t.Run(name, func(t *testing.T) {
@@ -420,13 +454,7 @@ func TestChaos(t *testing.T) {
 			return began, began
 		}))
 	})
-	table := chaosTable(cfg, rows)
-	t.Log("\n" + table)
-	if cfg.table != "" {
-		if err := os.WriteFile(cfg.table, []byte(table), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
+	rows.write(t, cfg.table)
 }
 
 // chaosTable formats the rows.

@@ -15,7 +15,10 @@ const faultSession = "2s" // short sessions: a stalled holder expires quickly
 
 // faultPair is a stack with stock 10 and two instances A and B; A reaches
 // MySQL through db and, if zk is not nil, ZooKeeper through zk, proxies the
-// test controls.
+// test controls. Its tests hold A's sale past the session timeout to look
+// at the fence and at MariaDB's idle timeout: purchase.saleTimeout (by
+// default the session timeout) would cut A's sale off before either, and is
+// set past every hold (the partition tests look at it).
 type faultPair struct {
 	e2e.Stack
 	a, b   *e2e.Instance
@@ -25,7 +28,7 @@ type faultPair struct {
 
 func newFaultPair(t *testing.T, proxyZK bool, env ...string) faultPair {
 	t.Helper()
-	s := e2e.NewStack(t, append([]string{"SHOP_ZOOKEEPER_SESSIONTIMEOUT=" + faultSession, "SHOP_LOG_LEVEL=info"}, env...)...)
+	s := e2e.NewStack(t, append([]string{"SHOP_ZOOKEEPER_SESSIONTIMEOUT=" + faultSession, "SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_SALETIMEOUT=120s"}, env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(t) // A's session expires and it reconnects
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")

@@ -61,6 +61,9 @@ type build struct {
 
 // Main runs a suite's tests and removes the binaries built for them.
 func Main(m *testing.M) int {
+	if h := os.Getenv(helperEnv); h != "" {
+		return runHelper(h) // the test binary, run in a host of a Network
+	}
 	dir, err := os.MkdirTemp("", "shop-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

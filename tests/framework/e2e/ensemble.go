@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -21,14 +22,31 @@ type Ensemble struct {
 // (scripts/stack.sh ensemble), killed at cleanup.
 func StartEnsemble(t *testing.T) *Ensemble {
 	t.Helper()
+	return StartEnsembleIn(t, nil)
+}
+
+// StartEnsembleIn starts the ensemble with node n in hosts[n-1] of a
+// Network, on its address, or on loopback if hosts is nil.
+func StartEnsembleIn(t *testing.T, hosts []*Host) *Ensemble {
+	t.Helper()
 	Integration(t)
 	dir := t.TempDir()
-	out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "ensemble", dir).Output()
+	env := os.Environ()
+	if hosts != nil {
+		var spec []string
+		for _, h := range hosts {
+			spec = append(spec, h.NS+"="+h.IP)
+		}
+		env = append(env, "STACK_HOSTS="+strings.Join(spec, " "))
+	}
+	cmd := exec.Command(InRoot(t, "scripts/stack.sh"), "ensemble", dir)
+	cmd.Env = env
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("start a ZooKeeper ensemble: %v\n%s", err, stderrOf(err))
 	}
 	e := &Ensemble{Servers: strings.Split(strings.TrimSpace(string(out)), ",")}
-	e.nodes = nodes{dir: dir, prefix: "zk", what: "ZooKeeper node",
+	e.nodes = nodes{dir: dir, prefix: "zk", what: "ZooKeeper node", env: env,
 		restart: func(n int) []string { return []string{"ensemble-node", dir, strconv.Itoa(n)} }}
 	t.Cleanup(func() {
 		for n := 1; n <= 3; n++ {

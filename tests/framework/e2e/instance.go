@@ -54,7 +54,17 @@ func (s Stack) Serve(t testing.TB, env ...string) *Instance {
 // ServeOn is serve on the address addr.
 func (s Stack) ServeOn(t testing.TB, listen string, env ...string) *Instance {
 	t.Helper()
-	cmd := exec.Command(s.Binary, "serve", "--server.addr="+listen)
+	return s.serve(t, exec.Command(s.Binary, "serve", "--server.addr="+listen), env)
+}
+
+// ServeIn is serve in host h of a Network, on port 8080 of its address.
+func (s Stack) ServeIn(t testing.TB, h *Host, env ...string) *Instance {
+	t.Helper()
+	return s.serve(t, h.Command(s.Binary, "serve", "--server.addr="+h.Addr(8080)), env)
+}
+
+func (s Stack) serve(t testing.TB, cmd *exec.Cmd, env []string) *Instance {
+	t.Helper()
 	cmd.Env = append(append([]string{}, s.Env...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

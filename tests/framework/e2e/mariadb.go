@@ -21,6 +21,7 @@ type MariaDB struct {
 	// helper's own connections go over the unix socket as root, and dsn
 	// is root's over TCP without a password only when it is not set.
 	grants bool
+	host   *Host // the Network's host it runs in; nil: this namespace, on loopback
 	cmd    *exec.Cmd
 	done   chan struct{}
 }
@@ -36,6 +37,18 @@ func StartMariaDB(t *testing.T) *MariaDB {
 // checking logins if grants.
 func StartMariaDBWith(t *testing.T, grants bool, args []string) *MariaDB {
 	t.Helper()
+	return startMariaDB(t, grants, args, nil)
+}
+
+// StartMariaDBIn starts one in host h of a Network, on port 3306 of its
+// address.
+func StartMariaDBIn(t *testing.T, h *Host) *MariaDB {
+	t.Helper()
+	return startMariaDB(t, false, nil, h)
+}
+
+func startMariaDB(t *testing.T, grants bool, args []string, h *Host) *MariaDB {
+	t.Helper()
 	Integration(t)
 	bin, err := exec.LookPath("mariadbd")
 	if err != nil {
@@ -50,12 +63,17 @@ func StartMariaDBWith(t *testing.T, grants bool, args []string) *MariaDB {
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	m := &MariaDB{dir: dir, args: args, grants: grants, host: h}
+	if h != nil {
+		m.Addr = h.Addr(3306)
+	} else {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Addr = ln.Addr().String()
+		ln.Close()
 	}
-	m := &MariaDB{dir: dir, Addr: ln.Addr().String(), args: args, grants: grants}
-	ln.Close()
 	m.Start(t)
 	t.Cleanup(func() { m.Kill(t) })
 	db, err := sql.Open("mysql", m.AdminDSN())
@@ -90,11 +108,16 @@ func currentUser() string {
 // answers.
 func (m *MariaDB) Start(t *testing.T) {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(m.Addr)
-	m.cmd = exec.Command("mariadbd", "--no-defaults", "--datadir="+filepath.Join(m.dir, "data"),
-		"--bind-address=127.0.0.1", "--port="+port, "--socket="+filepath.Join(m.dir, "sock"),
-		"--pid-file="+filepath.Join(m.dir, "pid"), "--user="+currentUser(),
-		"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=64M")
+	ip, port, _ := net.SplitHostPort(m.Addr)
+	args := []string{"--no-defaults", "--datadir=" + filepath.Join(m.dir, "data"),
+		"--bind-address=" + ip, "--port=" + port, "--socket=" + filepath.Join(m.dir, "sock"),
+		"--pid-file=" + filepath.Join(m.dir, "pid"), "--user=" + currentUser(),
+		"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=64M"}
+	if m.host != nil {
+		m.cmd = m.host.Command("mariadbd", args...)
+	} else {
+		m.cmd = exec.Command("mariadbd", args...)
+	}
 	if !m.grants {
 		m.cmd.Args = append(m.cmd.Args, "--skip-grant-tables")
 	}

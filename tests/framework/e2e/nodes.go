@@ -20,6 +20,7 @@ type nodes struct {
 	dir, prefix string
 	what        string               // "Galera node"
 	restart     func(n int) []string // the script's arguments that start node n again
+	env         []string             // the script's environment; nil: the test's
 }
 
 func (c nodes) pid(n int) (int, error) {
@@ -45,7 +46,9 @@ func (c nodes) Kill(t testing.TB, n int) {
 // until it is Synced, after its state transfer).
 func (c nodes) Restart(t testing.TB, n int) {
 	t.Helper()
-	if out, err := exec.Command(InRoot(t, "scripts/stack.sh"), c.restart(n)...).CombinedOutput(); err != nil {
+	cmd := exec.Command(InRoot(t, "scripts/stack.sh"), c.restart(n)...)
+	cmd.Env = c.env
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("restart %s %d: %v\n%s", c.what, n, err, out)
 	}
 }

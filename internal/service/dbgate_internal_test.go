@@ -1,0 +1,79 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+type pingStore struct {
+	err     error
+	started chan struct{} // a ping began (nil: not told)
+	finish  chan struct{} // a ping returns when closed (nil: at once)
+}
+
+func (p *pingStore) Ping(ctx context.Context) error {
+	if p.started != nil {
+		p.started <- struct{}{}
+	}
+	if p.finish != nil {
+		<-p.finish
+	}
+	return p.err
+}
+
+// The gate shuts on a sale that failed for the database, and only then:
+// while shut, one purchase pings and the others hear ErrUnavailable at
+// once; the first answered ping opens it. A store without Ping has no gate.
+func TestTheDatabaseGate(t *testing.T) {
+	ctx := context.Background()
+	none := newDBGate(struct{}{}, time.Second)
+	none.saw(ErrConnectionLost)
+	if err := none.pass(ctx); err != nil || none.shut.Load() {
+		t.Fatalf("a store without Ping: %v, shut %v", err, none.shut.Load())
+	}
+	store := &pingStore{err: errors.New("i/o timeout")}
+	g := newDBGate(store, 4*time.Second)
+	if g.pingTimeout != time.Second {
+		t.Errorf("ping timeout %v, want 1s (the least of 1s and the sale timeout)", g.pingTimeout)
+	}
+	for _, err := range []error{nil, ErrSoldOut, ErrConflict, ErrLockLost, context.DeadlineExceeded} {
+		g.saw(err)
+		if g.shut.Load() {
+			t.Fatalf("shut by %v: not the database's failure", err)
+		}
+	}
+	if err := g.pass(ctx); err != nil {
+		t.Fatalf("open gate: %v", err)
+	}
+	g.saw(fmt.Errorf("%w: the database did not finish the sale within 4s: %w", ErrUnavailable, context.DeadlineExceeded))
+	if err := g.pass(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("shut gate, the ping failing: %v, want ErrUnavailable", err)
+	}
+	// One probe at a time: a purchase that comes while one pings is
+	// answered at once.
+	store.err, store.started, store.finish = nil, make(chan struct{}), make(chan struct{})
+	probe := make(chan error, 1)
+	go func() { probe <- g.pass(ctx) }()
+	<-store.started
+	if err := g.pass(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("while another purchase pings: %v, want ErrUnavailable at once", err)
+	}
+	close(store.finish)
+	if err := <-probe; err != nil {
+		t.Fatalf("the ping answered: %v, want the gate open", err)
+	}
+	store.started = nil
+	if err := g.pass(ctx); err != nil || g.shut.Load() {
+		t.Fatalf("after an answered ping: %v, shut %v", err, g.shut.Load())
+	}
+	for _, err := range []error{ErrConnectionLost, ErrCommitUnknown} {
+		g.shut.Store(false)
+		g.saw(err)
+		if !g.shut.Load() {
+			t.Errorf("not shut by %v", err)
+		}
+	}
+}
