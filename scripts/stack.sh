@@ -12,7 +12,8 @@
 #   scripts/stack.sh ensemble-down DIR     stop the ensemble's nodes
 #                                          With STACK_HOSTS="NS1=IP1 NS2=IP2 NS3=IP3" (a test's network
 #                                          namespaces), node N runs in namespace NSN and serves on IPN
-#                                          instead of 127.0.0.1 (ensemble, ensemble-node)
+#                                          instead of 127.0.0.1 (ensemble, ensemble-node, and the
+#                                          galera commands likewise)
 #   scripts/stack.sh galera DIR [BASE]     start a 3-node MariaDB Galera cluster on loopback (Debian's
 #                                          galera-4, mariabackup state transfer): node N (1..3) serves
 #                                          SQL on 127.0.0.1:BASE+N (BASE 23300), datadir, socket, log and
@@ -273,15 +274,16 @@ galera_install() {
 }
 
 galera_cnf() { # galera_cnf DIR N BASE
-	local d=$1/node$2 base=$3 gcomm="" n
-	for n in 1 2 3; do gcomm="$gcomm${gcomm:+,}127.0.0.1:$((base + 10 + n))"; done
+	local d=$1/node$2 base=$3 gcomm="" n ip
+	ip=$(node_ip "$2")
+	for n in 1 2 3; do gcomm="$gcomm${gcomm:+,}$(node_ip "$n"):$((base + 10 + n))"; done
 	cat <<CNF
 [mysqld]
 user=root
 datadir=$d/data
 socket=$d/mysqld.sock
 port=$((base + $2))
-bind-address=127.0.0.1
+bind-address=$ip
 pid-file=$d/mysqld.pid
 log-error=$d/error.log
 skip-name-resolve
@@ -297,9 +299,9 @@ wsrep_provider=/usr/lib/galera/libgalera_smm.so
 wsrep_cluster_name=seckill
 wsrep_cluster_address=gcomm://$gcomm
 wsrep_node_name=node$2
-wsrep_node_address=127.0.0.1:$((base + 10 + $2))
-wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$((base + 10 + $2));ist.recv_addr=127.0.0.1:$((base + 20 + $2));gcache.size=64M"
-wsrep_sst_receive_address=127.0.0.1:$((base + 30 + $2))
+wsrep_node_address=$ip:$((base + 10 + $2))
+wsrep_provider_options="gmcast.listen_addr=tcp://$ip:$((base + 10 + $2));ist.recv_addr=$ip:$((base + 20 + $2));gcache.size=64M"
+wsrep_sst_receive_address=$ip:$((base + 30 + $2))
 wsrep_sst_method=mariabackup
 wsrep_sst_auth=root:
 CNF
@@ -327,7 +329,7 @@ galera_start() {
 	shift 3
 	local p
 	for p in $((base + n)) $((base + 10 + n)); do
-		port_open 127.0.0.1 "$p" && die "galera node $n: port $p is taken by another process (another cluster? stop it with scripts/stack.sh galera-down ITS-DIR, or choose another BASE)"
+		port_open "$(node_ip "$n")" "$p" && die "galera node $n: port $p is taken by another process (another cluster? stop it with scripts/stack.sh galera-down ITS-DIR, or choose another BASE)"
 	done
 	mkdir -p "$d"
 	galera_cnf "$dir" "$n" "$base" >"$d/my.cnf"
@@ -340,8 +342,10 @@ galera_start() {
 		# The node bootstraps a cluster none of whose nodes runs: it has the newest state.
 		sed -i 's/^safe_to_bootstrap: 0/safe_to_bootstrap: 1/' "$d/data/grastate.dat"
 	fi
-	log "galera node $n: starting on 127.0.0.1:$((base + n)) ${1:+(bootstrap)}"
-	nohup /usr/sbin/mariadbd --defaults-file="$d/my.cnf" "$@" >>"$d/server.log" 2>&1 </dev/null &
+	log "galera node $n: starting on $(node_ip "$n"):$((base + n)) ${1:+(bootstrap)}"
+	local ns
+	ns=$(node_netns "$n")
+	nohup ${ns:+ip netns exec "$ns"} /usr/sbin/mariadbd --defaults-file="$d/my.cnf" "$@" >>"$d/server.log" 2>&1 </dev/null &
 	echo $! >"$d/pid"
 }
 
@@ -362,28 +366,30 @@ galera_node() { # galera_node DIR N BASE: start node N unless it runs, joining t
 		galera_start "$1" "$2" "$3"
 	fi
 	galera_wait "$1" "$2"
-	log "galera node $2 is Synced (127.0.0.1:$(($3 + $2)), pid $(cat "$1/node$2/pid"))"
+	log "galera node $2 is Synced ($(node_ip "$2"):$(($3 + $2)), pid $(cat "$1/node$2/pid"))"
 }
 
 # galera_answers BASE: every node on BASE+1..3 answers as the shop's user and is Synced.
 galera_answers() {
 	local n st
 	for n in 1 2 3; do
-		st=$("$(command -v mariadb || command -v mysql)" --no-defaults -u"$db_user" -p"$db_pass" -h127.0.0.1 -P$(($1 + n)) \
+		st=$("$(command -v mariadb || command -v mysql)" --no-defaults -u"$db_user" -p"$db_pass" -h"$(node_ip "$n")" -P$(($1 + n)) \
 			-N -B -e "SHOW STATUS LIKE 'wsrep_local_state_comment'" 2>/dev/null | awk '{print $2}')
 		[ "$st" = Synced ] || return 1
 	done
 }
 
 galera_up() { # galera_up DIR BASE
-	local dir=$1 base=$2 n first=""
+	local dir=$1 base=$2 n first="" from=127.0.0.1 addrs
+	[ -z "${STACK_HOSTS:-}" ] || from=% # the shop's user comes from the test's namespaces
+	addrs="$(node_ip 1):$((base + 1)),$(node_ip 2):$((base + 2)),$(node_ip 3):$((base + 3))"
 	galera_install
 	mkdir -p "$dir"
 	for n in 1 2 3; do galera_running "$dir" "$n" && { first=$n; break; }; done
 	if [ -z "$first" ] && galera_answers "$base"; then
 		# Another directory's cluster (a second checkout's) serves these ports: use it.
-		log "a Galera cluster answers on 127.0.0.1:$((base + 1))-$((base + 3)) (not started from $dir): using it"
-		echo "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
+		log "a Galera cluster answers on $addrs (not started from $dir): using it"
+		echo "$addrs"
 		return
 	fi
 	if [ -z "$first" ]; then
@@ -394,27 +400,28 @@ galera_up() { # galera_up DIR BASE
 	for n in 1 2 3; do galera_node "$dir" "$n" "$base"; done
 	# The shop's user, created through one node: Galera replicates it to the others.
 	galera_sql "$dir" "${first:-1}" <<SQL
-CREATE USER IF NOT EXISTS '$db_user'@'127.0.0.1' IDENTIFIED BY '$db_pass';
-GRANT ALL PRIVILEGES ON \`seckill%\`.* TO '$db_user'@'127.0.0.1';
-GRANT PROCESS ON *.* TO '$db_user'@'127.0.0.1';
+CREATE USER IF NOT EXISTS '$db_user'@'$from' IDENTIFIED BY '$db_pass';
+GRANT ALL PRIVILEGES ON \`seckill%\`.* TO '$db_user'@'$from';
+GRANT PROCESS ON *.* TO '$db_user'@'$from';
 CREATE DATABASE IF NOT EXISTS \`$db_name\` CHARACTER SET utf8mb4;
 SQL
-	log "galera cluster up: 127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3)) (user $db_user, state in $dir)"
-	echo "127.0.0.1:$((base + 1)),127.0.0.1:$((base + 2)),127.0.0.1:$((base + 3))"
+	log "galera cluster up: $addrs (user $db_user, state in $dir)"
+	echo "$addrs"
 }
 
 # galera_recover DIR BASE: restart a cluster none of whose nodes runs (all crashed) from its most
 # advanced node: each node's last committed seqno by mariadbd --wsrep-recover (grastate.dat says
 # -1 after a crash), the highest bootstraps (safe_to_bootstrap set), the others join it.
 galera_recover() {
-	local dir=$1 base=$2 n d seqno best="" best_seqno=-2
+	local dir=$1 base=$2 n d ns seqno best="" best_seqno=-2
 	for n in 1 2 3; do
 		galera_running "$dir" "$n" && die "galera node $n runs: galera-recover is for a cluster whose nodes all stopped"
 	done
 	for n in 1 2 3; do
 		d=$dir/node$n
 		galera_cnf "$dir" "$n" "$base" >"$d/my.cnf"
-		/usr/sbin/mariadbd --defaults-file="$d/my.cnf" --wsrep-recover --log-error="$d/recover.log" >/dev/null 2>&1 || true
+		ns=$(node_netns "$n")
+		${ns:+ip netns exec "$ns"} /usr/sbin/mariadbd --defaults-file="$d/my.cnf" --wsrep-recover --log-error="$d/recover.log" >/dev/null 2>&1 || true
 		seqno=$(sed -n 's/.*WSREP: Recovered position: [^:]*:\(-\{0,1\}[0-9]*\).*/\1/p' "$d/recover.log" | tail -n 1)
 		[ -n "$seqno" ] || seqno=$(sed -n 's/^seqno: *//p' "$d/data/grastate.dat" 2>/dev/null)
 		[ -n "$seqno" ] || die "galera node $n: no recovered position (see $d/recover.log)"

@@ -30,6 +30,7 @@ const (
 	erBadDB              = 1049
 	erServerShutdown     = 1053
 	erUnknownComError    = 1047 // a Galera node that is not ready: "WSREP has not yet prepared node for application use"
+	erErrorDuringCommit  = 1180 // a Galera node out of the Primary Component, at a write or a commit
 )
 
 // translate turns driver and GORM errors into the service's sentinel errors,
@@ -56,6 +57,10 @@ func translate(err error) error {
 			return fmt.Errorf("%w: mysql: %w", service.ErrConflict, err)
 		case erLockWaitTimeout, erUnknownComError, erTooManyConnections, erAccessDenied, erBadDB, erServerShutdown:
 			return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
+		case erErrorDuringCommit:
+			if notPrimary(err) {
+				return fmt.Errorf("%w: mysql: %w", service.ErrUnavailable, err)
+			}
 		}
 		return err
 	}

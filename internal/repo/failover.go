@@ -17,11 +17,13 @@ import (
 // nodes of a Galera cluster, for one. The store then connects to the first
 // of them that answers, starting with the last one that did, so that when a
 // node dies its connections fail once and the new ones go to the next node
-// in the list. A shop instance lists its own node first. (A node that
-// answers but is not ready, say still joining the cluster, is not skipped:
-// its statements fail with 1047 and the buyers hear 503 until it is; a
+// in the list. A shop instance lists its own node first. A node that
+// answers but is not ready (out of the Primary Component: cut off, or still
+// joining) is skipped by the writers' pools once a sale was refused there
+// (primary.go); the store's own pool, for reads and orders, keeps it: its
+// statements fail with 1047 and the buyers hear 503 until it is ready. A
 // load balancer with a health check of the node's wsrep state, such as
-// HAProxy with clustercheck, does that instead.)
+// HAProxy with clustercheck, does that for every pool.
 
 // failoverDialTimeout bounds one address's dial, so that a node that does
 // not answer at all (a partition) costs the next connection no more than
@@ -61,13 +63,31 @@ func splitAddrs(dsn string) (string, []string) {
 type failover struct {
 	addrs   []string
 	current atomic.Int32 // index of the address that answered last
+	ready   readiness    // the nodes out of the Primary Component, skipped (primary.go)
+}
+
+// moveOn makes the next dial start at the first node after the current one
+// that is not shunned.
+func (f *failover) moveOn() {
+	start := int(f.current.Load())
+	for i := range f.addrs {
+		if n := (start + i) % len(f.addrs); !f.ready.skip(n) {
+			f.current.CompareAndSwap(int32(start), int32(n))
+			return
+		}
+	}
 }
 
 func (f *failover) dial(ctx context.Context, network, _ string) (net.Conn, error) {
 	start := int(f.current.Load())
 	var errs []error
+	skipped := 0
 	for i := range f.addrs {
 		n := (start + i) % len(f.addrs)
+		if f.ready.skip(n) && skipped < len(f.addrs)-1 {
+			skipped++ // out of the Primary Component lately: the next one, unless it is the last left
+			continue
+		}
 		actx, cancel := context.WithTimeout(ctx, failoverDialTimeout)
 		var d net.Dialer
 		conn, err := d.DialContext(actx, network, f.addrs[n])
@@ -95,17 +115,17 @@ func (f *failover) dial(ctx context.Context, network, _ string) (net.Conn, error
 
 // writerConfigs returns a config per writer: node i of the sorted
 // addresses first, the others after it.
-func writerConfigs(cfg *mysql.Config, addrs []string) []*mysql.Config {
+func writerConfigs(cfg *mysql.Config, addrs []string) ([]*mysql.Config, []*failover) {
 	sorted := slices.Sorted(slices.Values(addrs))
-	out := make([]*mysql.Config, len(sorted))
+	out, fos := make([]*mysql.Config, len(sorted)), make([]*failover, len(sorted))
 	for i := range sorted {
 		w := cfg.Clone()
-		fo := &failover{addrs: sorted}
+		fo := &failover{addrs: sorted, ready: readiness{ready: nodeReady(cfg)}}
 		fo.current.Store(int32(i))
 		w.DialFunc = fo.dial
-		out[i] = w
+		out[i], fos[i] = w, fo
 	}
-	return out
+	return out, fos
 }
 
 // salesFor is the pool of goodsNo's sale transactions.

@@ -72,7 +72,7 @@ func TestEveryInstanceFindsTheSameWriter(t *testing.T) {
 		return reached(c)
 	}
 	for _, order := range [][]string{addrs, {addrs[2], addrs[0], addrs[1]}, {addrs[1], addrs[2], addrs[0]}} {
-		writers := writerConfigs(mysql.NewConfig(), order)
+		writers, _ := writerConfigs(mysql.NewConfig(), order)
 		for i, w := range writers {
 			if got := dial(w); got != sorted[i] {
 				t.Errorf("DSN order %v: writer %d dials %s, want %s", order, i, got, sorted[i])
@@ -87,7 +87,7 @@ func TestEveryInstanceFindsTheSameWriter(t *testing.T) {
 	goneAddr := gone.Addr().String()
 	gone.Close()
 	list := slices.Sorted(slices.Values([]string{goneAddr, addrs[0]}))
-	writers := writerConfigs(mysql.NewConfig(), list)
+	writers, _ := writerConfigs(mysql.NewConfig(), list)
 	i := slices.Index(list, goneAddr)
 	if got := dial(writers[i]); got != addrs[0] {
 		t.Errorf("the writer of a gone node dials %s, want %s", got, addrs[0])

@@ -208,12 +208,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if cluster {
 		multi.Params["wsrep_sync_wait"] = "0" // the claim asks for its own (causal)
 	}
-	writers := []*mysql.Config{multi}
+	writers, fos := []*mysql.Config{multi}, []*failover{nil}
 	if cluster && fo != nil {
-		writers = writerConfigs(multi, addrs)
+		writers, fos = writerConfigs(multi, addrs)
 	}
-	for _, w := range writers {
-		sp, err := newSalePool(w, opts)
+	for i, w := range writers {
+		sp, err := newSalePool(w, fos[i], opts)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("repo: open %s: %w", cfg.Addr, translate(err))

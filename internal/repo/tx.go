@@ -74,6 +74,9 @@ func (s *Store) inTx(ctx context.Context, sp salePool, fn func(t *tx) error) err
 		t := &tx{conn: c, gorm: conn.Session(&gorm.Session{NewDB: true})}
 		defer t.endFinal()
 		if err := fn(t); err != nil {
+			if notPrimary(err) {
+				defer sp.refused(ctx, c) // after the rollback below
+			}
 			if t.committing && !refusedBeforeCommit(err) {
 				// The COMMIT went out with the writes and may have been
 				// applied: the outcome is unknown, as when a COMMIT sent
@@ -84,7 +87,11 @@ func (s *Store) inTx(ctx context.Context, sp salePool, fn func(t *tx) error) err
 			t.rollback(ctx)
 			return commitError(err, false)
 		}
-		return t.commit(ctx)
+		err := t.commit(ctx)
+		if notPrimary(err) {
+			sp.refused(ctx, c)
+		}
+		return err
 	})
 	if err != nil && !connected {
 		return commitError(err, false) // no connection: nothing was sent
@@ -273,9 +280,11 @@ func checkVerified(found int64, wrote int) error {
 type salePool struct {
 	sql  *sql.DB
 	gorm *gorm.DB
+	fo   *failover // a writer node's, on a cluster named by its nodes; nil: one server
+	idle int       // the pool's idle connections
 }
 
-func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
+func newSalePool(cfg *mysql.Config, fo *failover, opts Options) (salePool, error) {
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return salePool{}, err
@@ -292,7 +301,7 @@ func newSalePool(cfg *mysql.Config, opts Options) (salePool, error) {
 		db.Close()
 		return salePool{}, err
 	}
-	return salePool{sql: db, gorm: g}, nil
+	return salePool{sql: db, gorm: g, fo: fo, idle: opts.SaleConns}, nil
 }
 
 // commitError translates a transaction's error. When the connection failed

@@ -14,6 +14,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
@@ -128,6 +129,7 @@ type Client struct {
 	suspended     bool
 	suspendedAt   time.Time
 	connectedOnce bool
+	lost          atomic.Bool // a session was lost and no new one is made yet (SessionLost)
 	lostTimer     *time.Timer
 	listeners     Listeners[State]
 	closed        bool
@@ -243,11 +245,7 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 // one: it expired, or the connection stayed down for a whole session
 // timeout, and no new one has been made yet. A Session call then waits for
 // a reconnection that a partition may put off for good.
-func (c *Client) SessionLost() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.connectedOnce && c.session == nil && !c.closed
-}
+func (c *Client) SessionLost() bool { return c.lost.Load() }
 
 // Listen registers fn to be called, in order and from one goroutine, with
 // every state change. fn must not block for long. The returned function
@@ -334,6 +332,7 @@ func (c *Client) handle(zs gozk.State) {
 		}
 		if c.session == nil {
 			c.session = newSession(id)
+			c.lost.Store(false)
 			if c.lostSession != nil && c.lostSession.id == id {
 				// The server kept the session we gave up: its leftovers
 				// become the new Session's before anyone can see it.
@@ -387,6 +386,7 @@ func (c *Client) handle(zs gozk.State) {
 
 // loseLocked ends the current session. c.mu must be held.
 func (c *Client) loseLocked() State {
+	c.lost.Store(true)
 	c.session.end()
 	c.lostSession, c.session = c.session, nil
 	return StateLost

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -31,14 +30,7 @@ func StartEnsembleIn(t *testing.T, hosts []*Host) *Ensemble {
 	t.Helper()
 	Integration(t)
 	dir := t.TempDir()
-	env := os.Environ()
-	if hosts != nil {
-		var spec []string
-		for _, h := range hosts {
-			spec = append(spec, h.NS+"="+h.IP)
-		}
-		env = append(env, "STACK_HOSTS="+strings.Join(spec, " "))
-	}
+	env := hostsEnv(hosts)
 	cmd := exec.Command(InRoot(t, "scripts/stack.sh"), "ensemble", dir)
 	cmd.Env = env
 	out, err := cmd.Output()

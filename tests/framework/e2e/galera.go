@@ -134,16 +134,23 @@ type GaleraCluster struct {
 // It takes about half a minute.
 func StartGalera(t testing.TB, base int) *GaleraCluster {
 	t.Helper()
+	return StartGaleraIn(t, base, nil)
+}
+
+// StartGaleraIn starts the cluster with node n in hosts[n-1] of a Network,
+// on its address, or on loopback if hosts is nil.
+func StartGaleraIn(t testing.TB, base int, hosts []*Host) *GaleraCluster {
+	t.Helper()
 	Integration(t)
 	c := &GaleraCluster{base: strconv.Itoa(base)}
-	c.nodes = nodes{dir: t.TempDir(), prefix: "node", what: "Galera node",
+	c.nodes = nodes{dir: t.TempDir(), prefix: "node", what: "Galera node", env: hostsEnv(hosts),
 		restart: func(n int) []string { return []string{"galera-node", c.dir, strconv.Itoa(n), c.base} }}
 	t.Cleanup(func() {
-		if out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "galera-down", c.dir).CombinedOutput(); err != nil {
+		if out, err := c.script(t, "galera-down", c.dir).CombinedOutput(); err != nil {
 			t.Errorf("stop the test's Galera cluster: %v\n%s", err, out)
 		}
 	})
-	out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "galera", c.dir, c.base).Output()
+	out, err := c.script(t, "galera", c.dir, c.base).Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -187,7 +194,7 @@ func (c *GaleraCluster) CrashAll(t testing.TB) time.Duration {
 // seqno, which bootstrapped).
 func (c *GaleraCluster) Recover(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command(InRoot(t, "scripts/stack.sh"), "galera-recover", c.dir, c.base).CombinedOutput()
+	out, err := c.script(t, "galera-recover", c.dir, c.base).CombinedOutput()
 	if err != nil {
 		t.Fatalf("recover the Galera cluster: %v\n%s", err, out)
 	}
@@ -207,4 +214,11 @@ func (c *GaleraCluster) SetGlobal(t testing.TB, setting string) {
 			t.Fatalf("SET GLOBAL %s on Galera node %d: %v\n%s", setting, n, err, out)
 		}
 	}
+}
+
+// script is scripts/stack.sh with args, in the cluster's environment.
+func (c *GaleraCluster) script(t testing.TB, args ...string) *exec.Cmd {
+	cmd := exec.Command(InRoot(t, "scripts/stack.sh"), args...)
+	cmd.Env = c.env
+	return cmd
 }

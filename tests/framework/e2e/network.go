@@ -116,6 +116,20 @@ func (n *Network) Host(name string) *Host {
 	return h
 }
 
+// hostsEnv is the environment of scripts/stack.sh that starts node n of a
+// cluster in hosts[n-1] (STACK_HOSTS); nil hosts: the test's own.
+func hostsEnv(hosts []*Host) []string {
+	env := os.Environ()
+	if hosts == nil {
+		return env
+	}
+	var spec []string
+	for _, h := range hosts {
+		spec = append(spec, h.NS+"="+h.IP)
+	}
+	return append(env, "STACK_HOSTS="+strings.Join(spec, " "))
+}
+
 // Command is prog with args, to run in the host's namespace: its PID is
 // prog's own (ip netns exec execs it), for SIGKILL and SIGSTOP.
 func (h *Host) Command(prog string, args ...string) *exec.Cmd {
