@@ -23,21 +23,20 @@ const clockWarnAt = service.ClockSkew
 // mysql), then every clockEvery until ctx ends; the returned func waits for
 // the measuring to stop once ctx has ended.
 func followMySQLClock(ctx context.Context, clock *service.Clock, store *repo.Store, log *slog.Logger) (wait func(), err error) {
-	measure := func() (time.Duration, error) {
+	measure := func() (offset, bound time.Duration, err error) {
 		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		offset, bound, err := clock.Measure(mctx, store.DatabaseTime)
+		offset, bound, err = clock.Measure(mctx, store.DatabaseTime)
 		if err == nil && (offset > clockWarnAt || offset < -clockWarnAt) {
 			log.Warn("this machine's clock is off MySQL's: the shop goes by MySQL's; fix the machine's time (NTP)",
 				"offset", offset.Round(time.Millisecond).String(), "error", bound.Round(time.Microsecond).String())
 		}
-		return offset, err
+		return offset, bound, err
 	}
-	offset, err := measure()
+	offset, bound, err := measure()
 	if err != nil {
 		return nil, err
 	}
-	_, bound := clock.Offset()
 	log.Info("clock: going by MySQL's", "offset", offset.Round(time.Millisecond).String(), "error", bound.Round(time.Microsecond).String(), "every", clockEvery.String())
 	done := make(chan struct{})
 	go func() {
@@ -49,7 +48,7 @@ func followMySQLClock(ctx context.Context, clock *service.Clock, store *repo.Sto
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if _, err := measure(); err != nil && ctx.Err() == nil {
+				if _, _, err := measure(); err != nil && ctx.Err() == nil {
 					log.Warn("could not read MySQL's clock: the last offset stays", "err", err)
 				}
 			}

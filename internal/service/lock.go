@@ -21,11 +21,13 @@ type locking struct {
 	// with it, so that during a sale the Shop's check before the lock needs
 	// no read of its own.
 	windows *saleWindows
-	gate    *dbGate // shut while the database does not answer
+	gate    *dbGate     // shut while the database does not answer
+	reach   unreachable // the locker's, if it tells; nil: it does not
 }
 
 func newLocking(locker Locker, env Env, store any) locking {
-	return locking{locker: locker, cfg: env.Config, log: env.Log, windows: env.windows, gate: newDBGate(store, env.Config.SaleTimeout)}
+	reach, _ := locker.(unreachable)
+	return locking{locker: locker, cfg: env.Config, log: env.Log, windows: env.windows, gate: newDBGate(store, env.Config.SaleTimeout), reach: reach}
 }
 
 // unreachable is what a Locker may also tell: that it cannot take a lock
@@ -36,8 +38,8 @@ type unreachable interface {
 }
 
 func (l locking) lock(ctx context.Context, goodsNo int32) (Lease, error) {
-	if u, ok := l.locker.(unreachable); ok {
-		if err := u.Unreachable(); err != nil {
+	if l.reach != nil {
+		if err := l.reach.Unreachable(); err != nil {
 			return nil, fmt.Errorf("%w: lock: %w", ErrUnavailable, err)
 		}
 	}

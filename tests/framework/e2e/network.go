@@ -54,8 +54,6 @@ type Host struct {
 
 const netnsPrefix = "skz-"
 
-var netnsLock sync.Mutex // this process's networks take their subnets one at a time
-
 // NewNetwork makes a network of the test's own, deleted at cleanup.
 func NewNetwork(t testing.TB) *Network {
 	t.Helper()
@@ -68,9 +66,9 @@ func NewNetwork(t testing.TB) *Network {
 	if os.Geteuid() != 0 {
 		t.Fatal("the partition tests make network namespaces and need root (CAP_NET_ADMIN)")
 	}
-	netnsLock.Lock()
-	defer netnsLock.Unlock()
-	unlock := lockFile(t, "/tmp/seckill-netns.lock") // other test processes
+	// One network at a time takes a subnet, in this test process and the
+	// others alike: each flock opens the file anew, so it excludes both.
+	unlock := lockFile(t, "/tmp/seckill-netns.lock")
 	defer unlock()
 	removeDeadNetworks(t)
 	b := make([]byte, 3)
