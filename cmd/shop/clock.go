@@ -27,6 +27,9 @@ func followMySQLClock(ctx context.Context, clock *service.Clock, store *repo.Sto
 		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		offset, bound, err = clock.Measure(mctx, store.DatabaseTime)
+		if err == nil {
+			log.Debug("clock: measured MySQL's", "offset", offset.Round(time.Microsecond).String(), "error", bound.Round(time.Microsecond).String())
+		}
 		if err == nil && (offset > clockWarnAt || offset < -clockWarnAt) {
 			log.Warn("this machine's clock is off MySQL's: the shop goes by MySQL's; fix the machine's time (NTP)",
 				"offset", offset.Round(time.Millisecond).String(), "error", bound.Round(time.Microsecond).String())

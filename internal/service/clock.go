@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -19,9 +20,24 @@ import (
 // A nil *Clock is the machine's clock.
 type Clock struct {
 	skew   time.Duration // added to the machine's clock (clock.offset: a test's seam)
-	offset atomic.Int64  // ns: the database's clock less the machine's (skew included), as last measured
-	bound  atomic.Int64  // ns: that measurement's error
+	offset atomic.Int64  // ns: the database's clock less the machine's (skew included), as estimated
+
+	mu       sync.Mutex    // serializes Measure
+	bound    time.Duration // the estimate's error when it was measured
+	measured time.Time     // when (the machine's monotonic clock); zero: never
 }
+
+// Measuring's constants. A measurement is the read of the samples with
+// the shortest round trip: a read that waited for a connection's dial, a
+// retransmitted packet or a slow link's worse direction has a long round
+// trip and, its database time taken as the round trip's middle, an error
+// up to half of it. An estimate's error grows by clockDrift a second (a
+// machine's clock runs off by up to 100 ppm: an NTP-disciplined one far
+// less), so that a precise estimate ages into a worse one and is replaced.
+const (
+	clockSamples = 4
+	clockDrift   = 100e-6
+)
 
 // NewClock is the machine's clock moved by skew (clock.offset; 0 but in a
 // test of a machine whose clock is off), until Measure says how far the
@@ -37,27 +53,64 @@ func (c *Clock) Now() time.Time {
 }
 
 // Offset is how far the database's clock is ahead of this machine's (less
-// the skew), and the measurement's error.
+// the skew), and that estimate's error now.
 func (c *Clock) Offset() (offset, bound time.Duration) {
 	if c == nil {
 		return 0, 0
 	}
-	return time.Duration(c.offset.Load()), time.Duration(c.bound.Load())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Duration(c.offset.Load()), c.agedBound()
 }
 
-// Measure reads the database's clock with read and takes the offset from
-// it: the database read its clock at some moment of the round trip, taken
-// as its middle.
+// agedBound is the estimate's error now: its measurement's, grown by the
+// drift since. c.mu is held.
+func (c *Clock) agedBound() time.Duration {
+	if c.measured.IsZero() {
+		return 0
+	}
+	return c.bound + time.Duration(float64(time.Since(c.measured))*clockDrift)
+}
+
+// Measure reads the database's clock with read clockSamples times and
+// takes the offset from the read with the shortest round trip (the
+// database read its clock at some moment of it, taken as its middle).
+// The estimate in use stays if it is the tighter one and the two agree
+// (each offset within the other's error); a measurement that disagrees
+// replaces it whatever its error, the machine's clock having been stepped.
+// It returns the estimate in use after it, and its error; an error when no
+// read succeeded.
 func (c *Clock) Measure(ctx context.Context, read func(context.Context) (time.Time, error)) (offset, bound time.Duration, err error) {
-	sent := time.Now()
-	db, err := read(ctx)
-	if err != nil {
+	var best time.Duration = -1
+	for range clockSamples {
+		sent := time.Now()
+		db, rerr := read(ctx)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		rtt := time.Since(sent)
+		if best < 0 || rtt/2 < bound {
+			mid := sent.Add(rtt / 2).Add(c.skew)
+			offset, bound, best = db.Sub(mid), rtt/2, rtt
+		}
+	}
+	if best < 0 {
 		return 0, 0, err
 	}
-	rtt := time.Since(sent)
-	mid := sent.Add(rtt / 2).Add(c.skew)
-	offset, bound = db.Sub(mid), rtt/2
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.measured.IsZero() {
+		cur, curBound := time.Duration(c.offset.Load()), c.agedBound()
+		diff := offset - cur
+		if diff < 0 {
+			diff = -diff
+		}
+		if diff <= bound+curBound && curBound <= bound {
+			return cur, curBound, nil
+		}
+	}
 	c.offset.Store(int64(offset))
-	c.bound.Store(int64(bound))
+	c.bound, c.measured = bound, time.Now()
 	return offset, bound, nil
 }

@@ -41,6 +41,18 @@ func notBefore(o *Op, t time.Time) {
 	}
 }
 
+// stampedAfter reports a row's time (what) later than the answer to o:
+// the shop stamped it with a clock ahead of the test's. The instances and
+// the test share one machine's clock, and each instance goes by MySQL's,
+// measured; a stamp after its answer is a measurement gone wrong, and
+// notBefore would then narrow o to after its real time.
+func stampedAfter(r *Report, o Op, what string, stamp time.Time) {
+	if stamp.Add(-slack).After(o.Ret) {
+		r.Problems = append(r.Problems, fmt.Sprintf("%v, but the order was %s at %s, %v after that answer: the shop's clock ran ahead",
+			o, what, stamp.Format("15:04:05.000000"), stamp.Sub(o.Ret).Round(time.Microsecond)))
+	}
+}
+
 // Final is the database after the sale: each goods' stock and every order.
 type Final struct {
 	Stock  map[int32]int32
@@ -195,6 +207,7 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 				if !exists || row.ID != o.Order {
 					r.Problems = append(r.Problems, fmt.Sprintf("%v, but no order row holds it", o))
 				} else {
+					stampedAfter(r, o, "placed", row.CreatedAt)
 					notBefore(&o, row.CreatedAt)
 				}
 			}
@@ -222,6 +235,7 @@ func complete(ops []Op, final Final, r *Report) map[int32][]porcupine.Operation 
 				r.Problems = append(r.Problems, fmt.Sprintf("%v, but the order is %s", o, row.Status))
 			}
 			if exists && o.Result == OK && row.PaidAt != nil {
+				stampedAfter(r, o, "paid", *row.PaidAt) // an Unknown one's return is the end, after every stamp
 				notBefore(&o, *row.PaidAt)
 			}
 		case ReadGoods, ReadOrder:

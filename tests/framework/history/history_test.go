@@ -86,6 +86,12 @@ func TestTheCheckerJudgesHandMadeHistories(t *testing.T) {
 			want:  "not linearizable",
 		},
 		{
+			name:  "an order stamped after its buyer heard 200",
+			ops:   []Op{buy(0, "a", 0, 10, OK, 1), readGoods(1, 12, 14, 2)},
+			final: Final{Stock: map[int32]int32{1: 1}, Orders: []Row{func() Row { r := row(1, "a", "unpaid"); r.CreatedAt = at(13); return r }()}},
+			want:  "the shop's clock ran ahead",
+		},
+		{
 			name:  "an order paid and expired both",
 			ops:   []Op{buy(0, "a", 0, 10, OK, 1), pay(0, 1, 20, 30, OK)},
 			final: Final{Stock: map[int32]int32{1: 2}, Orders: []Row{row(1, "a", "expired", 25)}},
