@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy is a TCP relay in front of a server that a fault test controls:
@@ -29,6 +30,8 @@ type relayState struct {
 	stalled bool
 	cut     bool
 	conns   []net.Conn
+
+	jitterLo, jitterHi time.Duration // Proxy.Jitter's range; 0: none
 }
 
 // NewProxy relays 127.0.0.1:<free port> to target until the test ends.
@@ -101,6 +104,12 @@ func (p *Proxy) relay(dst, src net.Conn, packets bool) {
 	defer dst.Close()
 	defer src.Close()
 	buf := make([]byte, 32<<10)
+	var line *delayLine // from the first delayed chunk on, every chunk goes through it, in order
+	defer func() {
+		if line != nil {
+			line.close()
+		}
+	}()
 	for {
 		var chunk []byte
 		if packets {
@@ -119,6 +128,13 @@ func (p *Proxy) relay(dst, src net.Conn, packets bool) {
 		pass, cutAfter := p.pass(chunk, packets)
 		if !pass {
 			return
+		}
+		if d := p.delay(); (d > 0 || line != nil) && !cutAfter {
+			if line == nil {
+				line = newDelayLine(dst)
+			}
+			line.send(chunk, d)
+			continue
 		}
 		_, err := dst.Write(chunk)
 		if cutAfter {
