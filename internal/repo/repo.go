@@ -113,8 +113,8 @@ func UnverifiedTLS(dsn string) string {
 // separated: see failover.go.
 //
 // On a MariaDB Galera node (wsrep_on) the store is a cluster store: its
-// reads are causal (wsrep_sync_wait=1: the node first applies what the
-// cluster had committed when the statement came); in a sale's transaction
+// reads, UPDATEs and DELETEs are causal (wsrep_sync_wait=3: the node first
+// applies what the cluster had committed when the statement came); in a sale's transaction
 // only the claim is (the statements after it read what it locked), and
 // every sale's commit is confirmed by reading its orders back before the
 // buyer hears of it (see tx.commit). Where a goods' sales may
@@ -159,8 +159,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
+	// Causal reads (1) and UPDATEs and DELETEs (2): a payment or a sweep
+	// on this node must see an order another node has just committed
+	// (TestGaleraPaymentThroughAnotherNodeFindsItsOrder).
 	if _, set := cfg.Params["wsrep_sync_wait"]; cluster && !set {
-		cfg.Params["wsrep_sync_wait"] = "1"
+		cfg.Params["wsrep_sync_wait"] = "3"
 	}
 	if _, set := cfg.Params["idle_transaction_timeout"]; mariadb && opts.IdleTransactionTimeout > 0 && !set {
 		cfg.Params["idle_transaction_timeout"] = strconv.Itoa(int(math.Ceil(opts.IdleTransactionTimeout.Seconds())))
