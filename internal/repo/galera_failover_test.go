@@ -37,7 +37,8 @@ func listDSN(t *testing.T, dsn, node string, addrs ...string) string {
 // every node, nothing is sold twice or lost (the stock plus the orders is
 // what it was), an order without its buyer's 200 only after
 // outcome_unknown; the time from the kill to each shop's next sale is
-// logged.
+// logged. Before node 2 is back, B pays an order and reads the goods
+// through its own pool, which dials node 2 first.
 func TestGaleraNodeKilledMidSale(t *testing.T) {
 	c := e2e.StartGalera(t, 23400)
 	galeraFaultedSale(t, c, galeraFault{
@@ -183,6 +184,20 @@ func galeraFaultedSale(t *testing.T, c *e2e.GaleraCluster, fault galeraFault) {
 				default:
 					t.Errorf("%s never sold after %s", name, fault.what)
 				}
+			}
+			// B's own pool (payments, reads, the sweeper) is on node 2 first,
+			// still out: a payment of one of the orders and a read of the
+			// goods must go to another node.
+			for id := range ok {
+				call := time.Now()
+				p, err := b.PayOrder(ctx, id, "", time.Now(), time.Time{})
+				if recordPay(&rec, buyers, id, call, p, err) != history.OK {
+					t.Errorf("B paid order %d after %s: %v", id, fault.what, err)
+				}
+				break
+			}
+			if _, err := b.Goods(ctx, 1); err != nil {
+				t.Errorf("B read the goods after %s: %v", fault.what, err)
 			}
 			fault.undo(t)
 			checkHistory(t, &rec, stock, dsns[2])

@@ -174,7 +174,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
 	}
-	pool := sql.OpenDB(connector)
+	var pool *sql.DB
+	if cluster && fo != nil { // a node out of the Primary Component is passed over (primaryconn.go)
+		fo.ready = readiness{ready: nodeReady(cfg)}
+		pool = sql.OpenDB(primaryConnector{Connector: connector, fo: fo, refused: func() {
+			pool.SetMaxIdleConns(0) // closes the idle ones, most of them on the node refused
+			pool.SetMaxIdleConns(opts.MaxIdleConns)
+		}})
+	} else {
+		pool = sql.OpenDB(connector)
+	}
 	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: pool}), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
