@@ -21,7 +21,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 		if err != nil {
 			return err
 		}
-		if err := writeSale(db, g.ID, stock, 0, &row); err != nil {
+		if err := writeSale(db, g.ID, stock, &row); err != nil {
 			return err
 		}
 		t.wrote(row.ID)
@@ -97,23 +97,14 @@ func (s *Store) lockedOrder(ctx context.Context, where string, args ...any) (ser
 
 // writeSale sets the stock of row id and inserts the order row: the order
 // first, so that the row lock, if this statement takes it, is held from the
-// stock's update to the commit only. A fence above 0 is written with the
-// stock: the token of the lock the sale was made under. ErrPurchaseFailed
-// when the row is gone.
-func writeSale(tx *gorm.DB, id uint32, stock int32, fence int64, order *orderInfo) error {
+// stock's update to the commit only. ErrPurchaseFailed when the row is
+// gone. (The unlocked purchase's: a sale under a lock writes through
+// tx.sell, with its fence.)
+func writeSale(tx *gorm.DB, id uint32, stock int32, order *orderInfo) error {
 	if err := tx.Create(order).Error; err != nil {
 		return err
 	}
-	return writeStock(tx, id, stock, fence)
-}
-
-// writeStock sets the stock of row id, and its fence when fence > 0.
-func writeStock(tx *gorm.DB, id uint32, stock int32, fence int64) error {
-	set := map[string]any{"stock": stock}
-	if fence > 0 {
-		set["fence"] = fence
-	}
-	res := tx.Model(&goodsStock{}).Where("id = ?", id).Updates(set)
+	res := tx.Model(&goodsStock{}).Where("id = ?", id).Update("stock", stock)
 	if res.Error != nil {
 		return res.Error
 	}
