@@ -222,3 +222,23 @@ func (c *GaleraCluster) script(t testing.TB, args ...string) *exec.Cmd {
 	cmd.Env = c.env
 	return cmd
 }
+
+// ViewChanges are the lines of node n's error log (1..3) that tell of its
+// membership: the nodes it suspects, each new view and whether it is
+// Primary; for a test that wants to say when a partition took effect.
+func (c *GaleraCluster) ViewChanges(n int) []string {
+	b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("node%d", n), "error.log"))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, m := range []string{"suspecting node", "New cluster view", "view(view_id(", "declaring inactive", "Primary"} {
+			if strings.Contains(line, m) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return out
+}
