@@ -113,14 +113,15 @@ galera-crash: stack-up
 
 ## chaos: the fault scenarios of `make test` with the seed's numbers (1500 buyers, stock 100, 25 a second):
 ## a ZooKeeper leader, then a follower, killed mid-sale; MariaDB crashed and restarted;
-## one of two instances SIGKILLed; then the partitions, on a network of network namespaces
-## (tests/e2e/partition_test.go): an instance cut from ZooKeeper, then from MariaDB, while it
-## holds the lock; the ZooKeeper leader isolated with an instance; 5% loss on every link.
+## one of two instances SIGKILLed; both instances' links jittered 50-200 ms; then the
+## partitions, on a network of network namespaces (tests/e2e/partition_test.go): an instance
+## cut from ZooKeeper, then from MariaDB, while it holds the lock; the ZooKeeper leader
+## isolated with an instance; 5% loss on every link.
 ## Prints the tables (also in out/chaos.txt and out/partitions.txt).
 chaos: stack-up
 	mkdir -p out
 	rm -f out/chaos.txt out/partitions.txt # a run that ran no scenario then fails at the cat below
-	@echo "chaos: eight fault scenarios, about ten minutes; each reports as it ends (go test -v)"
+	@echo "chaos: nine fault scenarios, about eleven minutes; each reports as it ends (go test -v)"
 	CHAOS_BUYERS=$${CHAOS_BUYERS:-1500} CHAOS_STOCK=$${CHAOS_STOCK:-100} CHAOS_RATE=$${CHAOS_RATE:-25} \
 		CHAOS_TABLE=$(CURDIR)/out/chaos.txt PARTITION_TABLE=$(CURDIR)/out/partitions.txt \
 		$(GO) test -race -count=1 -timeout 30m -run '^(TestChaos|TestPartitions)$$' -v ./tests/e2e/

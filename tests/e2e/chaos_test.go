@@ -531,12 +531,15 @@ func chaosTable(cfg chaosConfig, rows []chaosRow) string {
 			rec = fmt.Sprintf("%.1f", r.recover.Seconds())
 		}
 		legal := map[bool]string{true: "yes", false: "NO"}[r.history.Legal]
+		if r.history.Undecided {
+			legal = "?" // not found illegal: the checker ran out of time
+		}
 		fmt.Fprintf(&b, "%-32s %-52s %6d %5d %8d %7d %9s %5d %7d %7d %5s %7.2f\n", r.scenario, strings.Join(codes, ", "), r.orders, r.sold, r.oversold,
 			r.orphans, rec, r.paid, r.expired, r.history.Ops, legal, r.history.Took.Seconds())
 	}
 	b.WriteString("\nrecover s: from the fault's start to the next sale asked for after it (a server down for 1s is in it).\n" +
 		"sold: the stock at the start less at the end, plus the pieces expired orders gave back. ops: purchases, payments, reads\n" +
 		"of the goods and of orders, with the final rows, checked against a model of the shop by porcupine\n" +
-		"(tests/framework/history); legal: the history is linearizable; check s: the checker's time.\n")
+		"(tests/framework/history); legal: the history is linearizable (?: undecided, the checker ran out of time); check s: the checker's time.\n")
 	return b.String()
 }

@@ -61,11 +61,14 @@ type Final struct {
 
 // Report is the checker's verdict on a history.
 type Report struct {
-	Ops      int           // operations checked (the final rows' included)
-	Legal    bool          // every goods' history is linearizable
-	Took     time.Duration // the checker's time
-	Problems []string      // what is wrong, for a person
-	HTML     []string      // porcupine's visualisations of the failing histories
+	Ops   int  // operations checked (the final rows' included)
+	Legal bool // every goods' history is linearizable
+	// Undecided: not Legal because the checker ran out of time on a
+	// history, not because it found one illegal.
+	Undecided bool
+	Took      time.Duration // the checker's time
+	Problems  []string      // what is wrong, for a person
+	HTML      []string      // porcupine's visualisations of the failing histories
 }
 
 // Check completes ops with the final rows and checks each goods' history
@@ -101,6 +104,7 @@ func Check(ops []Op, initial map[int32]int32, final Final, timeout time.Duration
 		what := "not linearizable"
 		if res == porcupine.Unknown {
 			what = fmt.Sprintf("not decided within %v", timeout)
+			r.Undecided = true
 		}
 		r.Problems = append(r.Problems, fmt.Sprintf("goods %d: the history of %d operations is %s", g, len(h), what))
 		if htmlDir != "" {
