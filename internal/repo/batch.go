@@ -170,7 +170,7 @@ func (s *Store) sellBatch(ctx context.Context, stock batchRows, orders []*servic
 		return err
 	}
 	for i, o := range chosen {
-		o.ID, o.Status, o.CreatedAt = rows[i].ID, rows[i].Status, rows[i].CreatedAt
+		rows[i].fill(o)
 	}
 	return nil
 }

@@ -72,6 +72,12 @@ func newOrderRow(o *service.Order, now time.Time) orderInfo {
 	return r
 }
 
+// fill tells the buyer's order what its row was given: the id, the status
+// and the time it was placed.
+func (r *orderInfo) fill(o *service.Order) {
+	o.ID, o.Status, o.CreatedAt = r.ID, r.Status, r.CreatedAt
+}
+
 func (r orderInfo) order() service.Order {
 	o := service.Order{ID: r.ID, GoodsNo: r.GoodsNo, RequestID: r.RequestID, Status: r.Status, OnePerBuyer: r.Limited,
 		CreatedAt: r.CreatedAt, PaidAt: r.PaidAt, ExpiredAt: r.ExpiredAt}

@@ -30,7 +30,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	if err != nil {
 		return err
 	}
-	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
+	row.fill(order)
 	return nil
 }
 
@@ -68,7 +68,7 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 	if err != nil {
 		return err
 	}
-	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
+	row.fill(order)
 	return nil
 }
 
@@ -149,7 +149,7 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	if err != nil {
 		return err
 	}
-	order.ID, order.Status, order.CreatedAt = row.ID, row.Status, row.CreatedAt
+	row.fill(order)
 	return nil
 }
 
