@@ -140,6 +140,86 @@ func readStockFile(name string) ([]goodsStock, error) {
 	return out, nil
 }
 
+// stockSetCommand is `shop stock set`.
+func stockSetCommand(load func(*cobra.Command) (Config, *slog.Logger, error)) *cobra.Command {
+	var stock int32
+	var goods, file string
+	var reset repo.StockReset
+	var saleStart, saleEnd string
+	var maxGoods int
+	var noWait bool
+	cmd := &cobra.Command{
+		Use:   "set --goods N --stock M | --file goods.csv",
+		Short: "Set the stock of one goods or many (e.g. between load tests), creating rows if needed",
+		Example: `  shop stock set --goods 1 --stock 100 --clear-orders
+  shop stock set --goods 1-200 --stock 50 --clear-orders   # a sale of many goods
+  shop stock set --file goods.csv                          # lines of goodsNo,stock
+  shop stock set --goods 1 --stock 100 --start +30s --end +5m
+  shop stock set --goods 1 --stock 100 --start none --end none   # open the window again`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var stocks []goodsStock
+			switch {
+			case file != "" && (cmd.Flags().Changed("goods") || cmd.Flags().Changed("stock")):
+				return fmt.Errorf("%w: stock set takes --file or --goods and --stock, not both", errUsage)
+			case file != "":
+				var err error
+				if stocks, err = readStockFile(file); err != nil {
+					return fmt.Errorf("%w: --file: %w", errUsage, err)
+				}
+			default:
+				set, err := api.ParseGoodsSetMax(goods, maxGoods)
+				switch {
+				case err != nil && strings.Contains(err.Error(), "more than"):
+					return fmt.Errorf("%w: --goods: %w (--max-goods raises the bound)", errUsage, err)
+				case err != nil:
+					return fmt.Errorf("%w: --goods: %w", errUsage, err)
+				case !cmd.Flags().Changed("stock"):
+					return fmt.Errorf("%w: stock set needs --stock M (the new stock of each goods, ≥ 0), or --file", errUsage)
+				case stock < 0:
+					return fmt.Errorf("%w: --stock %d: a stock is 0 or more", errUsage, stock)
+				}
+				for _, g := range set {
+					stocks = append(stocks, goodsStock{g, stock})
+				}
+			}
+			now := time.Now() // one now for both: +10m and +10m are the same time
+			for _, w := range []struct {
+				flag, value string
+				into        **time.Time
+			}{{"--start", saleStart, &reset.SaleStart}, {"--end", saleEnd, &reset.SaleEnd}} {
+				t, err := parseSaleTime(w.value, now)
+				if err != nil {
+					return fmt.Errorf("%w: %s: %w", errUsage, w.flag, err)
+				}
+				*w.into = t
+			}
+			cfg, log, err := load(cmd)
+			if err != nil {
+				return err
+			}
+			if err := setStock(cmd.Context(), cfg, log, stocks, reset, !noWait); errors.Is(err, repo.ErrEmptyWindow) {
+				return fmt.Errorf("%w: --start/--end: %w", errUsage, err)
+			} else if err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&goods, "goods", "1", "goods: a number, a range (1-200) or a list (1-10,42)")
+	fs.IntVar(&maxGoods, "max-goods", api.MaxGoodsSet, "the most goods one --goods may name (a mistyped range stops here)")
+	fs.BoolVar(&noWait, "no-wait", false, "with --clear-orders (a new sale): return once the rows are written, without waiting the second in which running instances may still answer from what they saw (sold-out marks)")
+	fs.Int32Var(&stock, "stock", 0, "new stock of each goods, ≥ 0 (required with --goods)")
+	fs.StringVar(&file, "file", "", "a CSV file of goodsNo,stock lines (a header line is allowed) instead of --goods and --stock")
+	fs.BoolVar(&reset.ClearOrders, "clear-orders", false, "also delete the goods' order rows")
+	fs.BoolVar(&reset.ResetFence, "reset-fence", false, "also set the row's fencing token to 0 (after ZooKeeper's data was wiped; never during a sale)")
+	fs.StringVar(&saleStart, "start", "", "sale start: RFC 3339 (2026-11-23T10:00:00+08:00), +DURATION from now (+30s), or none (open); default: unchanged")
+	fs.StringVar(&saleEnd, "end", "", "sale end: RFC 3339, +DURATION from now, or none (open); default: unchanged")
+	configFlags(fs, "mysql.dsn", "log.")
+	return cmd
+}
+
 // stockListCommand is `shop stock list`: every goods' row, a line each.
 func stockListCommand(load func(*cobra.Command) (Config, *slog.Logger, error), stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
