@@ -11,8 +11,9 @@ import (
 // node cut off from the cluster refuses every statement (1047) for as long
 // as the partition lasts, and a pool that kept its connections there
 // refused every payment and read of the instance's buyers meanwhile
-// (TestGaleraNodePartitionedMidSale: B's payment and read, 1047). The sale pools see the refusal
-// where the sale runs (salePool.refused); this pool's statements come from
+// (TestGaleraNodePartitionedMidSale: B's payment and read, 1047). The
+// sale pools see the refusal where the sale runs (salePool.refused); this
+// pool's statements come from
 // many places, so the pool's connections see it themselves: a connection
 // whose statement a node refused for being out of the Primary Component
 // has the failover check the nodes and move on, and is given up. A
