@@ -13,14 +13,13 @@ import (
 // refused every payment and read of the instance's buyers meanwhile
 // (TestGaleraNodePartitionedMidSale: B's payment and read, 1047). The
 // sale pools see the refusal where the sale runs (salePool.refused); this
-// pool's statements come from
-// many places, so the pool's connections see it themselves: a connection
-// whose statement a node refused for being out of the Primary Component
-// has the failover check the nodes and move on, and is given up. A
-// statement outside a transaction was not run, and database/sql runs it
-// again on another connection (driver.ErrBadConn); one inside a transaction
-// fails with the node's error, and the connection goes with the
-// transaction.
+// pool's statements come from many places, so the pool's connections see
+// it themselves: a connection whose statement a node refused for being out
+// of the Primary Component has the failover check the nodes and move on,
+// and is given up. A statement outside a transaction was not run, and
+// database/sql runs it again on another connection (driver.ErrBadConn);
+// one inside a transaction fails with the node's error, and the
+// connection goes with the transaction.
 
 // primaryConnector wraps a connector of a pool whose failover knows the
 // nodes' readiness.
