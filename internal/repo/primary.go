@@ -108,17 +108,25 @@ func nodeReady(cfg *mysql.Config) func(ctx context.Context, addr string) (bool, 
 	}
 }
 
+// passOver is what a pool's failover does after a node refused a statement
+// for being out of the Primary Component: it checks the nodes (at most
+// once a second), moves on past those not ready, and has pool drop its
+// idle connections (to the node refused, most of them).
+func (f *failover) passOver(ctx context.Context, pool *sql.DB, idle int) {
+	if f.ready.check(context.WithoutCancel(ctx), f.addrs) {
+		f.moveOn()
+		pool.SetMaxIdleConns(0) // closes the idle ones
+		pool.SetMaxIdleConns(idle)
+	}
+}
+
 // refused is what a sale pool does after a statement of conn was refused
-// for a node out of the Primary Component: it checks the nodes, drops its
-// idle connections (to the node refused, most of them) and conn itself.
+// for a node out of the Primary Component: its failover passes the node
+// over, and conn is dropped.
 func (sp salePool) refused(ctx context.Context, conn *sql.Conn) {
 	if sp.fo == nil {
 		return
 	}
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // the pool discards it
-	if sp.fo.ready.check(context.WithoutCancel(ctx), sp.fo.addrs) {
-		sp.fo.moveOn()
-		sp.sql.SetMaxIdleConns(0) // closes the idle ones
-		sp.sql.SetMaxIdleConns(sp.idle)
-	}
+	sp.fo.passOver(ctx, sp.sql, sp.idle)
 }

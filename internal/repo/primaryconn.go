@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"sync/atomic"
 )
@@ -25,8 +26,8 @@ import (
 // nodes' readiness.
 type primaryConnector struct {
 	driver.Connector
-	fo      *failover
-	refused func() // after a refusal: the pool drops its idle connections
+	fo   *failover
+	pool func() (*sql.DB, int) // the pool these connections are in, and its idle connections
 }
 
 func (c primaryConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -60,16 +61,12 @@ func (pc *primaryConn) seen(ctx context.Context, err error) error {
 	return driver.ErrBadConn
 }
 
-// refusedBy marks the connection bad and has the failover check the nodes
-// and move on past the ones not ready.
+// refusedBy marks the connection bad and has the failover pass the node
+// over.
 func (pc *primaryConn) refusedBy(ctx context.Context) {
 	pc.bad.Store(true)
-	if pc.c.fo.ready.check(context.WithoutCancel(ctx), pc.c.fo.addrs) {
-		pc.c.fo.moveOn()
-		if pc.c.refused != nil {
-			pc.c.refused()
-		}
-	}
+	pool, idle := pc.c.pool()
+	pc.c.fo.passOver(ctx, pool, idle)
 }
 
 func (pc *primaryConn) Prepare(query string) (driver.Stmt, error) {

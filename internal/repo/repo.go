@@ -113,13 +113,13 @@ func UnverifiedTLS(dsn string) string {
 // separated: see failover.go.
 //
 // On a MariaDB Galera node (wsrep_on) the store is a cluster store: its
-// reads, UPDATEs and DELETEs are causal (wsrep_sync_wait=3: the node first
-// applies what the cluster had committed when the statement came); in a sale's transaction
-// only the claim is (the statements after it read what it locked), and
-// every sale's commit is confirmed by reading its orders back before the
-// buyer hears of it (see tx.commit). Where a goods' sales may
-// reach different nodes the shop hands the lock on after the commit
-// (OneWriter).
+// reads, UPDATEs and DELETEs are causal (wsrep_sync_wait=3: the node
+// first applies what the cluster had committed when the statement came);
+// in a sale's transaction only the claim is (the statements after it read
+// what it locked), and every sale's commit is confirmed by reading its
+// orders back before the buyer hears of it (see tx.commit). Where a
+// goods' sales may reach different nodes the shop hands the lock on after
+// the commit (OneWriter).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	dsn, addrs := splitAddrs(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
@@ -177,10 +177,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	var pool *sql.DB
 	if cluster && fo != nil { // a node out of the Primary Component is passed over (primaryconn.go)
 		fo.ready = readiness{ready: nodeReady(cfg)}
-		pool = sql.OpenDB(primaryConnector{Connector: connector, fo: fo, refused: func() {
-			pool.SetMaxIdleConns(0) // closes the idle ones, most of them on the node refused
-			pool.SetMaxIdleConns(opts.MaxIdleConns)
-		}})
+		pool = sql.OpenDB(primaryConnector{Connector: connector, fo: fo, pool: func() (*sql.DB, int) { return pool, opts.MaxIdleConns }})
 	} else {
 		pool = sql.OpenDB(connector)
 	}
