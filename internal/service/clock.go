@@ -81,7 +81,7 @@ func (c *Clock) agedBound() time.Duration {
 // It returns the estimate in use after it, and its error; an error when no
 // read succeeded.
 func (c *Clock) Measure(ctx context.Context, read func(context.Context) (time.Time, error)) (offset, bound time.Duration, err error) {
-	var best time.Duration = -1
+	read1 := false // a read succeeded
 	for range clockSamples {
 		sent := time.Now()
 		db, rerr := read(ctx)
@@ -90,12 +90,11 @@ func (c *Clock) Measure(ctx context.Context, read func(context.Context) (time.Ti
 			break
 		}
 		rtt := time.Since(sent)
-		if best < 0 || rtt/2 < bound {
-			mid := sent.Add(rtt / 2).Add(c.skew)
-			offset, bound, best = db.Sub(mid), rtt/2, rtt
+		if !read1 || rtt/2 < bound {
+			offset, bound, read1 = db.Sub(sent.Add(rtt/2).Add(c.skew)), rtt/2, true
 		}
 	}
-	if best < 0 {
+	if !read1 {
 		return 0, 0, err
 	}
 	c.mu.Lock()
