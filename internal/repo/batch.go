@@ -273,7 +273,7 @@ func (c claimedRows) wrote(updated int64, writes []stockWrite) error {
 // without a row is missing from the answer.
 func (s *Store) claimGoods(ctx context.Context, t *tx, goodsNos []int32, fence int64) (map[int32]goodsStock, error) {
 	if len(goodsNos) == 1 {
-		read, err := t.claim(ctx, s.claimStmt, goodsNos[0], fence)
+		read, err := t.claim(ctx, goodsNos[0], fence)
 		return claimedOne(goodsNos[0], read, err)
 	}
 	claimed, err := s.lockGoods(ctx, t, goodsNos)

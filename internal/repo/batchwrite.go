@@ -129,7 +129,7 @@ func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goo
 	q = append(q, "; "...)
 	var ids []uint32
 	if len(goodsNos) == 1 {
-		q = append(q, s.claimStmt...)
+		q = append(q, claimSQL...)
 		args = append(args, goodsNos[0])
 	} else {
 		var stmt string

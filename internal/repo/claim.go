@@ -16,10 +16,11 @@ import (
 // transaction ends, and the sale writes the token into the fence with the
 // stock, so no older holder can write after it.
 //
-// stmt is Store.claimStmt. The claim is a sale's first statement: it goes
-// in one packet with START TRANSACTION (see tx.query).
-func (t *tx) claim(ctx context.Context, stmt string, goodsNo int32, fence int64) (goodsStock, error) {
-	rows, err := t.query(ctx, stmt, goodsNo)
+// The claim is a sale's first statement: it goes in one packet with START
+// TRANSACTION (see tx.query), which on a cluster makes it see every commit
+// before it (see Store.beginSQL).
+func (t *tx) claim(ctx context.Context, goodsNo int32, fence int64) (goodsStock, error) {
+	rows, err := t.query(ctx, claimSQL, goodsNo)
 	if err != nil {
 		return goodsStock{}, err
 	}
@@ -102,15 +103,20 @@ const claimManySQL = "SELECT " + claimColumns + " FROM goods_stock " +
 const claimRowsSQL = "SELECT " + claimColumns + " FROM goods_stock " +
 	"FORCE INDEX (PRIMARY) WHERE id IN (%s) ORDER BY id FOR UPDATE"
 
-// causal makes a statement a causal read on a cluster: the node first
-// applies every write-set the cluster had committed when it came. The
-// claim is one, so that the next lock holder, on any node, reads the
-// previous holder's commit.
-func (s *Store) causal(stmt string) string {
+// beginSQL begins a sale's transaction. On a cluster it is a causal read:
+// the node first applies every write-set the cluster had committed when it
+// came, so that the claim that follows, on any node, reads the previous
+// lock holder's commit (and a stock reset through another node). The wait
+// must be on the START TRANSACTION: MariaDB makes none for a statement
+// inside a transaction already begun (wsrep_must_sync_wait checks
+// in_active_multi_stmt_transaction), so a causal SELECT after it is an
+// ordinary one. A session's wsrep_sync_wait stays 0 in the sale pools,
+// the writes that follow the claim needing no wait of their own.
+func (s *Store) beginSQL() string {
 	if !s.cluster {
-		return stmt
+		return "START TRANSACTION"
 	}
-	return "SET STATEMENT wsrep_sync_wait=1 FOR " + stmt
+	return "SET STATEMENT wsrep_sync_wait=1 FOR START TRANSACTION"
 }
 
 // claimedStock is the condition of a claimed row's write: the row as the

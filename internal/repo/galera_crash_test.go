@@ -230,7 +230,7 @@ func crashedSale(t *testing.T, c *e2e.GaleraCluster, tag string, fault func(t *t
 	if fault != nil {
 		t.Logf("%s: the longest time without a 200 from the fault to the crash (or to the bound of sales): %v", tag, longestStall(rec.Ops(), faultFrom, faultTo).Round(time.Millisecond))
 	}
-	check := history.Check(rec.Ops(), map[int32]int32{1: stock}, final, time.Minute, "")
+	check := history.Check(rec.Ops(), map[int32]int32{1: stock}, final, time.Minute, historyDir(t))
 	t.Logf("%s: crashed within %v; %d purchases and %d payments answered 200, lost %d and %d; %d payments failed (the first: %v); history of %d operations legal %v (checked in %v)\n%s",
 		tag, spread.Round(time.Microsecond), o.acked, o.paidAcked, o.lostBuys, o.lostPays, payErrs.Load(), firstPayErr.Load(), check.Ops, check.Legal, check.Took.Round(time.Millisecond), report)
 	if check.Legal != (o.lostBuys == 0 && o.lostPays == 0) {

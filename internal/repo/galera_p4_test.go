@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,9 +99,9 @@ func TestGaleraPaymentRacingTheSweeperOnAnotherNode(t *testing.T) {
 				t.Errorf("round %d: order %d is %s; paid %v, expired %v", round, r.ID, r.Status, paid[r.ID], expired[r.ID])
 			}
 		}
-		report := history.Check(rec.Ops(), map[int32]int32{1: orders}, final, time.Minute, "")
+		report := history.Check(rec.Ops(), map[int32]int32{1: orders}, final, time.Minute, historyDir(t))
 		if !report.Legal {
-			t.Errorf("round %d: the history is not the shop's: %q", round, report.Problems)
+			t.Errorf("round %d: the history is not the shop's: %q; porcupine's view: %v", round, report.Problems, report.HTML)
 		}
 		t.Logf("round %d: %d paid, %d expired; history of %d operations legal %v (checked in %v)", round, len(paid), len(expired),
 			report.Ops, report.Legal, report.Took.Round(time.Millisecond))
@@ -168,11 +169,17 @@ func recordPay(rec *history.Recorder, client int, order uint64, call time.Time, 
 // checkHistory checks rec against the final rows read through dsn.
 func checkHistory(t *testing.T, rec *history.Recorder, stock int32, dsn string) {
 	t.Helper()
-	report := history.Check(rec.Ops(), map[int32]int32{1: stock}, finalRows(t, dsn), time.Minute, "")
+	report := history.Check(rec.Ops(), map[int32]int32{1: stock}, finalRows(t, dsn), time.Minute, historyDir(t))
 	if !report.Legal {
-		t.Errorf("the history is not the shop's: %q", report.Problems)
+		t.Errorf("the history is not the shop's: %q; porcupine's view: %v", report.Problems, report.HTML)
 	}
 	t.Logf("history of %d operations legal %v (checked in %v)", report.Ops, report.Legal, report.Took.Round(time.Millisecond))
+}
+
+// historyDir is where a failing history's porcupine visualisation goes:
+// out/history/ under the project's root, named by the test.
+func historyDir(t *testing.T) string {
+	return e2e.InRoot(t, "out/history/"+strings.ReplaceAll(t.Name(), "/", "_"))
 }
 
 // finalRows reads the stock and every order through dsn, after the node
@@ -243,9 +250,9 @@ func checkReads(t *testing.T, buyer, reader *repo.Store, finalDSN string) {
 		})
 	}
 	wg.Wait()
-	report := history.Check(rec.Ops(), map[int32]int32{1: stock}, finalRows(t, finalDSN), time.Minute, "")
+	report := history.Check(rec.Ops(), map[int32]int32{1: stock}, finalRows(t, finalDSN), time.Minute, historyDir(t))
 	if !report.Legal {
-		t.Errorf("reads through the other node: %q", report.Problems)
+		t.Errorf("reads through the other node: %q; porcupine's view: %v", report.Problems, report.HTML)
 	}
 	t.Logf("history of %d operations legal %v (checked in %v)", report.Ops, report.Legal, report.Took.Round(time.Millisecond))
 }

@@ -32,9 +32,9 @@ func (s *Store) lockGoods(ctx context.Context, t *tx, goodsNos []int32) (map[int
 // order), else through the goods index (claimManySQL; ids nil).
 func (s *Store) lockGoodsSQL(goodsNos []int32) (stmt string, ids []uint32) {
 	if ids, ok := s.rowIDs.lookup(goodsNos); ok {
-		return s.causal(fmt.Sprintf(claimRowsSQL, appendList(nil, ids))), ids
+		return fmt.Sprintf(claimRowsSQL, appendList(nil, ids)), ids
 	}
-	return s.causal(fmt.Sprintf(claimManySQL, appendList(nil, goodsNos))), nil
+	return fmt.Sprintf(claimManySQL, appendList(nil, goodsNos)), nil
 }
 
 // lockedGoods reads the answer of lockGoodsSQL's statement (ids its ids),
@@ -72,7 +72,7 @@ func (s *Store) lockedGoods(ctx context.Context, t *tx, res *sql.Rows, goodsNos 
 
 // lockGoodsByNumber is lockGoods through the goods index.
 func (s *Store) lockGoodsByNumber(ctx context.Context, t *tx, goodsNos []int32) (map[int32]goodsStock, error) {
-	rows, err := t.query(ctx, s.causal(fmt.Sprintf(claimManySQL, appendList(nil, goodsNos))))
+	rows, err := t.query(ctx, fmt.Sprintf(claimManySQL, appendList(nil, goodsNos)))
 	if err != nil {
 		return nil, err
 	}

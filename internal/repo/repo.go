@@ -74,7 +74,6 @@ type Store struct {
 	sales     []salePool // the sale transactions', one per writer node (see salesFor)
 	cluster   bool       // a Galera node (wsrep_on): see Open
 	returning bool       // MariaDB 10.5 or later: INSERT ... RETURNING (see writeBatch)
-	claimStmt string     // the claim's statement (see causal)
 	rowIDs    *rowIDs    // the rows of the goods claimed (see lockGoods)
 	now       func() time.Time
 }
@@ -215,7 +214,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	multi := cfg.Clone()
 	multi.MultiStatements = true
 	if cluster {
-		multi.Params["wsrep_sync_wait"] = "0" // the claim asks for its own (causal)
+		multi.Params["wsrep_sync_wait"] = "0" // the transaction begins causal (beginSQL)
 	}
 	writers, fos := []*mysql.Config{multi}, []*failover{nil}
 	if cluster && fo != nil {
@@ -229,7 +228,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		}
 		s.sales = append(s.sales, sp)
 	}
-	s.claimStmt = s.causal(claimSQL)
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("repo: mysql at %s: %w", cfg.Addr, err)

@@ -47,7 +47,7 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order, decide service.Decide, guard func() error) error {
 	row := newOrderRow(order, time.Time{})
 	err := s.inTx(ctx, s.salesFor(goodsNo), func(t *tx) error {
-		read, err := t.claim(ctx, s.claimStmt, goodsNo, fence)
+		read, err := t.claim(ctx, goodsNo, fence)
 		if err != nil {
 			return err
 		}

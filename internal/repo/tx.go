@@ -45,6 +45,7 @@ const saleTimeout = 5 * time.Second
 type tx struct {
 	conn   *sql.Conn
 	gorm   *gorm.DB // a session on conn
+	begin  string   // the statement that begins it (Store.beginSQL)
 	open   bool     // START TRANSACTION went out: the end rolls back or commits
 	orders []uint64 // the orders written (wrote), confirmed with the commit
 	// committing: the COMMIT went out in the packet of the last writes
@@ -71,7 +72,7 @@ func (s *Store) inTx(ctx context.Context, sp salePool, fn func(t *tx) error) err
 			return fmt.Errorf("repo: a GORM connection is a %T, not a *sql.Conn", conn.Statement.ConnPool)
 		}
 		// A new session: each statement builds its own clauses.
-		t := &tx{conn: c, gorm: conn.Session(&gorm.Session{NewDB: true})}
+		t := &tx{conn: c, gorm: conn.Session(&gorm.Session{NewDB: true}), begin: s.beginSQL()}
 		defer t.endFinal()
 		if err := fn(t); err != nil {
 			if notPrimary(err) {
@@ -115,7 +116,7 @@ func (t *tx) query(ctx context.Context, stmts string, args ...any) (*sql.Rows, e
 		ctx = fctx
 	}
 	if !t.open {
-		stmts = "START TRANSACTION; " + stmts
+		stmts = t.begin + "; " + stmts
 		t.open = true
 	}
 	return t.conn.QueryContext(ctx, stmts, args...)
@@ -151,7 +152,7 @@ func (t *tx) endFinal() {
 func (t *tx) db(ctx context.Context) (*gorm.DB, error) {
 	if !t.open {
 		t.open = true // a failed START TRANSACTION is rolled back: harmless
-		if _, err := t.conn.ExecContext(ctx, "START TRANSACTION"); err != nil {
+		if _, err := t.conn.ExecContext(ctx, t.begin); err != nil {
 			return nil, err
 		}
 	}
