@@ -114,11 +114,7 @@ func (s *Store) Grant(ctx context.Context, lease int64, held map[int32]service.A
 			a := after[no]
 			a.Granted += n
 			after[no] = a
-			q = append(q, "UPDATE goods_stock SET stock = stock - "...)
-			q = strconv.AppendInt(q, int64(n), 10)
-			q = append(q, " WHERE id = "...)
-			q = strconv.AppendUint(q, uint64(row.ID), 10)
-			q = append(q, inTxOnly+"; "...)
+			q = append(appendTake(q, row.ID, n), "; "...)
 		}
 		if short {
 			if err := s.pending(ctx, t, lease, out); err != nil {
@@ -153,7 +149,7 @@ func (s *Store) ReturnAllotted(ctx context.Context, lease int64, held map[int32]
 			} else {
 				after[no] = a
 			}
-			q = appendPutBack(q, no, back[no])
+			q = append(appendPutBack(q, no, back[no]), "; "...)
 		}
 		q = append(q, leaseWriteSQL...)
 		return t.writeLease(ctx, string(q), lease, encodeAllotted(after))
@@ -193,7 +189,7 @@ func (s *Store) CloseLease(ctx context.Context, lease int64) (putBack int64, clo
 		var q []byte
 		for _, no := range goodsNos {
 			if n := held[no].Granted - held[no].Sold; n > 0 {
-				q = appendPutBack(q, no, n)
+				q = append(appendPutBack(q, no, n), "; "...)
 				putBack += int64(n)
 			}
 		}
@@ -210,16 +206,6 @@ func (s *Store) CloseLease(ctx context.Context, lease int64) (putBack int64, clo
 		return res.Close()
 	})
 	return putBack, closed, err
-}
-
-// appendPutBack appends the statement that puts n pieces of goodsNo back
-// into its first row. Integers only, formatted here.
-func appendPutBack(q []byte, goodsNo int32, n int32) []byte {
-	q = append(q, "UPDATE goods_stock SET stock = stock + "...)
-	q = strconv.AppendInt(q, int64(n), 10)
-	q = append(q, " WHERE goods_no = "...)
-	q = strconv.AppendInt(q, int64(goodsNo), 10)
-	return append(q, inTxOnly+" ORDER BY id LIMIT 1; "...)
 }
 
 // pending fills g.Pending and g.Holders: for each goods of g whose row is

@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -301,76 +300,4 @@ func keptRows(orders []*service.Order, inserted []orderInfo, chosen []*service.O
 		}
 	}
 	return rows, drop, fresh
-}
-
-// appendWriteClaimed appends the UPDATE of writeBatch for claimed rows. On
-// a cluster each goods row is written only if it is still as the claim read
-// it (claimedStock, for every row at once); on one server the claim's row
-// locks make that so. Either way a row's stock is what the claim read, so
-// the UPDATE takes from it what the batch sold (stock - n) rather than
-// naming each row's new stock: a batch mostly sells one piece of each of
-// its goods, or the same few of each, so that is one IN list per amount
-// taken, not a CASE that MariaDB compares every row's id with one WHEN after
-// another (65 rows: 60-90 us of the server's CPU less on this machine). The
-// UPDATE names the primary key: on a small table the optimizer would
-// otherwise scan, and lock, every row. Integers only, formatted here: no
-// placeholder to interpolate.
-func (s *Store) appendWriteClaimed(q []byte, writes []stockWrite, fence int64) []byte {
-	// The rows by the amount taken from them, in the order the amounts
-	// first come; the most common amount last: it is the CASE's ELSE.
-	var amounts []int64
-	rows := map[int64][]uint32{}
-	for _, w := range writes {
-		n := int64(*w.read.Stock) - int64(w.stock)
-		if rows[n] == nil {
-			amounts = append(amounts, n)
-		}
-		rows[n] = append(rows[n], w.read.ID)
-	}
-	slices.SortStableFunc(amounts, func(a, b int64) int { return len(rows[a]) - len(rows[b]) })
-	q = append(q, "UPDATE goods_stock FORCE INDEX (PRIMARY) SET stock = stock - "...)
-	last := amounts[len(amounts)-1]
-	if len(amounts) > 1 {
-		q = append(q, "CASE"...)
-		for _, n := range amounts[:len(amounts)-1] {
-			q = append(q, " WHEN id IN ("...)
-			q = appendList(q, rows[n])
-			q = append(q, ") THEN "...)
-			q = strconv.AppendInt(q, n, 10)
-		}
-		q = append(q, " ELSE "...)
-	}
-	q = strconv.AppendInt(q, last, 10)
-	if len(amounts) > 1 {
-		q = append(q, " END"...)
-	}
-	q = append(q, ", fence = "...)
-	q = strconv.AppendInt(q, fence, 10)
-	q = append(q, " WHERE id IN ("...)
-	for i, w := range writes {
-		if i > 0 {
-			q = append(q, ',')
-		}
-		q = strconv.AppendUint(q, uint64(w.read.ID), 10)
-	}
-	q = append(q, ')')
-	if s.cluster {
-		// A claimed row's stock is never NULL here: a goods without stock
-		// sells nothing.
-		q = append(q, " AND (id, stock, fence) IN ("...)
-		for i, w := range writes {
-			if i > 0 {
-				q = append(q, ',')
-			}
-			q = append(q, '(')
-			q = strconv.AppendUint(q, uint64(w.read.ID), 10)
-			q = append(q, ',')
-			q = strconv.AppendInt(q, int64(*w.read.Stock), 10)
-			q = append(q, ',')
-			q = strconv.AppendInt(q, w.read.Fence, 10)
-			q = append(q, ')')
-		}
-		q = append(q, ')')
-	}
-	return append(q, inTxOnly...)
 }

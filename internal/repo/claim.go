@@ -119,18 +119,6 @@ func (s *Store) beginSQL() string {
 	return "SET STATEMENT wsrep_sync_wait=1 FOR START TRANSACTION"
 }
 
-// claimedStock is the condition of a claimed row's write: the row as the
-// claim read it. Under the claim's row lock it always holds on one server;
-// on a Galera cluster, where a read can miss a commit of another node, it
-// makes a sale on a stale read write nothing (service.ErrConflict) instead
-// of overwriting that commit.
-const claimedStock = "id = ? AND stock <=> ? AND fence = ?"
-
-// writeClaimedSQL is the one write of a claimed row: its stock and the
-// lock's token as its fence, if the row is still as the claim read it
-// (arguments: stock, fence, then the row's id, stock and fence as read).
-const writeClaimedSQL = "UPDATE goods_stock SET stock = ?, fence = ? WHERE " + claimedStock
-
 // changedSinceClaim is the error of a claimed row's write that found the
 // row changed.
 func changedSinceClaim(read goodsStock) error {

@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 )
@@ -35,7 +34,11 @@ func TestPacketWritesOutsideATransactionWriteNothing(t *testing.T) {
 		stmt string
 		args []any
 	}{
-		{"a put back", strings.TrimSuffix(string(appendPutBack(nil, 1, 5)), "; "), nil},
+		{"a put back", string(appendPutBack(nil, 1, 5)), nil},
+		{"a grant's take", string(appendTake(nil, g.ID, 5)), nil},
+		{"a seed sale's stock write", writeClaimedSQL, []any{99, 7, g.ID, 100, 0}},
+		{"an atomic sale's decrement", takeOneSQL, []any{1, time.Now().UTC(), time.Now().UTC()}},
+		{"a sale without a lock's stock write", setStockSQL, []any{99, g.ID}},
 		{"a grant's or a return's lease write", leaseWrite, []any{"1:5:0", lease}},
 		{"a batch's stock write", string(s.appendWriteClaimed(nil, []stockWrite{{read: claimed, stock: 99}}, 7)), nil},
 		{"an allot batch's lease write", string(stmtOf(leaseRows{s: s, lease: lease}.write(nil, nil, []stockWrite{{read: claimed, stock: 99}}))), []any{"1:5:1", lease}},

@@ -205,8 +205,7 @@ func (s *Store) ExpireOrders(ctx context.Context, placedBefore, now time.Time, l
 		// the rows): two transactions that lock rows in opposite orders
 		// deadlock, and InnoDB rolls one of them back.
 		for _, goodsNo := range slices.Sorted(maps.Keys(perGoods)) {
-			// The row a purchase sells from: the first by id.
-			err := tx.Exec("UPDATE goods_stock SET stock = stock + ? WHERE goods_no = ? ORDER BY id LIMIT 1", perGoods[goodsNo], goodsNo).Error
+			err := tx.Exec(string(appendPutBack(nil, goodsNo, int32(perGoods[goodsNo])))).Error
 			if err != nil {
 				return err
 			}

@@ -7,25 +7,19 @@ import (
 	"slices"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
 // Sell sets the stock of row g.ID and inserts the order in one transaction:
-// the purchase without a lock.
+// the purchase without a lock. ErrPurchaseFailed when the row is gone.
 func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *service.Order) error {
 	row := newOrderRow(order, s.now().UTC())
 	err := s.inTx(ctx, s.salesFor(g.GoodsNo), func(t *tx) error {
-		db, err := t.db(ctx)
-		if err != nil {
-			return err
+		updated, err := t.writeOrder(ctx, &row, setStockSQL, stock, g.ID)
+		if err == nil && updated == 0 {
+			return service.ErrPurchaseFailed
 		}
-		if err := writeSale(db, g.ID, stock, &row); err != nil {
-			return err
-		}
-		t.wrote(row.ID)
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
@@ -60,8 +54,12 @@ func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, orde
 			return fmt.Errorf("%w: the sale's decision did not sell to its order", service.ErrPurchaseFailed)
 		}
 		row.CreatedAt = s.now().UTC()
-		if err := t.sell(ctx, read, g.Stock-1, fence, &row); err != nil {
+		updated, err := t.writeOrder(ctx, &row, writeClaimedSQL, g.Stock-1, fence, read.ID, read.Stock, read.Fence)
+		if err != nil {
 			return err
+		}
+		if updated == 0 {
+			return changedSinceClaim(read)
 		}
 		return guard()
 	})
@@ -95,56 +93,30 @@ func (s *Store) lockedOrder(ctx context.Context, where string, args ...any) (ser
 	return rows[0].order(), true, nil
 }
 
-// writeSale sets the stock of row id and inserts the order row: the order
-// first, so that the row lock, if this statement takes it, is held from the
-// stock's update to the commit only. ErrPurchaseFailed when the row is
-// gone. (The unlocked purchase's: a sale under a lock writes through
-// tx.sell, with its fence.)
-func writeSale(tx *gorm.DB, id uint32, stock int32, order *orderInfo) error {
-	if err := tx.Create(order).Error; err != nil {
-		return err
-	}
-	res := tx.Model(&goodsStock{}).Where("id = ?", id).Update("stock", stock)
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return service.ErrPurchaseFailed
-	}
-	return nil
-}
-
 // SellAtomic is the purchase with the database as the lock: it inserts the
 // order, then decrements the stock of order.GoodsNo where it is above zero
 // (the first such row by id), in one transaction. The order comes first so
 // that the hot row is locked only from its update to the commit.
 func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
-	row := newOrderRow(order, s.now().UTC())
+	now := s.now().UTC()
+	row := newOrderRow(order, now)
 	err := s.inTx(ctx, s.salesFor(order.GoodsNo), func(t *tx) error {
+		updated, err := t.writeOrder(ctx, &row, takeOneSQL, order.GoodsNo, now, now)
+		if err != nil || updated > 0 {
+			return err
+		}
 		db, err := t.db(ctx)
 		if err != nil {
 			return err
 		}
-		if err := db.Create(&row).Error; err != nil {
+		g, err := goods(db, order.GoodsNo)
+		if err != nil {
+			return err // no such goods
+		}
+		if err := g.OpenAt(now); err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		res := db.Exec(atomicSQL, order.GoodsNo, now, now)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			g, err := goods(db, order.GoodsNo)
-			if err != nil {
-				return err // no such goods
-			}
-			if err := g.OpenAt(now); err != nil {
-				return err
-			}
-			return service.ErrSoldOut
-		}
-		t.wrote(row.ID)
-		return nil
+		return service.ErrSoldOut
 	})
 	if err != nil {
 		return err
@@ -153,48 +125,43 @@ func (s *Store) SellAtomic(ctx context.Context, order *service.Order) error {
 	return nil
 }
 
-// atomicSQL is the atomic purchase's decrement: the first row of the goods,
-// if it has stock and its sale window is open at the time given twice.
-const atomicSQL = "UPDATE goods_stock SET stock = stock - 1 WHERE goods_no = ? AND stock > 0 " +
-	"AND (sale_start IS NULL OR sale_start <= ?) AND (sale_end IS NULL OR sale_end > ?) ORDER BY id LIMIT 1"
-
 // ActiveOrderOfBuyer reads the order of goodsNo that userID holds under the
 // one-per-buyer rule (not expired), if there is one.
 func (s *Store) ActiveOrderOfBuyer(ctx context.Context, goodsNo int32, userID string) (order service.Order, found bool, err error) {
 	return s.lockedOrder(ctx, "goods_no = ? AND active_buyer = ?", goodsNo, userID)
 }
 
-// sell inserts order and sets the stock of the claimed row read with the
-// fence, if the row is as the claim read it (claimedStock), in one round
-// trip, and sets order.ID.
-func (t *tx) sell(ctx context.Context, read goodsStock, stock int32, fence int64, order *orderInfo) error {
-	rows, err := t.query(ctx, insertOrderSQL+orderValuesSQL+"; "+writeClaimedSQL+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
-		append(order.appendInsertArgs(make([]any, 0, 11)), stock, fence, read.ID, read.Stock, read.Fence)...)
+// writeOrder inserts the order row and runs the stock's write that goes
+// with it (stockSQL, one of stockwrite.go's, with its arguments) in one
+// packet, one round trip; it sets row.ID and returns how many rows the
+// stock's write changed. Every sale of one order writes so; a batch writes
+// its orders and stocks in writeBatch. The INSERT goes first: the row lock
+// the write takes is then held from the write to the commit only, and the
+// write, after another statement in the packet, carries inTxOnly.
+func (t *tx) writeOrder(ctx context.Context, row *orderInfo, stockSQL string, stockArgs ...any) (updated int64, err error) {
+	rows, err := t.query(ctx, insertOrderSQL+orderValuesSQL+"; "+stockSQL+"; SELECT LAST_INSERT_ID(), ROW_COUNT(), @@in_transaction",
+		append(row.appendInsertArgs(make([]any, 0, 6+len(stockArgs))), stockArgs...)...)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rows.Close()
 	var orderID uint64
-	var updated int64
 	var inTxn bool
 	if !rows.Next() {
-		return errors.Join(errors.New("repo: no answer to the sale's last statement"), rows.Err())
+		return 0, errors.Join(errors.New("repo: no answer to the sale's last statement"), rows.Err())
 	}
 	if err := rows.Scan(&orderID, &updated, &inTxn); err != nil {
-		return err
+		return 0, err
 	}
 	if err := rows.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	if !inTxn {
-		return abortedUnawares()
+		return 0, abortedUnawares()
 	}
-	if updated == 0 {
-		return changedSinceClaim(read)
-	}
-	order.ID = orderID
+	row.ID = orderID
 	t.wrote(orderID)
-	return nil
+	return updated, nil
 }
 
 // OrdersOfGoods reads the orders of goodsNo, at most limit of them;
