@@ -195,7 +195,7 @@ to buyers who had gone. It says so when it could not keep the rate.
 					return usageError("--rate %g for --duration %v schedules no request", o.Rate, o.Duration)
 				}
 				if !cmd.Flags().Changed("timeout") {
-					o.Timeout = 5 * time.Second // a buyer's patience, not a tool's safety net
+					o.Timeout = loadgen.DefaultOpenTimeout // a buyer's patience, not a tool's safety net
 				}
 				if o.Label == "" {
 					o.Label = openLabel(o)
@@ -261,11 +261,11 @@ to buyers who had gone. It says so when it could not keep the rate.
 	fs.IntVar(&o.Buyers, "buyers", 0, "distinct buyer ids (X-User-ID buyer-N, request i is buyer i mod N); more requests than buyers means repeat tries; 0: anonymous")
 	fs.DurationVar(&o.Ramp, "ramp", 0, "spread the purchases over this long, purchase i due at RAMP*i/requests, however fast the answers come; once every goods answered sold out the rest go at once (throughput counts from the first request to the last answer)")
 	fs.DurationVar(&o.Patience, "patience", time.Minute, "a buyer told to come back (503 queued or busy, 429, with Retry-After) comes back as told, with its place in the shop's waiting room (X-Place), for up to this long from its first request; 0: it takes the first answer")
-	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "per-request timeout (with --rate: 5s, a buyer's patience from its due time)")
+	fs.DurationVar(&o.Timeout, "timeout", loadgen.DefaultClosedTimeout, "per-request timeout (with --rate: "+loadgen.DefaultOpenTimeout.String()+", a buyer's patience from its due time)")
 	fs.Float64Var(&o.Rate, "rate", 0, "open loop: purchases arrive at this many a second whatever the answers' pace (latency from each one's due time); 0: a closed loop of --concurrency buyers")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "open loop: how long purchases arrive")
 	fs.DurationVar(&o.RampUp, "ramp-up", 0, "open loop: the rate grows from 0 to --rate over this long first (a spike: 1s)")
-	fs.IntVar(&o.Connections, "connections", 2000, "open loop: keep-alive connections (a purchase due while all are busy waits, and its wait counts)")
+	fs.IntVar(&o.Connections, "connections", loadgen.DefaultConnections, "open loop: keep-alive connections (a purchase due while all are busy waits, and its wait counts)")
 	fs.BoolVar(&o.SendTimeout, "send-timeout", true, "open loop: send X-Request-Timeout-Ms, so that the shop sells nothing to a buyer past its --timeout")
 	fs.DurationVar(&o.MaxDuration, "max-duration", 10*time.Minute, "stop the whole run after this long")
 	fs.DurationVar(&o.Sample, "sample", 100*time.Millisecond, "how often to read the stock for the chart")

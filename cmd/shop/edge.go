@@ -1,15 +1,25 @@
 package main
 
 import (
+	"net"
 	"net/netip"
 	"syscall"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/auth"
+	"github.com/seckill-zk/seckill-zk/internal/handler"
+	"github.com/seckill-zk/seckill-zk/internal/limit"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
-// The HTTP edge's limits from the configuration: connections, timeouts, the
-// proxies trusted to name the client.
+// The HTTP edge from the configuration: its limits (connections, timeouts,
+// the proxies trusted to name the client) and who may do what (the
+// buyers' tokens, the purchase limits).
+
+// writeMargin is what server.writeTimeout 0 adds to the wait for the lock
+// and the demo's sleep: finding out a cut-off commit's outcome, and room
+// for the transaction (the setting's usage names it).
+const writeMargin = service.DefaultOutcomeTimeout + 30*time.Second
 
 // limits are the HTTP server's bounds, derived where configured as 0.
 type limits struct {
@@ -27,7 +37,7 @@ type limits struct {
 func httpLimits(cfg Config) limits {
 	l := limits{write: cfg.Server.WriteTimeout, connections: cfg.Server.MaxConnections}
 	if l.write == 0 {
-		l.write = cfg.Purchase.AcquireTimeout + cfg.Demo.MaxSleep + service.DefaultOutcomeTimeout + 30*time.Second
+		l.write = cfg.Purchase.AcquireTimeout + cfg.Demo.MaxSleep + writeMargin
 	}
 	if l.connections == 0 {
 		var rl syscall.Rlimit
@@ -64,4 +74,38 @@ func trusted(proxies []string) func(netip.Addr) bool {
 		}
 		return false
 	}
+}
+
+// who sets up who may do what: the verifier of buyers' tokens (auth.mode
+// jwt) and the purchase limits per buyer and per client address.
+func who(cfg Config, s *handler.Services) error {
+	if cfg.Auth.Mode == "jwt" {
+		opts := auth.Options{Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, ValidBuyer: handler.ValidID}
+		var err error
+		if cfg.Auth.HMACSecretFile != "" {
+			opts.HMACSecret, err = auth.ReadSecret(cfg.Auth.HMACSecretFile)
+		} else {
+			opts.PublicKey, err = auth.ReadPublicKey(cfg.Auth.PublicKeyFile)
+		}
+		if err != nil {
+			return err
+		}
+		if s.Auth, err = auth.NewJWT(opts); err != nil {
+			return err
+		}
+	}
+	if cfg.Limits.Buyer.Rate > 0 {
+		s.BuyerLimit = limit.New(cfg.Limits.Buyer)
+	}
+	if cfg.Limits.Client.Rate > 0 {
+		s.ClientLimit = limit.New(cfg.Limits.Client)
+	}
+	return nil
+}
+
+// loopback reports whether addr is a loopback address (only this machine
+// reaches it).
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -69,7 +69,7 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Server.ShutdownTimeout = p.duration(k, false) }},
 	{"server.readTimeout", kDuration, "15s", "longest time to read a request, headers and body",
 		func(p *parser, k string, c *Config) { c.Server.ReadTimeout = p.duration(k, false) }},
-	{"server.writeTimeout", kDuration, "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + 40s",
+	{"server.writeTimeout", kDuration, "0s", "longest time from a request's headers to the end of its answer; 0: lock.acquireTimeout + demo.maxSleep + " + writeMargin.String(),
 		func(p *parser, k string, c *Config) { c.Server.WriteTimeout = p.duration(k, true) }},
 	{"server.idleTimeout", kDuration, "60s", "a keep-alive connection idle this long is closed",
 		func(p *parser, k string, c *Config) { c.Server.IdleTimeout = p.duration(k, false) }},

@@ -310,3 +310,36 @@ func storeFor(cmd *cobra.Command, load func(*cobra.Command) (Config, *slog.Logge
 	}
 	return openStore(cmd.Context(), cfg, nil)
 }
+
+// parseSaleTime reads a sale window bound: "" leaves it as it is (nil),
+// "none" opens it (the zero time), else RFC 3339 or +DURATION from now.
+func parseSaleTime(v string, now time.Time) (*time.Time, error) {
+	switch {
+	case v == "":
+		return nil, nil
+	case v == "none":
+		return &time.Time{}, nil
+	case strings.HasPrefix(v, "+"):
+		d, err := time.ParseDuration(v[1:])
+		if err != nil {
+			return nil, fmt.Errorf("%q is not +DURATION (+30s, +2h): %w", v, err)
+		}
+		t := now.Add(d)
+		return &t, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not an RFC 3339 time (2026-11-23T10:00:00+08:00), +DURATION or none", v)
+	}
+	return &t, nil
+}
+
+func fmtWindow(t *time.Time) string {
+	switch {
+	case t == nil:
+		return "unchanged"
+	case t.IsZero():
+		return "open"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

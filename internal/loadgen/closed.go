@@ -21,7 +21,7 @@ type ClosedOptions struct {
 	// before Ramp·i/Requests after the start, unless the run is over (see
 	// OnAnswer).
 	Ramp time.Duration
-	// Timeout bounds each exchange; 0: 5 minutes.
+	// Timeout bounds each exchange; 0: DefaultClosedTimeout.
 	Timeout time.Duration
 	// Request is request i's method, path and header pairs (name, value,
 	// ...); nil: a purchase of goods 1.
@@ -51,7 +51,7 @@ type ClosedResult struct {
 // Closed runs a closed loop until every request is answered or ctx ends.
 func Closed(ctx context.Context, o ClosedOptions) *ClosedResult {
 	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Minute
+		o.Timeout = DefaultClosedTimeout
 	}
 	request := o.Request
 	if request == nil {

@@ -60,10 +60,11 @@ type OpenOptions struct {
 	// Connections bounds the keep-alive connections (one worker each). A
 	// request due while every one is busy waits for one, and its latency
 	// counts that wait: it is measured from the intended send time.
-	// Default 1000.
+	// Default DefaultConnections.
 	Connections int
 	// Timeout is how long a buyer waits for an answer after its intended
-	// send time; then it closes its connection and is gone. Default 5s.
+	// send time; then it closes its connection and is gone. Default
+	// DefaultOpenTimeout.
 	Timeout time.Duration
 	// SendTimeout sends X-Request-Timeout-Ms with the time the buyer has
 	// left, so that the shop sells it nothing after that.
@@ -182,10 +183,10 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 		return nil, errors.New("loadgen: an open loop needs targets, a request, a rate and a duration")
 	}
 	if o.Connections <= 0 {
-		o.Connections = 1000
+		o.Connections = DefaultConnections
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
+		o.Timeout = DefaultOpenTimeout
 	}
 	n := o.Profile.Requests()
 	r := &OpenResult{Profile: o.Profile, Scheduled: n, ByStatus: map[int]int{}, ByCode: map[string]int{},

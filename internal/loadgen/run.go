@@ -19,6 +19,19 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/crowd"
 )
 
+// The load tools' defaults, one place for bin/loadtest's flags and the
+// engine's zero values alike.
+const (
+	// DefaultClosedTimeout bounds a closed loop's exchange: a safety net
+	// for a buyer stuck behind a lock, not a buyer's patience.
+	DefaultClosedTimeout = 5 * time.Minute
+	// DefaultOpenTimeout is an open loop's buyer's patience, from the
+	// request's due time.
+	DefaultOpenTimeout = 5 * time.Second
+	// DefaultConnections bounds an open loop's keep-alive connections.
+	DefaultConnections = 2000
+)
+
 // RunOptions is a load run of the load tester: a closed loop, or an open
 // one with Rate, and what it reads of the shop around it.
 type RunOptions struct {

@@ -20,9 +20,9 @@ const allotStock = 80
 // newAllotPair is a faultPair of allot instances on goods 1 of stock
 // allotStock. A's first buyer makes A take ten pieces into its lease and buy
 // one: nine are then A's, unsold, and the row has seventy.
-func newAllotPair(t *testing.T, env ...string) faultPair {
+func newAllotPair(t *testing.T, env ...e2e.Option) faultPair {
 	t.Helper()
-	p := newFaultPair(t, false, append([]string{"SHOP_PURCHASE_STRATEGY=allot"}, env...)...)
+	p := newFaultPair(t, false, append([]e2e.Option{e2e.WithStrategy("allot")}, env...)...)
 	p.Shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(allotStock), "--clear-orders")
 	p.first = e2e.Await(t, "A's first buyer", e2e.PurchaseAsync(p.a.URL))
 	if p.first.Status != http.StatusOK {
@@ -87,7 +87,7 @@ func TestAllotKilledOwnersStockComesBack(t *testing.T) {
 // sells them. When the worker sent the ask itself, it waited at the lock
 // for its operation's 10 s and goods 2's first buyer was not answered in 5 s.
 func TestAllotAskDoesNotStallTheSale(t *testing.T) {
-	p := newAllotPair(t, "SHOP_ALLOT_KEEP=10m", "SHOP_LOCK_ACQUIRETIMEOUT=1m")
+	p := newAllotPair(t, e2e.WithSetting("allot.keep", "10m"), e2e.WithAcquireTimeout(time.Minute))
 	p.Shop(t, "stock", "set", "--goods", "2", "--stock", "1000")
 	db, err := sql.Open("mysql", p.DSN)
 	if err != nil {
@@ -166,7 +166,7 @@ func (p faultPair) checkBSoldTheRest(t *testing.T, answers []e2e.Answer, why str
 // them: 79 200s, then sold out. Without the ask B's buyer would wait for
 // A's stock until lock.acquireTimeout (5 s here): 503 lock_timeout.
 func TestAllotAskedStockComesBack(t *testing.T) {
-	p := newAllotPair(t, "SHOP_ALLOT_KEEP=10m", "SHOP_LOCK_ACQUIRETIMEOUT=5s")
+	p := newAllotPair(t, e2e.WithSetting("allot.keep", "10m"), e2e.WithAcquireTimeout(5*time.Second))
 	p.checkBSoldTheRest(t, buyAll(t, p.b.URL, allotStock), "A gave back its nine when asked")
 }
 
@@ -180,7 +180,7 @@ func TestAllotAskedStockComesBack(t *testing.T) {
 // is set past the stop, so that A's transaction lives until its packet
 // lands.)
 func TestAllotStoppedOwnerIsFencedOff(t *testing.T) {
-	p := newAllotPair(t, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
+	p := newAllotPair(t, e2e.WithSetting("mysql.idleTransactionTimeout", "120s"))
 	batch := p.db.HoldPacket(isStatement("batches = batches + 1"), nil)
 	fromA := e2e.PurchaseAsync(p.a.URL)
 	p.heldBy(t, batch, "A's batch")
@@ -213,7 +213,7 @@ func TestAllotStoppedOwnerIsFencedOff(t *testing.T) {
 // window has ended, buyers hear ended within WindowFor (a second: allot
 // reads the held goods' rows every half of it).
 func TestAllotSaleWindow(t *testing.T) {
-	s, buy, start := windowedSale(t, "+2s", "+5s", "SHOP_PURCHASE_STRATEGY=allot")
+	s, buy, start := windowedSale(t, "+2s", "+5s", e2e.WithStrategy("allot"))
 	db, err := sql.Open("mysql", s.DSN)
 	if err != nil {
 		t.Fatal(err)

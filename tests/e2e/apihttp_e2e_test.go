@@ -24,7 +24,7 @@ func TestTheApiHttpFileRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(time.Minute))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
 	in := s.Serve(t)

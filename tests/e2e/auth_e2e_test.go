@@ -51,8 +51,8 @@ func TestWhoMayDoWhat(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := e2e.NewStack(t, "SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE="+secretFile, "SHOP_AUTH_ISSUER=https://login.example",
-		"SHOP_AUTH_AUDIENCE=seckill", "SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=debug")
+	s := e2e.NewStack(t, e2e.WithSetting("auth.mode", "jwt"), e2e.WithSetting("auth.hmacSecretFile", secretFile), e2e.WithSetting("auth.issuer", "https://login.example"),
+		e2e.WithSetting("auth.audience", "seckill"), e2e.WithStrategy("batch"), e2e.WithLogLevel("debug"))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1-2", "--stock", "1000", "--clear-orders")
 	token := func(buyer string, mutate ...func(jwt.MapClaims)) string {
@@ -70,7 +70,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 	t.Run("tokens", func(t *testing.T) {
 		// The buyer limit alone: every buyer here is one client address
 		// (loopback), which auth.mode jwt's client limit would count as one.
-		in := s.Serve(t, "SHOP_LIMITS_BUYERRATE=1", "SHOP_LIMITS_BUYERBURST=3", "SHOP_LIMITS_CLIENTRATE=0")
+		in := s.Serve(t, e2e.WithSetting("limits.buyerRate", "1"), e2e.WithSetting("limits.buyerBurst", "3"), e2e.WithSetting("limits.clientRate", "0"))
 		valid := jwt.MapClaims{"sub": "alice", "iss": "https://login.example", "aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}
 		forged, err := jwt.NewWithClaims(jwt.SigningMethodHS256, valid).SignedString([]byte(strings.Repeat("f", 48)))
 		if err != nil {
@@ -200,7 +200,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 		if err := os.WriteFile(keyFile, pemKey, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		in := s.Serve(t, "SHOP_AUTH_HMACSECRETFILE=", "SHOP_AUTH_PUBLICKEYFILE="+keyFile)
+		in := s.Serve(t, e2e.WithSetting("auth.hmacSecretFile", ""), e2e.WithSetting("auth.publicKeyFile", keyFile))
 		claims := jwt.MapClaims{"sub": "rsa-buyer", "iss": "https://login.example", "aud": "seckill", "exp": time.Now().Add(time.Hour).Unix()}
 		confused, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(pemKey)
 		if err != nil {
@@ -219,7 +219,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 	})
 
 	t.Run("many tokens from one address", func(t *testing.T) {
-		in := s.Serve(t, "SHOP_LIMITS_CLIENTRATE=0.01", "SHOP_LIMITS_CLIENTBURST=5")
+		in := s.Serve(t, e2e.WithSetting("limits.clientRate", "0.01"), e2e.WithSetting("limits.clientBurst", "5"))
 		served := 0
 		for i := range 30 {
 			a := send(t, http.MethodGet, in.URL+"/goods-stock/1", "Authorization", token(fmt.Sprint("puppet-", i)))
@@ -271,7 +271,7 @@ func TestWhoMayDoWhat(t *testing.T) {
 // and to delete the nodes it sees there. It is refused (NoAuth) every time,
 // and the sale stays exact.
 func TestZooKeeperClosedToStrangers(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_ZOOKEEPER_AUTH=digest:"+e2e.ZKDigest, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=5ms")
+	s := e2e.NewStack(t, e2e.WithSetting("zookeeper.auth", "digest:"+e2e.ZKDigest), e2e.WithStrategy("seed"), e2e.WithMaxSleep(5*time.Millisecond))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
 	in1, in2 := s.Serve(t), s.Serve(t)

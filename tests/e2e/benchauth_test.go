@@ -23,17 +23,17 @@ import (
 // authMode is one way (f) runs the shop.
 type authMode struct {
 	name string
-	env  []string
+	env  []e2e.Option
 	jwt  bool // a bearer token per buyer, else X-User-ID
 }
 
 func authModes(secretFile string) []authMode {
-	jwt := []string{"SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE=" + secretFile}
+	jwt := []e2e.Option{e2e.WithSetting("auth.mode", "jwt"), e2e.WithSetting("auth.hmacSecretFile", secretFile)}
 	return []authMode{
 		{name: "none, X-User-ID", env: nil},
-		{name: "jwt", env: append(append([]string{}, jwt...), "SHOP_LIMITS_BUYERRATE=0", "SHOP_LIMITS_CLIENTRATE=0"), jwt: true},
-		{name: "jwt and the limits", env: append(append([]string{}, jwt...), "SHOP_LIMITS_BUYERRATE=100", "SHOP_LIMITS_BUYERBURST=5",
-			"SHOP_LIMITS_CLIENTRATE=1000000", "SHOP_LIMITS_CLIENTBURST=1000000"), jwt: true},
+		{name: "jwt", env: append(append([]e2e.Option{}, jwt...), e2e.WithSetting("limits.buyerRate", 0), e2e.WithSetting("limits.clientRate", 0)), jwt: true},
+		{name: "jwt and the limits", env: append(append([]e2e.Option{}, jwt...), e2e.WithSetting("limits.buyerRate", 100), e2e.WithSetting("limits.buyerBurst", 5),
+			e2e.WithSetting("limits.clientRate", 1000000), e2e.WithSetting("limits.clientBurst", 1000000)), jwt: true},
 	}
 }
 
@@ -73,8 +73,8 @@ func benchAuth(b *testing.B, buyers, conc, rounds int) map[string][]benchRun {
 // request per header, on two batch instances in mode m, and checks it.
 func benchAuthSale(b *testing.B, m authMode, headers [][]string, conc int) benchRun {
 	b.Helper()
-	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOG_LEVEL=info",
-		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2m"}, m.env...)...)
+	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]e2e.Option{e2e.WithStrategy("batch"), e2e.WithLogLevel("info"),
+		e2e.WithMaxSleep(0), e2e.WithAcquireTimeout(2 * time.Minute)}, m.env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	stock := len(headers) + 1000

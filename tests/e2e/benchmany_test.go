@@ -114,15 +114,15 @@ func benchManySaleOn(b *testing.B, strategy string, sale manySale, buyers, conc 
 	if sale.lockPath != "" {
 		lockPath = e2e.Path(b) + sale.lockPath
 	}
-	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", e2e.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
-		"SHOP_LOCK_PATH="+lockPath, "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", e2e.ZooKeeper(b), e2e.WithStrategy(strategy), e2e.WithLogLevel("info"), e2e.WithMaxSleep(0),
+		e2e.WithLockPath(lockPath), e2e.WithAcquireTimeout(2*time.Minute))
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", fmt.Sprintf("1-%d", sale.goods), "--stock", strconv.Itoa(sale.stock), "--clear-orders")
 	var ins []*e2e.Instance
 	var urls []string
 	for _, dsn := range dsns {
-		in := s.Serve(b, "SHOP_MYSQL_DSN="+dsn)
+		in := s.Serve(b, e2e.WithSetting("mysql.dsn", dsn))
 		ins, urls = append(ins, in), append(urls, in.URL)
 	}
 	set := make([]int32, sale.goods)

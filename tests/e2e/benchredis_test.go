@@ -65,8 +65,8 @@ func benchRedis(b *testing.B, buyers, conc, rounds int) map[string][]redisRun {
 // benchRedisSale is one sale of contender c, checked.
 func benchRedisSale(b testing.TB, c redisContender, buyers, conc int) redisRun {
 	b.Helper()
-	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+cmp.Or(c.strategy, "batch"), "SHOP_LOG_LEVEL=info",
-		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+	s := e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), e2e.WithStrategy(cmp.Or(c.strategy, "batch")), e2e.WithLogLevel("info"),
+		e2e.WithMaxSleep(0), e2e.WithAcquireTimeout(2*time.Minute))
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	stock := buyers + 1000

@@ -34,13 +34,13 @@ const (
 // roomSale is a sale (k) drives.
 type roomSale struct {
 	name     string
-	env      []string
+	env      []e2e.Option
 	multiple float64 // the rate, as a multiple of C; 0: roomBatchRate
 }
 
 var roomSales = []roomSale{
-	{"seed", []string{"SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=0s"}, 8},
-	{"batch", []string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_DEMO_MAXSLEEP=0s"}, 0},
+	{"seed", []e2e.Option{e2e.WithStrategy("seed"), e2e.WithMaxSleep(0)}, 8},
+	{"batch", []e2e.Option{e2e.WithStrategy("batch"), e2e.WithMaxSleep(0)}, 0},
 }
 
 // roomSalesToRun are the sales BENCH_SHOP_ROOM_SALES names (all by default).
@@ -123,8 +123,8 @@ func benchRoom(b *testing.B, rounds int) (map[string]map[bool][]roomRun, map[boo
 // arrive at 3 000 a second for 3 s and hear 503 busy, or with the room a
 // place.
 func refusalCost(b *testing.B, on bool) float64 {
-	s, in1, in2, stop := roomPair(b, 1000000, "SHOP_PURCHASE_QUEUETARGET=300ms", "SHOP_PURCHASE_MAXWAITING=50", "SHOP_LOCK_ACQUIRETIMEOUT=1m",
-		"SHOP_PURCHASE_STRATEGY=seed", "SHOP_ROOM_ENABLED="+strconv.FormatBool(on))
+	s, in1, in2, stop := roomPair(b, 1000000, e2e.WithQueueTarget(300*time.Millisecond), e2e.WithSetting("purchase.maxWaiting", "50"), e2e.WithAcquireTimeout(time.Minute),
+		e2e.WithStrategy("seed"), e2e.WithSetting("room.enabled", strconv.FormatBool(on)))
 	defer stop()
 	release := holdLock(b, s)
 	defer release()
@@ -154,8 +154,8 @@ func refusalCost(b *testing.B, on bool) float64 {
 
 // roomPair is a stack of its own with env, goods 1 stocked, and two
 // instances (built without -race) pinned as (i) pins them; stop stops them.
-func roomPair(b *testing.B, stock int, env ...string) (s e2e.Stack, in1, in2 *e2e.Instance, stop func()) {
-	s = e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info"}, env...)...)
+func roomPair(b *testing.B, stock int, env ...e2e.Option) (s e2e.Stack, in1, in2 *e2e.Instance, stop func()) {
+	s = e2e.NewStackOn(b, e2e.Database(b), e2e.ZooKeeper(b), append([]e2e.Option{e2e.WithLogLevel("info")}, env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
@@ -173,7 +173,7 @@ func roomPair(b *testing.B, stock int, env ...string) (s e2e.Stack, in1, in2 *e2
 // roomCapacity is a sale's closed-loop capacity, as (i) measures it, and
 // the instances' CPU per purchase then (microseconds).
 func roomCapacity(b *testing.B, sale roomSale) (float64, float64) {
-	_, c1, c2, stop := roomPair(b, 10000000, append([]string{"SHOP_PURCHASE_QUEUETARGET=0s"}, sale.env...)...)
+	_, c1, c2, stop := roomPair(b, 10000000, append([]e2e.Option{e2e.WithQueueTarget(0)}, sale.env...)...)
 	defer stop()
 	closedLoad([]string{c1.URL, c2.URL}, 2000, 200)
 	cpu0 := pidCPU(b, c1.Cmd.Process.Pid) + pidCPU(b, c2.Cmd.Process.Pid)
@@ -185,8 +185,8 @@ func roomCapacity(b *testing.B, sale roomSale) (float64, float64) {
 // roomSpike is one spike: roomBuyers patient buyers, each its own id, for
 // roomStock pieces, at multiple × c (or roomBatchRate), two instances.
 func roomSpike(b *testing.B, sale roomSale, on bool, c, perPurchase float64) roomRun {
-	s, in1, in2, stop := roomPair(b, roomStock, append([]string{"SHOP_PURCHASE_QUEUETARGET=300ms", "SHOP_LOCK_ACQUIRETIMEOUT=1m",
-		"SHOP_ORDERS_PAYTIMEOUT=0s", "SHOP_ROOM_ENABLED=" + strconv.FormatBool(on)}, sale.env...)...)
+	s, in1, in2, stop := roomPair(b, roomStock, append([]e2e.Option{e2e.WithQueueTarget(300 * time.Millisecond), e2e.WithAcquireTimeout(time.Minute),
+		e2e.WithPayTimeout(0), e2e.WithSetting("room.enabled", strconv.FormatBool(on))}, sale.env...)...)
 	defer stop()
 	closedLoadOf([]string{in1.URL, in2.URL}, 500, 100, func(int) int32 { return 2 }) // warm-up, another goods (absent: 404)
 	bases := []string{in1.URL, in2.URL}

@@ -289,15 +289,15 @@ func benchSaleOn(b *testing.B, strategy string, stock, buyers, conc int, dsns []
 	// The first instance's node migrates, sets the stock and counts; the
 	// counts after the sale are causal reads on a cluster.
 	admin := firstServer.ReplaceAllString(dsns[0], "tcp($1)")
-	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", e2e.ZooKeeper(b), "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info", "SHOP_DEMO_MAXSLEEP=0s",
-		"SHOP_LOCK_PATH="+e2e.Path(b)+"/locks/goods/{goodsNo}", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+	s := e2e.NewStackOn(b, admin+"&wsrep_sync_wait=15", e2e.ZooKeeper(b), e2e.WithStrategy(strategy), e2e.WithLogLevel("info"), e2e.WithMaxSleep(0),
+		e2e.WithLockPath(e2e.Path(b)+"/locks/goods/{goodsNo}"), e2e.WithAcquireTimeout(2*time.Minute))
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
 	var ins []*e2e.Instance
 	var urls []string
 	for _, dsn := range dsns {
-		in := s.Serve(b, "SHOP_MYSQL_DSN="+dsn)
+		in := s.Serve(b, e2e.WithSetting("mysql.dsn", dsn))
 		ins, urls = append(ins, in), append(urls, in.URL)
 	}
 	answers, start := closedLoad(urls, buyers, conc)

@@ -27,14 +27,14 @@ var spikeMultiples = []float64{0.5, 1, 2, 4, 8}
 // machine can send (a generator past its own capacity measures itself).
 type spikeSale struct {
 	name string
-	env  []string
+	env  []e2e.Option
 }
 
 var spikeSales = []spikeSale{
-	{"seed", []string{"SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=0s"}},
+	{"seed", []e2e.Option{e2e.WithStrategy("seed"), e2e.WithMaxSleep(0)}},
 	// A batch of at most 5 buyers that sleeps 0-10 ms: a sale whose
 	// capacity is a few hundred purchases a second.
-	{"batch, slowed", []string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_PURCHASE_BATCHMAX=5", "SHOP_DEMO_MAXSLEEP=10ms"}},
+	{"batch, slowed", []e2e.Option{e2e.WithStrategy("batch"), e2e.WithSetting("purchase.batchMax", "5"), e2e.WithMaxSleep(10 * time.Millisecond)}},
 }
 
 // spikeRun is one offered load's figures.
@@ -161,8 +161,8 @@ func mergeSpikes(rs []spikeResult) spikeResult {
 func spikeOf(b *testing.B, sale spikeSale, secs int) spikeResult {
 	dsn := e2e.Database(b)
 	// The admission alone: (k) measures the waiting room in front of it.
-	s := e2e.NewStackOn(b, dsn, e2e.ZooKeeper(b), append([]string{"SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_QUEUETARGET=300ms",
-		"SHOP_LOCK_ACQUIRETIMEOUT=1m", "SHOP_ROOM_ENABLED=false"}, sale.env...)...)
+	s := e2e.NewStackOn(b, dsn, e2e.ZooKeeper(b), append([]e2e.Option{e2e.WithLogLevel("info"), e2e.WithQueueTarget(300 * time.Millisecond),
+		e2e.WithAcquireTimeout(time.Minute), e2e.WithSetting("room.enabled", "false")}, sale.env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", "1", "--stock", "10000000", "--clear-orders")
@@ -177,7 +177,7 @@ func spikeOf(b *testing.B, sale spikeSale, secs int) spikeResult {
 	// on instances without the admission (purchase.queueTarget=0), as the
 	// closed loops of (a)-(h) measure: with it, the buyers it refuses would
 	// ask again at once, and their refusals take the CPU C is measured on.
-	c1, c2 := s.Serve(b, "SHOP_PURCHASE_QUEUETARGET=0s"), s.Serve(b, "SHOP_PURCHASE_QUEUETARGET=0s")
+	c1, c2 := s.Serve(b, e2e.WithQueueTarget(0)), s.Serve(b, e2e.WithQueueTarget(0))
 	pinServers(b, c1, c2)
 	closedLoad([]string{c1.URL, c2.URL}, 2000, 200) // warm-up: MariaDB's pages, ZooKeeper's JIT
 	answers, start := closedLoad([]string{c1.URL, c2.URL}, 6000, 200)

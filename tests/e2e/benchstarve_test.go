@@ -29,18 +29,18 @@ import (
 // starveSettings is a set of defaults the section runs with.
 type starveSettings struct {
 	name string
-	env  func(s e2e.Stack) []string
+	env  func(s e2e.Stack) []e2e.Option
 }
 
 var starveSets = []starveSettings{
-	{"make serve's (seed), a lock per goods", func(s e2e.Stack) []string {
-		return []string{"SHOP_PURCHASE_STRATEGY=seed", "SHOP_LOCK_PATH=" + s.LockPath + "/goods/{goodsNo}"}
+	{"make serve's (seed), a lock per goods", func(s e2e.Stack) []e2e.Option {
+		return []e2e.Option{e2e.WithStrategy("seed"), e2e.WithLockPath(s.LockPath + "/goods/{goodsNo}")}
 	}},
 	// Behind an ingress, as the chart is: the generator is the trusted
 	// proxy and each buyer has an address of its own (X-Forwarded-For).
-	{"the chart's (batch, limits on)", func(s e2e.Stack) []string {
-		return []string{"SHOP_PURCHASE_STRATEGY=batch", "SHOP_LOCK_PATH=" + s.LockPath,
-			"SHOP_LIMITS_BUYERRATE=2", "SHOP_LIMITS_CLIENTRATE=100", "SHOP_SERVER_TRUSTEDPROXIES=127.0.0.1"}
+	{"the chart's (batch, limits on)", func(s e2e.Stack) []e2e.Option {
+		return []e2e.Option{e2e.WithStrategy("batch"), e2e.WithLockPath(s.LockPath),
+			e2e.WithSetting("limits.buyerRate", "2"), e2e.WithSetting("limits.clientRate", "100"), e2e.WithSetting("server.trustedProxies", "127.0.0.1")}
 	}},
 }
 
@@ -77,8 +77,8 @@ func benchStarve(b *testing.B, secs, rounds int) map[string][]starveRun {
 }
 
 func starveRound(b *testing.B, set starveSettings, secs int) starveRun {
-	s := e2e.NewStack(b, "SHOP_ZOOKEEPER_AUTH=digest:"+e2e.ZKDigest, "SHOP_PURCHASE_QUEUETARGET=300ms", "SHOP_LOG_LEVEL=info")
-	s.Env = append(s.Env, set.env(s)...)
+	s := e2e.NewStack(b, e2e.WithSetting("zookeeper.auth", "digest:"+e2e.ZKDigest), e2e.WithQueueTarget(300*time.Millisecond), e2e.WithLogLevel("info"))
+	s = s.With(b, set.env(s)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", "1-"+strconv.Itoa(starveGoods+1), "--stock", "1000000", "--clear-orders")

@@ -38,7 +38,7 @@ func purchaseAs(t *testing.T, method, url string, hdr ...string) buyerAnswer {
 func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_DEMO_MAXSLEEP=2ms", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy), e2e.WithMaxSleep(2*time.Millisecond), e2e.WithAcquireTimeout(2*time.Minute))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
 			a, b := s.Serve(t), s.Serve(t)
@@ -96,7 +96,7 @@ func TestOnePerBuyerUnderEveryStrategy(t *testing.T) {
 func TestRepeatedRequestIsReplayed(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "allot"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy)
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
 			s.Shop(t, "stock", "set", "--goods", "2", "--stock", "5", "--clear-orders")
@@ -143,7 +143,7 @@ func TestRepeatedRequestIsReplayed(t *testing.T) {
 func TestSaleWindowEdges(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch"} {
 		t.Run(strategy, func(t *testing.T) {
-			s, buy, start := windowedSale(t, "+3s", "+6s", "SHOP_PURCHASE_STRATEGY="+strategy)
+			s, buy, start := windowedSale(t, "+3s", "+6s", e2e.WithStrategy(strategy))
 			sleepUntil(start.Add(-time.Second))
 			if a := buy(); a.Code != "not_started" {
 				t.Fatalf("one second before the start: %+v", a)
@@ -173,7 +173,7 @@ func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 // its sale window from start to end (stock set's --start and --end), and
 // checks that a buyer before the start hears 409 not_started and when it
 // starts. It returns the stack, a buyer of goods 1 and the start.
-func windowedSale(t *testing.T, start, end string, env ...string) (e2e.Stack, func() buyerAnswer, time.Time) {
+func windowedSale(t *testing.T, start, end string, env ...e2e.Option) (e2e.Stack, func() buyerAnswer, time.Time) {
 	t.Helper()
 	s := e2e.NewStack(t, env...)
 	s.Shop(t, "migrate")
@@ -198,7 +198,7 @@ func TestTheRowsSaleWindowDecidesUnderEveryStrategy(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel() // each on a database and lock paths of its own; most of it is sleeps
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy)
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "none", "--end", "none")
 			in := s.Serve(t)
@@ -270,7 +270,7 @@ func TestAnEmptySaleWindowIsRefused(t *testing.T) {
 // An expired order frees its buyer: once the sweeper has returned the piece,
 // the buyer may buy again.
 func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1s", "SHOP_ORDERS_SWEEPINTERVAL=100ms")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(time.Second), e2e.WithSweepInterval(100*time.Millisecond))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
 	in := s.Serve(t)

@@ -57,17 +57,17 @@ func chaosConfigFromEnv(t *testing.T) chaosConfig {
 
 // chaosEnv is the shops' configuration in the scenarios: short sessions, so
 // that a dead instance's lock node goes within seconds, and quick retries.
-var chaosEnv = []string{
-	"SHOP_ZOOKEEPER_SESSIONTIMEOUT=4s",
-	"SHOP_ZOOKEEPER_RETRY_BASESLEEP=100ms",
-	"SHOP_ZOOKEEPER_RETRY_MAXSLEEP=1s",
-	"SHOP_ZOOKEEPER_RETRY_MAXRETRIES=29",
-	"SHOP_LOCK_ACQUIRETIMEOUT=5s",
-	"SHOP_LOG_LEVEL=info", // the harness reads the "listening" line
+var chaosEnv = []e2e.Option{
+	e2e.WithSetting("zookeeper.sessionTimeout", "4s"),
+	e2e.WithSetting("zookeeper.retry.baseSleep", "100ms"),
+	e2e.WithSetting("zookeeper.retry.maxSleep", "1s"),
+	e2e.WithSetting("zookeeper.retry.maxRetries", 29),
+	e2e.WithAcquireTimeout(5 * time.Second),
+	e2e.WithLogLevel("info"), // the harness reads the "listening" line
 	// Orders are paid and expired during the faults: the unpaid expire
 	// 2 s after their purchase and their pieces go back on sale.
-	"SHOP_ORDERS_PAYTIMEOUT=2s",
-	"SHOP_ORDERS_SWEEPINTERVAL=200ms",
+	e2e.WithPayTimeout(2 * time.Second),
+	e2e.WithSweepInterval(200 * time.Millisecond),
 }
 
 // load sends cfg.buyers purchases of goods 1 at cfg.rate per second, an
@@ -455,7 +455,7 @@ func TestChaos(t *testing.T) {
 		// A reaches MySQL through a proxy, so that the kill lands while A
 		// holds the lock: its claim is held back, then A is killed.
 		dbProxy := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
-		a := s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, dbProxy.Addr()))
+		a := s.Serve(t, e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, dbProxy.Addr())))
 		instances := []*e2e.Instance{a, s.Serve(t)}
 		record("instance killed holding the lock", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
 			claim := dbProxy.HoldPacket(isStatement("FOR UPDATE"), nil)
@@ -495,7 +495,7 @@ func TestChaos(t *testing.T) {
 		for range 2 {
 			db, zk := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN)), e2e.NewProxy(t, s.ZKServers[0])
 			proxies = append(proxies, db, zk)
-			instances = append(instances, s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, db.Addr()), "SHOP_ZOOKEEPER_SERVERS="+zk.Addr()))
+			instances = append(instances, s.Serve(t, e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, db.Addr())), e2e.WithSetting("zookeeper.servers", zk.Addr())))
 		}
 		record("links jittered 50-200ms", runChaos(t, cfg, s, instances, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
 			began := time.Now()

@@ -14,7 +14,7 @@ import (
 // buys a piece, reads its order and pays it, each answer in its route's
 // type; a refusal arrives in the refusal's.
 func TestTheGeneratedClientBuysAPiece(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(time.Minute))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
 	in := s.Serve(t)

@@ -23,13 +23,13 @@ const skewPayTimeout = 4 * time.Second
 
 func newSkewedPair(t *testing.T, skew time.Duration, source string) skewedPair {
 	t.Helper()
-	st := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT="+skewPayTimeout.String(), "SHOP_ORDERS_SWEEPINTERVAL=200ms", "SHOP_LOG_LEVEL=info")
+	st := e2e.NewStack(t, e2e.WithSetting("orders.payTimeout", skewPayTimeout.String()), e2e.WithSweepInterval(200*time.Millisecond), e2e.WithLogLevel("info"))
 	st.Shop(t, "migrate")
 	p := skewedPair{Stack: st, n: st.Serve(t)}
 	if !e2e.WaitUntil(30*time.Second, func() bool { return strings.Contains(p.n.Logs(), "leading: this instance sweeps") }) {
 		t.Fatalf("N did not lead the sweeper within 30s\n%s", p.n.Logs())
 	}
-	p.s = st.Serve(t, "SHOP_CLOCK_OFFSET="+skew.String(), "SHOP_CLOCK_SOURCE="+source)
+	p.s = st.Serve(t, e2e.WithSetting("clock.offset", skew.String()), e2e.WithSetting("clock.source", source))
 	return p
 }
 

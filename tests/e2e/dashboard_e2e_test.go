@@ -22,7 +22,7 @@ import (
 // bad goods number (no goods label of its own), and the gauges the sampler
 // keeps.
 func TestMetricsCountThePurchases(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1h")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(time.Hour))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "20", "--clear-orders")
 	in := s.Serve(t)
@@ -76,14 +76,14 @@ var numberRE = regexp.MustCompile(`^-?\d+$`)
 // saves what it showed (a relative path is the checkout's).
 func TestDashboardShowsTheSaleLive(t *testing.T) {
 	browser := e2e.Chromium(t)
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_DEMO_MAXSLEEP=20ms")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(time.Hour), e2e.WithMaxSleep(20*time.Millisecond))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "40", "--clear-orders")
 	// The instances know each other by address (dashboard.peers, the same
 	// list on both, as in a deployment): a's page reads b's data only
 	// because b lists a.
 	addrs := e2e.FreeAddrs(t, 2)
-	peers := "SHOP_DASHBOARD_PEERS=http://" + addrs[0] + ",http://" + addrs[1]
+	peers := e2e.WithSetting("dashboard.peers", "http://"+addrs[0]+",http://"+addrs[1])
 	a, b := s.ServeOn(t, addrs[0], peers), s.ServeOn(t, addrs[1], peers)
 	for _, tc := range []struct{ origin, allowed string }{{a.URL, a.URL}, {"http://evil.example", ""}} {
 		a := e2e.Ask(http.MethodGet, b.URL+"/dashboard/data?goods=1", "Origin", tc.origin)

@@ -46,12 +46,12 @@ func TestADeadlineDuringTheCommitDoesNotHideTheSale(t *testing.T) {
 	e2e.Integration(t)
 	for _, strategy := range deadlineStrategies {
 		t.Run(strategy, func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+e2e.Path(t)+"/locks/{goodsNo}",
-				"SHOP_ORDERS_PAYTIMEOUT=0s", "SHOP_LOG_LEVEL=info")
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy), e2e.WithLockPath(e2e.Path(t)+"/locks/{goodsNo}"),
+				e2e.WithPayTimeout(0), e2e.WithLogLevel("info"))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
 			db := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
-			in := s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, db.Addr()))
+			in := s.Serve(t, e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, db.Addr())))
 
 			const timeout = 1500 * time.Millisecond
 			var rec history.Recorder
@@ -97,7 +97,7 @@ func TestBuyersWithShortDeadlinesHoldNoOrderTheyWereNotTold(t *testing.T) {
 	const buyers, stock = 300, 100
 	for _, strategy := range deadlineStrategies {
 		t.Run(strategy, func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_ORDERS_PAYTIMEOUT=0s")
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy), e2e.WithPayTimeout(0))
 			s.Shop(t, "migrate")
 			in := s.Serve(t)
 			var told, holding int
@@ -182,11 +182,11 @@ func TestAPaymentWhoseAnswerWasLostIsToldHowItEnded(t *testing.T) {
 	e2e.Integration(t)
 	for _, reached := range []bool{true, false} {
 		t.Run(map[bool]string{true: "the server paid", false: "the payment never arrived"}[reached], func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_LOG_LEVEL=info")
+			s := e2e.NewStack(t, e2e.WithLogLevel("info"))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
 			db := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
-			in := s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, db.Addr()))
+			in := s.Serve(t, e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, db.Addr())))
 			a, bought := e2e.AskJSON[struct{ OrderID uint64 }](t, http.MethodGet, in.URL+"/goods-stock/1")
 			if a.Status != http.StatusOK || bought.OrderID == 0 {
 				t.Fatalf("the purchase answered %d %s", a.Status, a.Code)

@@ -21,15 +21,15 @@ const (
 
 // Two instances, one database, one ZooKeeper: the seed's two JVMs.
 // The locked run uses a per-goods lock path template.
-func twoInstances(t *testing.T, lockEnabled bool, env ...string) (e2e.Stack, e2e.Outcome) {
+func twoInstances(t *testing.T, lockEnabled bool, opts ...e2e.Option) (e2e.Stack, e2e.Outcome) {
 	t.Helper()
-	s := e2e.NewStack(t, append([]string{
-		"SHOP_LOCK_PATH=" + e2e.Path(t) + "/locks/goods/{goodsNo}",
-		fmt.Sprintf("SHOP_LOCK_ENABLED=%t", lockEnabled),
-		"SHOP_DEMO_MAXSLEEP=20ms",
-		"SHOP_LOCK_ACQUIRETIMEOUT=2m", // 300 buyers queue through one lock
-		"SHOP_LOG_LEVEL=info",         // the test reads the "listening" line
-	}, env...)...)
+	s := e2e.NewStack(t, append([]e2e.Option{
+		e2e.WithLockPath(e2e.Path(t) + "/locks/goods/{goodsNo}"),
+		e2e.WithSetting("lock.enabled", lockEnabled),
+		e2e.WithMaxSleep(20 * time.Millisecond),
+		e2e.WithAcquireTimeout(2 * time.Minute), // 300 buyers queue through one lock
+		e2e.WithLogLevel("info"),                // the test reads the "listening" line
+	}, opts...)...)
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", fmt.Sprint(e2eStock), "--clear-orders")
 	bases := []string{s.Serve(t).URL, s.Serve(t).URL}
@@ -58,7 +58,7 @@ func TestTwoInstancesWithoutLockOversell(t *testing.T) {
 func TestTwoInstancesWithLockSellExactlyTheStock(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
-			s, out := twoInstances(t, true, "SHOP_PURCHASE_STRATEGY="+strategy)
+			s, out := twoInstances(t, true, e2e.WithStrategy(strategy))
 			stock, orders := s.Counts(t)
 			t.Logf("%s: statuses %v, codes %v, stock %d, orders %d", strategy, out.Status, out.Codes, stock, orders)
 			if got := out.Status[http.StatusOK]; got != e2eStock {
@@ -84,7 +84,7 @@ func TestTwoInstancesWithLockSellExactlyTheStock(t *testing.T) {
 func TestSoldOutAnswersTakeNoLockAndARestockSellsAgain(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info")
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy), e2e.WithLogLevel("info"))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
 			in := s.Serve(t)
@@ -166,12 +166,12 @@ func TestSoldOutAnswersTakeNoLockAndARestockSellsAgain(t *testing.T) {
 // turn to hear "sold out" (ten holds).
 func TestQueuedBuyersLeaveTheLockQueueAtTheSellOut(t *testing.T) {
 	const buyers = 10
-	s := e2e.NewStack(t, "SHOP_LOG_LEVEL=info")
+	s := e2e.NewStack(t, e2e.WithLogLevel("info"))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
 	db := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))
 	sale := db.HoldPacket(isStatement("INSERT INTO order_info"), nil)
-	in := s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, db.Addr()))
+	in := s.Serve(t, e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, db.Addr())))
 	var answers []<-chan e2e.Answer
 	for range buyers {
 		answers = append(answers, e2e.PurchaseAsync(in.URL))
@@ -201,7 +201,7 @@ func TestQueuedBuyersLeaveTheLockQueueAtTheSellOut(t *testing.T) {
 // SIGINT while purchases are in flight: they finish (and are answered and
 // written), the locks are released, and the process exits 0.
 func TestShutdownFinishesInFlightPurchases(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_DEMO_MAXSLEEP=1500ms", "SHOP_LOG_LEVEL=info")
+	s := e2e.NewStack(t, e2e.WithMaxSleep(1500*time.Millisecond), e2e.WithLogLevel("info"))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
 	in := s.Serve(t)

@@ -41,7 +41,7 @@ func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 	const idle = 300
 	// The idle connections and the buyer share an address here: the
 	// per-client share (TestOneClientCannotHoldEveryConnection) is lifted.
-	s := e2e.NewStack(t, "SHOP_SERVER_IDLETIMEOUT=2s", "SHOP_SERVER_MAXCONNECTIONSPERCLIENT=1000")
+	s := e2e.NewStack(t, e2e.WithSetting("server.idleTimeout", "2s"), e2e.WithSetting("server.maxConnectionsPerClient", "1000"))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
 	s.Binary = withOpenFileLimit(t, e2e.ShopBinary(t), 400)
@@ -112,7 +112,7 @@ func TestIdleConnectionsDoNotStarveBuyers(t *testing.T) {
 // (127.0.0.2) is answered at once. Without the share the buyer waits in the
 // listen backlog until server.idleTimeout (60 s) frees a connection.
 func TestOneClientCannotHoldEveryConnection(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_SERVER_MAXCONNECTIONS=40", "SHOP_SERVER_MAXCONNECTIONSPERCLIENT=10", "SHOP_SERVER_IDLETIMEOUT=60s")
+	s := e2e.NewStack(t, e2e.WithSetting("server.maxConnections", "40"), e2e.WithSetting("server.maxConnectionsPerClient", "10"), e2e.WithSetting("server.idleTimeout", "60s"))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
 	in := s.Serve(t)

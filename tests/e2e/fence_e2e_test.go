@@ -26,17 +26,17 @@ type faultPair struct {
 	first  e2e.Answer // an allot pair's: A's first buyer's answer
 }
 
-func newFaultPair(t *testing.T, proxyZK bool, env ...string) faultPair {
+func newFaultPair(t *testing.T, proxyZK bool, env ...e2e.Option) faultPair {
 	t.Helper()
-	s := e2e.NewStack(t, append([]string{"SHOP_ZOOKEEPER_SESSIONTIMEOUT=" + faultSession, "SHOP_LOG_LEVEL=info", "SHOP_PURCHASE_SALETIMEOUT=120s"}, env...)...)
+	s := e2e.NewStack(t, append([]e2e.Option{e2e.WithSetting("zookeeper.sessionTimeout", faultSession), e2e.WithLogLevel("info"), e2e.WithSetting("purchase.saleTimeout", "120s")}, env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(t) // A's session expires and it reconnects
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
 	p := faultPair{Stack: s, db: e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN))}
-	aEnv := []string{"SHOP_MYSQL_DSN=" + e2e.ViaProxy(t, s.DSN, p.db.Addr())}
+	aEnv := []e2e.Option{e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, p.db.Addr()))}
 	if proxyZK {
 		p.zk = e2e.NewProxy(t, e2e.ZooKeeper(t)[0])
-		aEnv = append(aEnv, "SHOP_ZOOKEEPER_SERVERS="+p.zk.Addr())
+		aEnv = append(aEnv, e2e.WithSetting("zookeeper.servers", p.zk.Addr()))
 	}
 	p.a, p.b = s.Serve(t, aEnv...), s.Serve(t)
 	return p
@@ -65,7 +65,7 @@ func (p faultPair) heldBy(t *testing.T, h *e2e.Hold, what string) {
 // mysql.idleTransactionTimeout (by default the session timeout): the test
 // sets it longer than the hold, so that the commit does outlive the lock.
 func TestFencedPurchaseSurvivesACommitThatOutlivesItsLock(t *testing.T) {
-	p := newFaultPair(t, true, "SHOP_DEMO_MAXSLEEP=200ms", "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
+	p := newFaultPair(t, true, e2e.WithMaxSleep(200*time.Millisecond), e2e.WithSetting("mysql.idleTransactionTimeout", "120s"))
 	commit := p.db.HoldPacket(isSaleCommit, p.zk.Stall)
 	fromA := e2e.PurchaseAsync(p.a.URL)
 	p.heldBy(t, commit, "A's COMMIT")
@@ -114,7 +114,7 @@ func TestFencedPurchaseRefusesAHolderWhoseLockPassedOn(t *testing.T) {
 // past the stop, so that A's transaction, and its row lock, outlive the
 // lock; TestStoppedHolderDoesNotStopTheSale has the default.)
 func TestStoppedHolderDoesNotOversell(t *testing.T) {
-	p := newFaultPair(t, false, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
+	p := newFaultPair(t, false, e2e.WithSetting("mysql.idleTransactionTimeout", "120s"))
 	insert, fromA := p.stopAfterClaim(t)
 	fromB := e2e.PurchaseAsync(p.b.URL)
 	e2e.WaitForBlockedUpdate(t, p.DSN) // B holds the lock (A's session expired) and waits at the row

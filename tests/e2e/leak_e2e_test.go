@@ -49,14 +49,14 @@ func TestASaleOfManyGoodsLeavesNothingBehind(t *testing.T) {
 // strategy.
 func leaveNothingBehind(t *testing.T, strategy string) {
 	lockPath := manyLockPath(t, strategy)
-	s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+lockPath,
-		"SHOP_DEMO_MAXSLEEP=0s", "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+	s := e2e.NewStack(t, e2e.WithStrategy(strategy), e2e.WithLockPath(lockPath),
+		e2e.WithMaxSleep(0), e2e.WithPayTimeout(time.Hour), e2e.WithAcquireTimeout(2*time.Minute))
 	s.Binary = e2e.ShopBinaryNoRace(t) // the race detector's shadow memory would hide the instance's own
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", fmt.Sprintf("1-%d", leakGoods), "--stock", "1", "--clear-orders")
 	// GOGC=10: the heap in use stays near the live heap once a few
 	// collections ran (gc below makes them).
-	in := s.Serve(t, "GOGC=10")
+	in := s.Serve(t, e2e.WithEnv("GOGC=10"))
 	// Warm up on goods the sale does not touch again: pools, the
 	// session, the first lock paths.
 	warm, _ := closedLoadOf([]string{in.URL}, 200, 20, func(i int) int32 { return int32(i%20 + 1) })

@@ -25,7 +25,7 @@ func TestTheReadmesLoadToolCommandsRunAndFailLoudly(t *testing.T) {
 			t.Fatalf("%s is missing: make build loadtools builds bin/ and installs k6 and JMeter", tool)
 		}
 	}
-	s := e2e.NewStack(t, "SHOP_DEMO_MAXSLEEP=2ms")
+	s := e2e.NewStack(t, e2e.WithMaxSleep(2*time.Millisecond))
 	s.Shop(t, "migrate")
 	in := s.Serve(t)
 	host, port, _ := strings.Cut(strings.TrimPrefix(in.URL, "http://"), ":")

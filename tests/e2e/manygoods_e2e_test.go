@@ -22,8 +22,8 @@ func TestManyGoodsOnTwoInstancesAreExactPerGoods(t *testing.T) {
 	const goods, stock, buyers = 20, 10, 600
 	for _, strategy := range []string{"seed", "batch", "atomic", "allot"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOCK_PATH="+manyLockPath(t, strategy),
-				"SHOP_DEMO_MAXSLEEP=2ms", "SHOP_LOCK_ACQUIRETIMEOUT=2m")
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy), e2e.WithLockPath(manyLockPath(t, strategy)),
+				e2e.WithMaxSleep(2*time.Millisecond), e2e.WithAcquireTimeout(2*time.Minute))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", fmt.Sprintf("1-%d", goods), "--stock", strconv.Itoa(stock), "--clear-orders")
 			bases := []string{s.Serve(t).URL, s.Serve(t).URL}
@@ -130,9 +130,9 @@ var manyGoodsSet = []int32{1, 2, 3, 4, 5}
 // primerGoods is the goods of primeManyGoods' first buyer.
 const primerGoods = 6
 
-func newManyGoodsFault(t *testing.T, proxyZK bool, env ...string) faultPair {
+func newManyGoodsFault(t *testing.T, proxyZK bool, env ...e2e.Option) faultPair {
 	t.Helper()
-	p := newFaultPair(t, proxyZK, append([]string{"SHOP_PURCHASE_STRATEGY=batch"}, env...)...)
+	p := newFaultPair(t, proxyZK, append([]e2e.Option{e2e.WithStrategy("batch")}, env...)...)
 	p.Shop(t, "stock", "set", "--goods", "1-6", "--stock", "10", "--clear-orders")
 	return p
 }
@@ -160,7 +160,7 @@ func TestBatchOfSeveralGoodsIsFencedWhenItsLockPassedOn(t *testing.T) {
 	// MariaDB would end A's transaction, idle while its claim is held (the
 	// batch begins it with a statement of its own), after
 	// mysql.idleTransactionTimeout; A's buyers would then buy anew.
-	p := newManyGoodsFault(t, true, "SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=120s")
+	p := newManyGoodsFault(t, true, e2e.WithSetting("mysql.idleTransactionTimeout", "120s"))
 	claim, fromA := primeManyGoods(t, p, isMultiGoodsClaim, p.zk.Stall)
 	var fromB []<-chan e2e.Answer
 	for _, g := range manyGoodsSet {
@@ -231,7 +231,7 @@ func TestStoppedHolderOfABatchOfSeveralGoods(t *testing.T) {
 // shared /Locks selling one goods says nothing of it; a second goods
 // brings the advice and how to follow it.
 func TestTheLockPathAdviceComesWithASecondGoods(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=0s")
+	s := e2e.NewStack(t, e2e.WithStrategy("seed"), e2e.WithMaxSleep(0))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1-2", "--stock", "10", "--clear-orders")
 	in := s.Serve(t)

@@ -61,7 +61,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 			return string(b), err
 		})
 	}
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(time.Minute))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1", "--clear-orders")
 	s.Shop(t, "stock", "set", "--goods", "2-3", "--stock", "5", "--clear-orders")
@@ -220,7 +220,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 40)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	jin := s.Serve(t, "SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE="+secret, "SHOP_LIMITS_BUYERRATE=0.01", "SHOP_LIMITS_BUYERBURST=1")
+	jin := s.Serve(t, e2e.WithSetting("auth.mode", "jwt"), e2e.WithSetting("auth.hmacSecretFile", secret), e2e.WithSetting("limits.buyerRate", "0.01"), e2e.WithSetting("limits.buyerBurst", "1"))
 	doc.Servers = openapi3.Servers{{URL: jin.URL}}
 	if router, err = gorillamux.NewRouter(doc); err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	}
 	// With limits.clientRate, order reads and payments are paced per
 	// client address too: one at once here, then none for a long while.
-	in = s.Serve(t, "SHOP_AUTH_MODE=jwt", "SHOP_AUTH_HMACSECRETFILE="+secret, "SHOP_LIMITS_CLIENTRATE=0.01", "SHOP_LIMITS_CLIENTBURST=1")
+	in = s.Serve(t, e2e.WithSetting("auth.mode", "jwt"), e2e.WithSetting("auth.hmacSecretFile", secret), e2e.WithSetting("limits.clientRate", "0.01"), e2e.WithSetting("limits.clientBurst", "1"))
 	doc.Servers = openapi3.Servers{{URL: in.URL}}
 	if router, err = gorillamux.NewRouter(doc); err != nil {
 		t.Fatal(err)
@@ -293,8 +293,8 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	// (unavailable), and the payment of an order past orders.payTimeout.
 	db, zkp := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN)), e2e.NewProxy(t, s.ZKServers[0])
 	s.Shop(t, "stock", "set", "--goods", "5", "--stock", "5", "--clear-orders")
-	in = s.Serve(t, "SHOP_MYSQL_DSN="+e2e.ViaProxy(t, s.DSN, db.Addr()), "SHOP_ZOOKEEPER_SERVERS="+zkp.Addr(), "SHOP_PURCHASE_STRATEGY=seed",
-		"SHOP_LOCK_ACQUIRETIMEOUT=1s", "SHOP_PURCHASE_MAXWAITING=1", "SHOP_PURCHASE_QUEUETARGET=0", "SHOP_ORDERS_PAYTIMEOUT=1s")
+	in = s.Serve(t, e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, db.Addr())), e2e.WithSetting("zookeeper.servers", zkp.Addr()), e2e.WithStrategy("seed"),
+		e2e.WithAcquireTimeout(time.Second), e2e.WithSetting("purchase.maxWaiting", "1"), e2e.WithSetting("purchase.queueTarget", "0"), e2e.WithPayTimeout(time.Second))
 	doc.Servers = openapi3.Servers{{URL: in.URL}}
 	if router, err = gorillamux.NewRouter(doc); err != nil {
 		t.Fatal(err)

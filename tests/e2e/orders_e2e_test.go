@@ -62,8 +62,8 @@ func leaderOf(t *testing.T, ins ...*e2e.Instance) (leader *e2e.Instance, ok bool
 // expired order's piece returns to the stock exactly once.
 func TestOrdersExpireUnderTheElectedSweeper(t *testing.T) {
 	const session = 3 * time.Second
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=4s", "SHOP_ORDERS_SWEEPINTERVAL=200ms",
-		"SHOP_ZOOKEEPER_SESSIONTIMEOUT="+session.String(), "SHOP_LOG_LEVEL=debug")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(4*time.Second), e2e.WithSweepInterval(200*time.Millisecond),
+		e2e.WithSetting("zookeeper.sessionTimeout", session.String()), e2e.WithLogLevel("debug"))
 	s.Binary = e2e.ShopBinaryNoRace(t) // the survivor's session sees the killed one's expire
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "20", "--clear-orders")
@@ -157,16 +157,16 @@ func sweeps(logs string) []sweep {
 // on while suspended would sweep beside the new one: it cannot learn that its
 // session expired while its connection is stalled.
 func TestASuspendedLeaderStopsSweepingBeforeAnotherStarts(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1h", "SHOP_ORDERS_SWEEPINTERVAL=50ms",
-		"SHOP_ZOOKEEPER_SESSIONTIMEOUT="+faultSession, "SHOP_LOG_LEVEL=debug")
+	s := e2e.NewStack(t, e2e.WithPayTimeout(time.Hour), e2e.WithSweepInterval(50*time.Millisecond),
+		e2e.WithSetting("zookeeper.sessionTimeout", faultSession), e2e.WithLogLevel("debug"))
 	s.Binary = e2e.ShopBinaryNoRace(t) // A's session expires and it reconnects
 	s.Shop(t, "migrate")
 	zk := e2e.NewProxy(t, e2e.ZooKeeper(t)[0])
-	a := s.Serve(t, "SHOP_ZOOKEEPER_SERVERS="+zk.Addr(), "SHOP_LEADER_ID=A")
+	a := s.Serve(t, e2e.WithSetting("zookeeper.servers", zk.Addr()), e2e.WithSetting("leader.id", "A"))
 	if !e2e.WaitUntil(30*time.Second, func() bool { l, ok := leaderOf(t, a); return ok && l == a }) {
 		t.Fatalf("A did not lead within 30s\n%s", a.Logs())
 	}
-	b := s.Serve(t, "SHOP_LEADER_ID=B")
+	b := s.Serve(t, e2e.WithSetting("leader.id", "B"))
 	if !e2e.WaitUntil(30*time.Second, func() bool { return len(sweeps(a.Logs())) >= 3 }) {
 		t.Fatalf("A does not sweep\n%s", a.Logs())
 	}
@@ -226,7 +226,7 @@ func TestTwoDeploymentsOnOneZooKeeperEachSweepTheirOwn(t *testing.T) {
 	}
 	for i := range deployments {
 		d := &deployments[i]
-		d.Stack = e2e.NewStack(t, "SHOP_LEADER_PATH="+leaderPath, "SHOP_ORDERS_PAYTIMEOUT=2s", "SHOP_ORDERS_SWEEPINTERVAL=200ms")
+		d.Stack = e2e.NewStack(t, e2e.WithSetting("leader.path", leaderPath), e2e.WithPayTimeout(2*time.Second), e2e.WithSweepInterval(200*time.Millisecond))
 		d.Shop(t, "migrate")
 		d.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
 		d.ins = []*e2e.Instance{d.Serve(t), d.Serve(t)}

@@ -61,7 +61,7 @@ func orderOf(t *testing.T, s e2e.Stack, requestID string) int {
 func TestABuyerWhoLeftBeforeTheCommitIsNotSold(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch"} {
 		t.Run(strategy, func(t *testing.T) {
-			s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY="+strategy, "SHOP_LOG_LEVEL=info")
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy), e2e.WithLogLevel("info"))
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders")
 			in := s.Serve(t)
@@ -106,8 +106,8 @@ func TestABuyerWhoLeftBeforeTheCommitIsNotSold(t *testing.T) {
 // 1 000 waiting instead (queueTarget 0) the queue outgrows the buyers'
 // patience: they time out, and some of those are sold to.
 func TestPastCapacityTheExcessIsRefusedFast(t *testing.T) {
-	s := e2e.NewStack(t, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=4ms", "SHOP_PURCHASE_QUEUETARGET=300ms",
-		"SHOP_LOCK_ACQUIRETIMEOUT=1m")
+	s := e2e.NewStack(t, e2e.WithStrategy("seed"), e2e.WithMaxSleep(4*time.Millisecond), e2e.WithQueueTarget(300*time.Millisecond),
+		e2e.WithAcquireTimeout(time.Minute))
 	s.Binary = e2e.ShopBinaryNoRace(t) // the race detector's cost would be the capacity measured
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1000000", "--clear-orders")

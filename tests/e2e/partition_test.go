@@ -33,20 +33,20 @@ type partitioned struct {
 	instances []*e2e.Instance
 }
 
-func newPartitioned(t *testing.T, cfg chaosConfig, env ...string) *partitioned {
+func newPartitioned(t *testing.T, cfg chaosConfig, env ...e2e.Option) *partitioned {
 	t.Helper()
 	n := e2e.NewNetwork(t)
 	p := &partitioned{net: n, zk: []*e2e.Host{n.Host("z1"), n.Host("z2"), n.Host("z3")}, db: n.Host("db")}
 	p.ens = e2e.StartEnsembleIn(t, p.zk)
 	p.mdb = e2e.StartMariaDBIn(t, p.db)
-	p.stack = e2e.NewStackOn(t, p.mdb.DSN, p.ens.Servers, append(append([]string{}, chaosEnv...), env...)...)
+	p.stack = e2e.NewStackOn(t, p.mdb.DSN, p.ens.Servers, append(append([]e2e.Option{}, chaosEnv...), env...)...)
 	p.stack.Binary = e2e.ShopBinaryNoRace(t) // every client reconnects
 	p.stack.Shop(t, "migrate")
 	p.stack.Shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
 	for _, name := range []string{"a", "b"} {
 		h := n.Host(name)
 		p.hosts = append(p.hosts, h)
-		p.instances = append(p.instances, p.stack.ServeIn(t, h, "SHOP_MYSQL_DSN="+e2e.AsUser(t, p.mdb.DSN, "shop_"+name)))
+		p.instances = append(p.instances, p.stack.ServeIn(t, h, e2e.WithSetting("mysql.dsn", e2e.AsUser(t, p.mdb.DSN, "shop_"+name))))
 	}
 	return p
 }
@@ -181,9 +181,9 @@ func TestPartitions(t *testing.T) {
 	t.Run("instance cut from mariadb holding the lock", func(t *testing.T) {
 		// PARTITION_SHOP_ENV=SHOP_MYSQL_IDLETRANSACTIONTIMEOUT=1h shows
 		// the failure without the guard.
-		var env []string
+		var env []e2e.Option
 		if e := os.Getenv("PARTITION_SHOP_ENV"); e != "" {
-			env = append(env, e)
+			env = append(env, e2e.WithEnv(e))
 		}
 		p := newPartitioned(t, cfg, env...)
 		var load *buyerLoad

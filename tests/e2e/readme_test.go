@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
@@ -102,7 +103,7 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 	// make serve's admission (purchase.queueTarget 300ms, config.yaml's):
 	// the README's crowds are past it, and the load tester's patient
 	// buyers come back as told until they have their answer.
-	s := e2e.NewStack(t, "SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=1m", "SHOP_PURCHASE_QUEUETARGET=300ms")
+	s := e2e.NewStack(t, e2e.WithMaxSleep(0), e2e.WithAcquireTimeout(time.Minute), e2e.WithQueueTarget(300*time.Millisecond))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders", "--start", "none", "--end", "none")
 	a, b := s.Serve(t), s.Serve(t)

@@ -16,7 +16,7 @@ func TestRedisPeerIsExact(t *testing.T) {
 	const stock, buyers = 50, 300
 	for _, mode := range []string{"sync", "async"} {
 		t.Run(mode, func(t *testing.T) {
-			p := e2e.NewPeer(t, e2e.NewStack(t, "SHOP_LOG_LEVEL=info"), mode)
+			p := e2e.NewPeer(t, e2e.NewStack(t, e2e.WithLogLevel("info")), mode)
 			p.Shop(t, "migrate")
 			p.Shop(t, "stock", "set", "--goods", "1", "--stock", "50", "--clear-orders")
 			a, b := p.Serve(t), p.Serve(t)
@@ -40,7 +40,7 @@ func TestRedisPeerIsExact(t *testing.T) {
 		})
 	}
 	t.Run("bare", func(t *testing.T) {
-		p := e2e.NewPeer(t, e2e.NewStack(t, "SHOP_LOG_LEVEL=info"), "bare")
+		p := e2e.NewPeer(t, e2e.NewStack(t, e2e.WithLogLevel("info")), "bare")
 		p.Shop(t, "migrate")
 		p.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
 		in := p.Serve(t)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
@@ -19,7 +20,7 @@ import (
 // returns once no instance answers from what it saw.
 func TestACrowdAfterARestockBuys(t *testing.T) {
 	root := e2e.BuiltRoot(t)
-	s := e2e.NewStack(t, "SHOP_DEMO_MAXSLEEP=0s", "SHOP_PURCHASE_QUEUETARGET=300ms", "SHOP_PURCHASE_STRATEGY=seed")
+	s := e2e.NewStack(t, e2e.WithMaxSleep(0), e2e.WithQueueTarget(300*time.Millisecond), e2e.WithStrategy("seed"))
 	s.Binary = e2e.ShopBinaryNoRace(t) // the stock set as quick as an operator's: the race detector's start-up hid the stale second
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")

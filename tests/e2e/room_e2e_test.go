@@ -18,8 +18,8 @@ import (
 // roomEnv is a room in front of a slow sale: the seed's purchase with a
 // sleep of 0-100 ms under one lock, about 20 a second, so that a few
 // hundred buyers a second are ten times what it sells.
-var roomEnv = []string{"SHOP_ROOM_ENABLED=true", "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=100ms",
-	"SHOP_PURCHASE_QUEUETARGET=300ms", "SHOP_PURCHASE_MAXWAITING=5", "SHOP_LOG_LEVEL=info", "SHOP_ORDERS_PAYTIMEOUT=0s"}
+var roomEnv = []e2e.Option{e2e.WithSetting("room.enabled", "true"), e2e.WithStrategy("seed"), e2e.WithMaxSleep(100 * time.Millisecond),
+	e2e.WithQueueTarget(300 * time.Millisecond), e2e.WithSetting("purchase.maxWaiting", "5"), e2e.WithLogLevel("info"), e2e.WithPayTimeout(0)}
 
 // Patient buyers, each alternating between two instances every time it
 // comes back (a round-robin balancer), arrive at several times what the

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +70,7 @@ func TestMySQLOverTLS(t *testing.T) {
 	}
 	before := handshakes()
 
-	s := e2e.NewStackOn(t, m.DSN, e2e.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(dir, "ca.pem"), "SHOP_PURCHASE_STRATEGY=batch")
+	s := e2e.NewStackOn(t, m.DSN, e2e.ZooKeeper(t), e2e.WithSetting("mysql.tlsCA", filepath.Join(dir, "ca.pem")), e2e.WithStrategy("batch"))
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "50", "--clear-orders")
 	in := s.Serve(t)
@@ -94,14 +93,14 @@ func TestMySQLOverTLS(t *testing.T) {
 
 	// TLS that checks nobody's certificate is TLS in name: the shop says
 	// so, loudly, at start.
-	s3 := s // the database's own paths: one database is served under one set
-	s3.Env = append(slices.Clone(s.Env), "SHOP_MYSQL_DSN="+m.DSN+"?tls=skip-verify", "SHOP_MYSQL_TLSCA=")
+	// The database's own paths: one database is served under one set.
+	s3 := s.With(t, e2e.WithSetting("mysql.dsn", m.DSN+"?tls=skip-verify"), e2e.WithSetting("mysql.tlsCA", ""))
 	if unchecked := s3.Serve(t); !strings.Contains(unchecked.Logs(), "CERTIFICATE IS NOT CHECKED") {
 		t.Errorf("a shop whose DSN says tls=skip-verify did not warn at start:\n%s", unchecked.Logs())
 	}
 
 	other := certificates(t)
-	s2 := e2e.NewStackOn(t, m.DSN, e2e.ZooKeeper(t), "SHOP_MYSQL_TLSCA="+filepath.Join(other, "ca.pem"))
+	s2 := e2e.NewStackOn(t, m.DSN, e2e.ZooKeeper(t), e2e.WithSetting("mysql.tlsCA", filepath.Join(other, "ca.pem")))
 	out, code := s2.ShopExit(t, "migrate")
 	if code == 0 || !strings.Contains(out, "certificate") {
 		t.Fatalf("a shop trusting another CA: exit %d\n%s\nwant a refusal naming the certificate", code, out)

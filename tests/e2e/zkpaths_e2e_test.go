@@ -58,12 +58,12 @@ func makeAll(t *testing.T, conn *gozk.Conn, p string, acl []gozk.ACL) {
 
 // serveExit runs shop serve, which must stop on its own within a minute,
 // and returns its output and exit status.
-func serveExit(t *testing.T, s e2e.Stack, env ...string) (string, int) {
+func serveExit(t *testing.T, s e2e.Stack) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.Binary, "serve", "--server.addr", "127.0.0.1:0")
-	cmd.Env = append(append([]string{}, s.Env...), env...)
+	cmd.Env = s.Env
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
@@ -82,31 +82,31 @@ func serveExit(t *testing.T, s e2e.Stack, env ...string) (string, int) {
 // counted, the dashboard) until the path is its own again; an election
 // that cannot queue does the same. The sale stays exact throughout.
 func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
-	auth := "SHOP_ZOOKEEPER_AUTH=digest:" + e2e.ZKDigest
+	auth := e2e.WithSetting("zookeeper.auth", "digest:"+e2e.ZKDigest)
 
 	t.Run("squatted before the start", func(t *testing.T) {
 		for _, tc := range []struct {
 			name, setting string
-			env           []string
+			env           []e2e.Option
 			squat         func(s e2e.Stack) string // the path the outsider takes
 			acl           []gozk.ACL
 			want          string
 		}{
-			{"the lock path, the outsider's ACL", "lock.path", []string{auth}, func(s e2e.Stack) string { return s.LockPath },
+			{"the lock path, the outsider's ACL", "lock.path", []e2e.Option{auth}, func(s e2e.Stack) string { return s.LockPath },
 				gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), "is not this shop's"},
-			{"the lock path, open to anyone", "lock.path", []string{auth}, func(s e2e.Stack) string { return s.LockPath },
+			{"the lock path, open to anyone", "lock.path", []e2e.Option{auth}, func(s e2e.Stack) string { return s.LockPath },
 				gozk.WorldACL(gozk.PermAll), "lets world:anyone do cdwa"},
 			{"the lock path without zookeeper.auth", "lock.path", nil, func(s e2e.Stack) string { return s.LockPath },
 				append(gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), gozk.WorldACL(gozk.PermRead)...), "lets digest:outsider do cdrwa"},
-			{"the election's parent", "leader.path", []string{auth}, func(s e2e.Stack) string { return path.Dir(leaderPathOf(s)) },
+			{"the election's parent", "leader.path", []e2e.Option{auth}, func(s e2e.Stack) string { return path.Dir(leaderPathOf(s)) },
 				gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), "refused to make"},
 			// The lock path's parent made first, open to anyone (a namespace
 			// squatted before the first start): the shop made its lock path
 			// in it and sold, and the squatter then deleted the empty lock
 			// path and made it his, for good. The shop no longer starts there.
-			{"the lock path's parent, open to anyone", "lock.path", []string{auth}, func(s e2e.Stack) string { return path.Dir(s.LockPath) },
+			{"the lock path's parent, open to anyone", "lock.path", []e2e.Option{auth}, func(s e2e.Stack) string { return path.Dir(s.LockPath) },
 				gozk.WorldACL(gozk.PermAll), "lets world:anyone do cda there"},
-			{"the election's parent, the outsider's to delete in", "leader.path", []string{auth}, func(s e2e.Stack) string { return path.Dir(leaderPathOf(s)) },
+			{"the election's parent, the outsider's to delete in", "leader.path", []e2e.Option{auth}, func(s e2e.Stack) string { return path.Dir(leaderPathOf(s)) },
 				append(gozk.DigestACL(gozk.PermAll, "outsider", "not-the-shops"), gozk.WorldACL(gozk.PermCreate|gozk.PermRead)...), "lets digest:outsider do cda there"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 	})
 
 	t.Run("taken during a sale", func(t *testing.T) {
-		s := e2e.NewStack(t, auth, "SHOP_PURCHASE_STRATEGY=seed", "SHOP_DEMO_MAXSLEEP=0s", "SHOP_LOCK_ACQUIRETIMEOUT=2s")
+		s := e2e.NewStack(t, auth, e2e.WithStrategy("seed"), e2e.WithMaxSleep(0), e2e.WithAcquireTimeout(2*time.Second))
 		s.Shop(t, "migrate")
 		s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders")
 		out := outsider(t, s)
@@ -222,7 +222,7 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 	t.Run("an election that cannot queue", func(t *testing.T) {
 		// Without zookeeper.auth the paths are open to anyone: an outsider
 		// makes the election path his and deletes the shop's node in it.
-		s := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
+		s := e2e.NewStack(t, e2e.WithPayTimeout(time.Minute))
 		s.Shop(t, "migrate")
 		in := s.Serve(t)
 		out := outsider(t, s)
@@ -281,9 +281,9 @@ func TestTheShopOwnsItsZooKeeperPaths(t *testing.T) {
 // refuses to start and names the path and both deployments.
 func TestTwoDeploymentsOfOneDatabaseNameDoNotShareAnElection(t *testing.T) {
 	m1, m2 := e2e.StartMariaDB(t), e2e.StartMariaDB(t)
-	leader := "SHOP_LEADER_PATH=" + e2e.Path(t) + "/leader"
-	a := e2e.NewStackOn(t, m1.DSN, e2e.ZooKeeper(t), leader, "SHOP_ORDERS_PAYTIMEOUT=1m")
-	b := e2e.NewStackOn(t, m2.DSN, e2e.ZooKeeper(t), leader, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	leader := e2e.WithSetting("leader.path", e2e.Path(t)+"/leader")
+	a := e2e.NewStackOn(t, m1.DSN, e2e.ZooKeeper(t), leader, e2e.WithPayTimeout(time.Minute))
+	b := e2e.NewStackOn(t, m2.DSN, e2e.ZooKeeper(t), leader, e2e.WithPayTimeout(time.Minute))
 	a.Shop(t, "migrate")
 	b.Shop(t, "migrate")
 	a.Serve(t)
@@ -300,10 +300,10 @@ func TestTwoDeploymentsOfOneDatabaseNameDoNotShareAnElection(t *testing.T) {
 // start while instances queue in the recorded election, and takes the
 // database over (a move) once none does.
 func TestOneDatabaseIsServedUnderOneSetOfPaths(t *testing.T) {
-	a := e2e.NewStack(t, "SHOP_ORDERS_PAYTIMEOUT=1m")
+	a := e2e.NewStack(t, e2e.WithPayTimeout(time.Minute))
 	a.Shop(t, "migrate")
 	first := a.Serve(t)
-	b := e2e.NewStackOn(t, a.DSN, a.ZKServers, "SHOP_ORDERS_PAYTIMEOUT=1m") // the same database, paths of its own
+	b := e2e.NewStackOn(t, a.DSN, a.ZKServers, e2e.WithPayTimeout(time.Minute)) // the same database, paths of its own
 	out, code := serveExit(t, b)
 	if code != 1 || !strings.Contains(out, "sold and swept under other ZooKeeper paths") || !strings.Contains(out, leaderPathOf(a)) {
 		t.Fatalf("an instance under other paths while the database's first instance runs: exit %d, want 1 and a line naming the first's paths:\n%s", code, out)

@@ -46,21 +46,21 @@ func (in *Instance) Stop(t testing.TB) error {
 
 // Serve starts an instance on a free port and returns it once it is ready.
 // It is stopped with SIGINT at cleanup, if not before, and must exit 0.
-func (s Stack) Serve(t testing.TB, env ...string) *Instance {
+func (s Stack) Serve(t testing.TB, opts ...Option) *Instance {
 	t.Helper()
-	return s.ServeOn(t, "127.0.0.1:0", env...)
+	return s.ServeOn(t, "127.0.0.1:0", opts...)
 }
 
 // ServeOn is serve on the address addr.
-func (s Stack) ServeOn(t testing.TB, listen string, env ...string) *Instance {
+func (s Stack) ServeOn(t testing.TB, listen string, opts ...Option) *Instance {
 	t.Helper()
-	return s.serve(t, exec.Command(s.Binary, "serve", "--server.addr="+listen), env)
+	return s.serve(t, exec.Command(s.Binary, "serve", "--server.addr="+listen), environ(t, opts))
 }
 
 // ServeIn is serve in host h of a Network, on port 8080 of its address.
-func (s Stack) ServeIn(t testing.TB, h *Host, env ...string) *Instance {
+func (s Stack) ServeIn(t testing.TB, h *Host, opts ...Option) *Instance {
 	t.Helper()
-	return s.serve(t, h.Command(s.Binary, "serve", "--server.addr="+h.Addr(8080)), env)
+	return s.serve(t, h.Command(s.Binary, "serve", "--server.addr="+h.Addr(8080)), environ(t, opts))
 }
 
 func (s Stack) serve(t testing.TB, cmd *exec.Cmd, env []string) *Instance {

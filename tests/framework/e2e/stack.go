@@ -27,14 +27,14 @@ type Stack struct {
 }
 
 // NewStack is a stack on a database of the test's own and the local
-// ZooKeeper.
-func NewStack(t testing.TB, extra ...string) Stack {
+// ZooKeeper, its shop set as opts say.
+func NewStack(t testing.TB, opts ...Option) Stack {
 	t.Helper()
-	return NewStackOn(t, Database(t), ZooKeeper(t), extra...)
+	return NewStackOn(t, Database(t), ZooKeeper(t), opts...)
 }
 
 // NewStackOn is a stack on the given database and ZooKeeper servers.
-func NewStackOn(t testing.TB, dsn string, zkServers []string, extra ...string) Stack {
+func NewStackOn(t testing.TB, dsn string, zkServers []string, opts ...Option) Stack {
 	t.Helper()
 	lockPath := Path(t) + "/Locks"
 	env := append(os.Environ(),
@@ -49,7 +49,7 @@ func NewStackOn(t testing.TB, dsn string, zkServers []string, extra ...string) S
 		// queue target themselves.
 		"SHOP_PURCHASE_QUEUETARGET=0s",
 	)
-	return Stack{Binary: ShopBinary(t), DSN: dsn, ZKServers: zkServers, LockPath: lockPath, Env: append(env, extra...)}
+	return Stack{Binary: ShopBinary(t), DSN: dsn, ZKServers: zkServers, LockPath: lockPath, Env: append(env, environ(t, opts)...)}
 }
 
 // Shop runs a command of the shop (migrate, stock set, ...) and fails the

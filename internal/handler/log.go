@@ -1,9 +1,28 @@
 package handler
 
 import (
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/gin-gonic/gin"
 )
+
+// The handler's log: a debug line per request, and the limiter that keeps
+// a failing dependency's errors from flooding it.
+
+// accessLog logs each request at debug level: its method, path, status
+// and duration.
+func (h *handler) accessLog(c *gin.Context) {
+	if !h.log.Enabled(c.Request.Context(), slog.LevelDebug) { // the line's arguments would cost allocations even unlogged
+		c.Next()
+		return
+	}
+	start := time.Now()
+	c.Next()
+	h.log.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", c.Writer.Status(), "duration", time.Since(start))
+}
 
 // logLimiter keeps a failing dependency from flooding the log: per key (a
 // status and code) it lets through at most burst lines per interval, and

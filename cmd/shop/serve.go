@@ -5,70 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/net/netutil"
 
-	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/internal/coord"
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/handler"
-	"github.com/seckill-zk/seckill-zk/internal/limit"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 	"github.com/seckill-zk/seckill-zk/internal/zklock"
 )
-
-// openStore opens the MySQL store; MariaDB ends its transactions that wait
-// longer than cfg.IdleTransaction() for their next statement.
-// A store that cannot be opened is named with the key that fixes it.
-func openStore(ctx context.Context, cfg Config, clock *service.Clock) (*repo.Store, error) {
-	opts := cfg.MySQL.Options
-	opts.IdleTransactionTimeout = cfg.IdleTransaction()
-	opts.Now = clock.Now
-	store, err := repo.Open(ctx, cfg.MySQL.DSN, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%w\n  check mysql.dsn (SHOP_MYSQL_DSN, --mysql.dsn); for the local MariaDB run: make stack-up; "+
-			"a server of your own needs the database and user made once (docs/operations.md, \"Your own MariaDB and ZooKeeper\")", err)
-	}
-	return store, nil
-}
-
-// connectZooKeeper waits for a ZooKeeper session, saying so every few
-// seconds, and names the key that fixes a failure.
-func connectZooKeeper(ctx context.Context, cfg Config, opts zk.Options, log *slog.Logger) (*zk.Client, error) {
-	servers := strings.Join(cfg.ZooKeeper.Servers, ",")
-	log.Info("waiting for a ZooKeeper session", "servers", servers, "timeout", cfg.ZooKeeper.ConnectionTimeout.String())
-	waiting, stopped := make(chan struct{}), make(chan struct{})
-	defer func() { close(waiting); <-stopped }() // no line after the answer
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for start := time.Now(); ; {
-			select {
-			case <-t.C:
-				log.Warn("still waiting for ZooKeeper", "servers", servers, "waited", time.Since(start).Round(time.Second).String(),
-					"timeout", cfg.ZooKeeper.ConnectionTimeout.String())
-			case <-waiting:
-				return
-			}
-		}
-	}()
-	zc, err := zk.Connect(ctx, cfg.ZooKeeper.Servers, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w\n  check zookeeper.servers (SHOP_ZOOKEEPER_SERVERS, --zookeeper.servers); for the local ZooKeeper run: make stack-up"+
-			"\n  (without ZooKeeper: purchase.strategy=atomic and leader.enabled=false)", service.ErrUnavailable, err)
-	}
-	return zc, nil
-}
 
 // serve runs the HTTP API until ctx ends, then shuts down gracefully: stop
 // accepting, let in-flight purchases finish (and release their locks), close
@@ -339,83 +291,4 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-func zkReady(c *zk.Client) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		if _, err := c.Session(ctx); err != nil {
-			return err
-		}
-		return c.Ping(ctx)
-	}
-}
-
-func fmtWindow(t *time.Time) string {
-	switch {
-	case t == nil:
-		return "unchanged"
-	case t.IsZero():
-		return "open"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// demoPause is the demo's sleep between a purchase's read and its write: a
-// random duration in [0, maxSleep), the seed's race amplifier; none for 0.
-func demoPause(maxSleep time.Duration) func() time.Duration {
-	if maxSleep <= 0 {
-		return nil
-	}
-	return func() time.Duration { return rand.N(maxSleep) }
-}
-
-// lockPathAdvice says what a lock path costs a sale of many goods under a
-// strategy, when it is not the path the README recommends for it: "" when
-// it is. The seed's own /Locks stays the default (the seed's scenario sells
-// one goods, and Java Curator instances of the seed share that lock), so
-// the shop warns instead of refusing.
-func lockPathAdvice(st service.Strategy, p coord.Paths) string {
-	switch {
-	case st.Needs.Lock && !st.BatchesAcrossGoods && !p.PerGoods():
-		return "every goods shares this lock, one buyer per hold: a sale of many goods is served one buyer at a time across all of them; " +
-			"set lock.path with {goodsNo} (/locks/goods/{goodsNo}) for a lock per goods"
-	case st.Needs.Lock && st.BatchesAcrossGoods && p.PerGoods():
-		return "a lock per goods: a sale of many goods pays a lock hold and a transaction per goods' batch, about one buyer each; " +
-			"a path without {goodsNo} (the default /Locks) sells the waiting buyers of every goods under one hold"
-	}
-	return ""
-}
-
-// who sets up who may do what: the verifier of buyers' tokens (auth.mode
-// jwt) and the purchase limits per buyer and per client address.
-func who(cfg Config, s *handler.Services) error {
-	if cfg.Auth.Mode == "jwt" {
-		opts := auth.Options{Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, ValidBuyer: handler.ValidID}
-		var err error
-		if cfg.Auth.HMACSecretFile != "" {
-			opts.HMACSecret, err = auth.ReadSecret(cfg.Auth.HMACSecretFile)
-		} else {
-			opts.PublicKey, err = auth.ReadPublicKey(cfg.Auth.PublicKeyFile)
-		}
-		if err != nil {
-			return err
-		}
-		if s.Auth, err = auth.NewJWT(opts); err != nil {
-			return err
-		}
-	}
-	if cfg.Limits.Buyer.Rate > 0 {
-		s.BuyerLimit = limit.New(cfg.Limits.Buyer)
-	}
-	if cfg.Limits.Client.Rate > 0 {
-		s.ClientLimit = limit.New(cfg.Limits.Client)
-	}
-	return nil
-}
-
-// loopback reports whether addr is a loopback address (only this machine
-// reaches it).
-func loopback(addr net.Addr) bool {
-	tcp, ok := addr.(*net.TCPAddr)
-	return ok && tcp.IP.IsLoopback()
 }

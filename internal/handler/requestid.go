@@ -1,9 +1,6 @@
 package handler
 
 import (
-	"log/slog"
-	"time"
-
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 )
@@ -75,15 +72,4 @@ func NewRequestID() string {
 		return uuid.NewString()
 	}
 	return id.String()
-}
-
-func (h *handler) accessLog(c *gin.Context) {
-	if !h.log.Enabled(c.Request.Context(), slog.LevelDebug) { // the line's arguments would cost allocations even unlogged
-		c.Next()
-		return
-	}
-	start := time.Now()
-	c.Next()
-	h.log.Debug("request", "method", c.Request.Method, "path", c.Request.URL.Path,
-		"status", c.Writer.Status(), "duration", time.Since(start))
 }
