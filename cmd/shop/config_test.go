@@ -723,3 +723,35 @@ func TestTheChartsDefaultsFollowTheShopsAdvice(t *testing.T) {
 		t.Errorf("the chart's defaults (strategy %s, lock.path %s) make the shop warn: %s", cfg.Purchase.Strategy, cfg.Lock.Path, msg)
 	}
 }
+
+// A setting's default is its package's: the package's zero value, with
+// the package's own defaults applied, is what the shop runs with when
+// nothing is configured. (A bool's zero is false: purchase.onePerBuyer's
+// default, true, is the setting's alone.) The values the chart sets are
+// checked against the shop's advice in TestTheChartsDefaultsFollowTheShopsAdvice.
+func TestTheSettingsDefaultsAreThePackages(t *testing.T) {
+	c, err := load(t, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := c.Purchase.Config.WithDefaults(), service.Config{}.WithDefaults()
+	want.OnePerBuyer = got.OnePerBuyer
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("purchase: the settings' defaults %+v, the package's %+v", got, want)
+	}
+	if got, want := c.Orders.WithDefaults(), (service.OrdersConfig{}).WithDefaults(); !reflect.DeepEqual(got, want) {
+		t.Errorf("orders: the settings' defaults %+v, the package's %+v", got, want)
+	}
+	if c.Allot.Keep != service.DefaultAllotKeep || c.Room.Keep != service.DefaultRoomKeep {
+		t.Errorf("allot.keep %v, room.keep %v; the package's %v and %v", c.Allot.Keep, c.Room.Keep, service.DefaultAllotKeep, service.DefaultRoomKeep)
+	}
+	// 0 in a setting whose package reads 0 as its default turns the bound
+	// off: the package's negative.
+	off, err := load(t, map[string]string{"SHOP_PURCHASE_QUEUETARGET": "0s", "SHOP_ORDERS_PAYTIMEOUT": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, p := off.Purchase.Config.WithDefaults().QueueTarget, off.Orders.WithDefaults().PayTimeout; q >= 0 || p >= 0 {
+		t.Errorf("purchase.queueTarget 0 and orders.payTimeout 0 reach the service as %v and %v, want them off (negative)", q, p)
+	}
+}

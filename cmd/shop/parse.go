@@ -79,6 +79,23 @@ func (p *parser) positive(key string) int {
 	return n
 }
 
+// durationOrOff is a non-negative duration whose 0 turns its bound off:
+// the package's negative (its zero is its default).
+func (p *parser) durationOrOff(key string) time.Duration {
+	if d := p.duration(key, true); d != 0 || p.str(key) == "" {
+		return d
+	}
+	return -1
+}
+
+// offText is a durationOrOff setting's value as a log line says it.
+func offText(d time.Duration) string {
+	if d < 0 {
+		return "off"
+	}
+	return d.String()
+}
+
 // count is a non-negative integer.
 func (p *parser) count(key string) int {
 	s := p.str(key)

@@ -261,7 +261,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	ln = netutil.LimitListener(handler.LimitPerClient(ln, limits.perClient, trusted(cfg.Server.TrustedProxies)), limits.connections)
 	log.Info("listening", "addr", ln.Addr().String(), "strategy", cfg.Purchase.Strategy, "lock", locker != nil, "lockPath", cfg.Lock.Path,
-		"maxSleep", cfg.Demo.MaxSleep.String(), "participantId", id, "payTimeout", cfg.Orders.PayTimeout.String(),
+		"maxSleep", cfg.Demo.MaxSleep.String(), "participantId", id, "payTimeout", offText(cfg.Orders.PayTimeout),
 		"writeTimeout", limits.write.String(), "maxConnections", limits.connections, "maxConnectionsPerClient", limits.perClient)
 
 	errc := make(chan error, 1)

@@ -3,6 +3,7 @@ package main
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -58,6 +59,18 @@ const (
 // autoRateDoc is an auto rate's documentation.
 func autoRateDoc(jwt float64) string {
 	return strconv.FormatFloat(jwt, 'f', -1, 64) + " with auth.mode jwt, 0 with auth.mode none"
+}
+
+// shortDuration is d as a setting's default shows it: 15m, not 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 var settings = []setting{
@@ -123,10 +136,10 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Purchase.SaleTimeout = p.duration(k, true) }},
 	{"purchase.strategy", kString, "seed", strategyDoc(),
 		func(p *parser, k string, c *Config) { c.Purchase.Strategy = p.oneOf(k, strategyNames()...) }},
-	{"purchase.maxWaiting", kInt, "1000", "the most purchases in progress per instance (buyers waiting for the lock), whatever purchase.queueTarget allows; beyond it 503 busy",
+	{"purchase.maxWaiting", kInt, strconv.Itoa(service.DefaultMaxWaiting), "the most purchases in progress per instance (buyers waiting for the lock), whatever purchase.queueTarget allows; beyond it 503 busy",
 		func(p *parser, k string, c *Config) { c.Purchase.MaxWaiting = p.positive(k) }},
-	{"purchase.queueTarget", kDuration, "300ms", "how long a buyer let in waits at most: the purchases in progress per instance follow its measured purchases/s times this, a buyer beyond them is answered 503 busy at once (0: purchase.maxWaiting alone)",
-		func(p *parser, k string, c *Config) { c.Purchase.QueueTarget = p.duration(k, true) }},
+	{"purchase.queueTarget", kDuration, service.DefaultQueueTarget.String(), "how long a buyer let in waits at most: the purchases in progress per instance follow its measured purchases/s times this, a buyer beyond them is answered 503 busy at once (0: purchase.maxWaiting alone)",
+		func(p *parser, k string, c *Config) { c.Purchase.QueueTarget = p.durationOrOff(k) }},
 	{"purchase.batchMax", kInt, strconv.Itoa(service.DefaultBatchMax), "batch strategy: the most buyers one batch sells to",
 		func(p *parser, k string, c *Config) { c.Purchase.BatchMax = p.positive(k) }},
 	{"purchase.onePerBuyer", kBool, "true", "a buyer who gives an id (X-User-ID) holds at most one order of a goods that is not expired",
@@ -135,8 +148,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Allot.Path = p.lockPath(k) }},
 	{"allot.keep", kDuration, service.DefaultAllotKeep.String(), "allot strategy: how long an instance keeps the stock of a goods its buyers stopped asking for before it goes back to the goods' row; stock another instance asks for goes back after 100 ms",
 		func(p *parser, k string, c *Config) { c.Allot.Keep = p.duration(k, false) }},
-	{"orders.payTimeout", kDuration, "15m", "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)",
-		func(p *parser, k string, c *Config) { c.Orders.PayTimeout = p.duration(k, true) }},
+	{"orders.payTimeout", kDuration, shortDuration(service.DefaultPayTimeout), "how long an order may stay unpaid before it expires and its piece returns to the stock (0: never)",
+		func(p *parser, k string, c *Config) { c.Orders.PayTimeout = p.durationOrOff(k) }},
 	{"orders.sweepInterval", kDuration, service.DefaultSweepInterval.String(), "how often the elected instance expires unpaid orders",
 		func(p *parser, k string, c *Config) { c.Orders.SweepInterval = p.duration(k, false) }},
 	{"leader.enabled", kBool, "true", "elect one instance on ZooKeeper to sweep expired orders; false: every instance sweeps (safe, each order expires once)",

@@ -62,7 +62,9 @@ func buyInBatches(t *testing.T, store *fakeStore, ctxs []context.Context, id fun
 	locker := &gateLocker{gate: make(chan struct{})}
 	log := slog.New(slog.DiscardHandler)
 	marks := service.NewSoldOutMarks(-1)
-	cfg := service.Config{BatchMax: 100}
+	// Every buyer waits behind the gate: the admission is not what is
+	// tested here.
+	cfg := service.Config{BatchMax: 100, MaxWaiting: -1, QueueTarget: -1}
 	shop := must(service.New(strategy("batch"), service.Deps{Store: store, Locker: locker, Env: service.Env{Marks: marks, Config: cfg, Log: log}}))
 	defer shop.Close()
 	results := make([]batchResult, len(ctxs))

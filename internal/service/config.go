@@ -29,12 +29,14 @@ type Config struct {
 	SaleTimeout time.Duration
 	// MaxWaiting bounds the purchases in progress in this instance (for the
 	// locking strategies: the buyers waiting for the lock); a buyer beyond
-	// it is answered ErrBusy at once. 0: no bound.
+	// it is answered ErrBusy at once. Default DefaultMaxWaiting; negative:
+	// no bound.
 	MaxWaiting int
 	// QueueTarget is how long a buyer let in should wait at most: the
 	// purchases in progress are bounded by the instance's measured service
 	// rate times QueueTarget (and by MaxWaiting), a buyer beyond that bound
-	// is answered ErrBusy at once (see admission). 0: MaxWaiting alone.
+	// is answered ErrBusy at once (see admission). Default
+	// DefaultQueueTarget; negative: MaxWaiting alone.
 	QueueTarget time.Duration
 	// BatchMax bounds the buyers one batch sells to, for both strategies
 	// that sell in batches (batch, allot). Default DefaultBatchMax.
@@ -82,11 +84,23 @@ const (
 	// DefaultSoldOutFor: how long a goods seen sold out is answered sold
 	// out without asking the lock or the database; a restock shows after
 	// at most this long.
-	DefaultSoldOutFor      = time.Second
+	DefaultSoldOutFor = time.Second
+	// DefaultMaxWaiting and DefaultQueueTarget: the admission's bounds
+	// (docs/operations.md says how they were chosen).
+	DefaultMaxWaiting      = 1000
+	DefaultQueueTarget     = 300 * time.Millisecond
 	DefaultBatchMax        = 100
 	DefaultWindowFor       = time.Second
 	DefaultConflictRetries = 5
 )
+
+// WithDefaults is c with each field left zero at its default: what the
+// shop makes of c. The shop's settings default to the same (cmd/shop's
+// TestTheSettingsDefaultsAreThePackages).
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
 
 func (c *Config) setDefaults() {
 	if c.AcquireTimeout <= 0 {
@@ -112,5 +126,11 @@ func (c *Config) setDefaults() {
 	}
 	if c.ConflictRetries == 0 {
 		c.ConflictRetries = DefaultConflictRetries
+	}
+	if c.MaxWaiting == 0 {
+		c.MaxWaiting = DefaultMaxWaiting
+	}
+	if c.QueueTarget == 0 {
+		c.QueueTarget = DefaultQueueTarget
 	}
 }

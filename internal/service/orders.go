@@ -26,11 +26,14 @@ type OrderStore interface {
 // OrdersConfig tunes the order life cycle.
 type OrdersConfig struct {
 	// PayTimeout is how long an order may stay unpaid before it expires and
-	// its piece goes back to the stock. 0: orders never expire.
+	// its piece goes back to the stock. Default DefaultPayTimeout;
+	// negative: orders never expire.
 	PayTimeout time.Duration
-	// SweepInterval is the pause between two sweeps. Default 1s.
+	// SweepInterval is the pause between two sweeps. Default
+	// DefaultSweepInterval.
 	SweepInterval time.Duration
-	// SweepBatch bounds the orders one sweep transaction expires. Default 500.
+	// SweepBatch bounds the orders one sweep transaction expires. Default
+	// DefaultSweepBatch.
 	SweepBatch int
 	// Clock is the time payments and the sweeper judge an order's deadline
 	// by (nil: this machine's); the shop's follows the database's, which
@@ -49,18 +52,35 @@ type Orders struct {
 	now   func() time.Time
 }
 
-// DefaultSweepInterval is how often the elected instance sweeps
-// (orders.sweepInterval).
-const DefaultSweepInterval = time.Second
+// OrdersConfig's defaults.
+const (
+	// DefaultPayTimeout: an order unpaid this long expires
+	// (orders.payTimeout).
+	DefaultPayTimeout = 15 * time.Minute
+	// DefaultSweepInterval is how often the elected instance sweeps
+	// (orders.sweepInterval).
+	DefaultSweepInterval = time.Second
+	DefaultSweepBatch    = 500
+)
 
-// NewOrders returns the order life cycle on store.
-func NewOrders(store OrderStore, cfg OrdersConfig, log *slog.Logger) *Orders {
+// WithDefaults is cfg with each field left zero at its default: what
+// NewOrders makes of it.
+func (cfg OrdersConfig) WithDefaults() OrdersConfig {
+	if cfg.PayTimeout == 0 {
+		cfg.PayTimeout = DefaultPayTimeout
+	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = DefaultSweepInterval
 	}
 	if cfg.SweepBatch <= 0 {
-		cfg.SweepBatch = 500
+		cfg.SweepBatch = DefaultSweepBatch
 	}
+	return cfg
+}
+
+// NewOrders returns the order life cycle on store.
+func NewOrders(store OrderStore, cfg OrdersConfig, log *slog.Logger) *Orders {
+	cfg = cfg.WithDefaults()
 	return &Orders{store: store, cfg: cfg, log: log, now: func() time.Time { return cfg.Clock.Now().UTC() }}
 }
 

@@ -56,7 +56,7 @@ func TestPayHonoursTheTimeout(t *testing.T) {
 		t.Fatalf("Pay(0) = %v, want ErrInvalidOrderID", err)
 	}
 	// No timeout: any unpaid order may be paid.
-	o = service.NewOrders(store, service.OrdersConfig{}, slog.New(slog.DiscardHandler))
+	o = service.NewOrders(store, service.OrdersConfig{PayTimeout: -1}, slog.New(slog.DiscardHandler)) // never expire
 	if _, err := o.Pay(context.Background(), 1, ""); err != nil || !store.placedSince.IsZero() {
 		t.Fatalf("without a timeout: placed since %v (%v), want the zero time", store.placedSince, err)
 	}
@@ -104,7 +104,7 @@ func TestSweepExpiresInBatchesUntilStopped(t *testing.T) {
 
 func TestSweepWithoutATimeoutDoesNothing(t *testing.T) {
 	store := &fakeOrderStore{due: 5}
-	o := service.NewOrders(store, service.OrdersConfig{SweepInterval: time.Millisecond}, slog.New(slog.DiscardHandler))
+	o := service.NewOrders(store, service.OrdersConfig{PayTimeout: -1, SweepInterval: time.Millisecond}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_ = o.Sweep(ctx, "me")

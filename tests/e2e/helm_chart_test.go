@@ -296,7 +296,7 @@ func TestTheHelmChartRendersValidObjects(t *testing.T) {
 	}
 	// Values that cannot work are refused when rendering, naming the value.
 	for _, bad := range []struct{ values, want string }{
-		{"shop: {config: {server: {shutdownTimeout: 30s}}}", "shop.shutdownTimeoutSeconds"},
+		{"shop: {config: {server: {shutdownTimeout: 1500ms}}}", "shop.config.server.shutdownTimeout"},
 		{"mariadb: {operator: false}", "mariadb.dsn"},
 		{"zookeeper: {enabled: false}", "zookeeper.servers"},
 		{"auth: {mode: oauth}", "auth.mode"},

@@ -99,11 +99,21 @@ them: the image sets SHOP_SERVER_ADDR, which outranks the file, so the Deploymen
 {{- fail "auth.mode: none or jwt" -}}
 {{- end -}}
 {{- $user := deepCopy .Values.shop.config -}}
-{{- $shutdown := dig "server" "shutdownTimeout" "15s" $user -}}
-{{- if ne (printf "%ds" (int .Values.shop.shutdownTimeoutSeconds)) (toString $shutdown) -}}
-{{- fail (printf "shop.config.server.shutdownTimeout (%v) and shop.shutdownTimeoutSeconds (%d) disagree: the pod's grace period comes from the second; give the first in whole seconds (\"%ds\")" $shutdown (int .Values.shop.shutdownTimeoutSeconds) (int .Values.shop.shutdownTimeoutSeconds)) -}}
-{{- end -}}
+{{- $_ := include "seckill.shutdownSeconds" . -}}
 {{- toYaml (mergeOverwrite $user $own) -}}
+{{- end -}}
+
+{{/* server.shutdownTimeout in whole seconds, for the pod's grace period: the chart's one
+statement of it is shop.config.server.shutdownTimeout, in seconds ("15s") or minutes ("1m"). */}}
+{{- define "seckill.shutdownSeconds" -}}
+{{- $d := toString (required "shop.config.server.shutdownTimeout: the pod's grace period follows it" (dig "server" "shutdownTimeout" "" .Values.shop.config)) -}}
+{{- if regexMatch "^[0-9]+s$" $d -}}
+{{- trimSuffix "s" $d | atoi -}}
+{{- else if regexMatch "^[0-9]+m$" $d -}}
+{{- mul (trimSuffix "m" $d | atoi) 60 -}}
+{{- else -}}
+{{- fail (printf "shop.config.server.shutdownTimeout %q: give it in whole seconds (\"15s\") or minutes (\"1m\"), for the pod's grace period" $d) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The migration's config.yaml: the shop's without what the migration neither needs nor is given
