@@ -715,6 +715,19 @@ func TestTheChartsDefaultsFollowTheShopsAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the chart's shop.config: %v", err)
 	}
+	// The chart sets what it chooses otherwise, not the shop's defaults
+	// again (a second place a default would have to follow), except what
+	// its templates read: the grace period follows server.shutdownTimeout.
+	readByTheChart := map[string]bool{"server.shutdownTimeout": true}
+	for _, s := range settings {
+		v, ok := chartValue(values.Shop.Config, s.key)
+		if !ok || readByTheChart[s.key] {
+			continue
+		}
+		if sameValue(s, v) {
+			t.Errorf("the chart's shop.config.%s is %q, the shop's default: leave it out", s.key, v)
+		}
+	}
 	st, ok := service.StrategyNamed(cfg.Purchase.Strategy)
 	if !ok {
 		t.Fatalf("the chart's strategy %q is not one the shop knows", cfg.Purchase.Strategy)
@@ -754,4 +767,37 @@ func TestTheSettingsDefaultsAreThePackages(t *testing.T) {
 	if q, p := off.Purchase.Config.WithDefaults().QueueTarget, off.Orders.WithDefaults().PayTimeout; q >= 0 || p >= 0 {
 		t.Errorf("purchase.queueTarget 0 and orders.payTimeout 0 reach the service as %v and %v, want them off (negative)", q, p)
 	}
+}
+
+// chartValue is the value at key (dotted) in the chart's shop.config, as
+// a setting's text (a list comma separated).
+func chartValue(config map[string]any, key string) (string, bool) {
+	var v any = config
+	for _, part := range strings.Split(key, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if v, ok = m[part]; !ok {
+			return "", false
+		}
+	}
+	if list, ok := v.([]any); ok {
+		parts := make([]string, len(list))
+		for i, e := range list {
+			parts[i] = fmt.Sprint(e)
+		}
+		return strings.Join(parts, ","), true
+	}
+	return fmt.Sprint(v), true
+}
+
+// sameValue reports whether v is s's default (durations by their length).
+func sameValue(s setting, v string) bool {
+	if s.kind == kDuration {
+		a, err1 := time.ParseDuration(s.def)
+		b, err2 := time.ParseDuration(v)
+		return err1 == nil && err2 == nil && a == b
+	}
+	return v == s.def
 }
