@@ -11,7 +11,7 @@ import (
 
 // SellBatch sells to a batch of buyers, of one goods or of several, under a
 // lock whose fencing token is fence, in one transaction: it claims the
-// goods' rows (each as SellFenced claims one, in the order of their goods
+// goods' rows (each as BeginSale claims one, in the order of their goods
 // numbers), reads the facts the buyer rules need (readFacts: the orders
 // its buyers hold under the one-per-buyer rule and, when the batch starts
 // once more because the orders' unique key refused an INSERT, which of the

@@ -44,14 +44,25 @@ func sellAllotted(ctx context.Context, s *repo.Store, lease int64, held map[int3
 	return d.refused, nil
 }
 
-// sellFenced is s.SellFenced deciding by the row alone: decide answers
-// the stock the sale leaves (one less) or why it sells nothing.
+// sellFenced is the seed's sale (s.BeginSale, then Sell and Commit)
+// deciding by the row alone: decide answers the stock the sale leaves (one
+// less) or why it sells nothing; guard, if set, runs before the commit.
 func sellFenced(ctx context.Context, s *repo.Store, goodsNo int32, fence int64, o *service.Order,
 	decide func(service.Goods) (int32, error), guard func() error) error {
-	return s.SellFenced(ctx, goodsNo, fence, o, func(f service.Facts) (map[int32][]*service.Order, error) {
-		if _, err := decide(f.Goods[goodsNo]); err != nil {
-			return nil, err
+	sale, err := s.BeginSale(ctx, goodsNo, fence)
+	if err != nil {
+		return err
+	}
+	if _, err := decide(sale.Goods()[goodsNo]); err != nil {
+		return sale.Abort(ctx, err)
+	}
+	if err := sale.Sell(ctx, map[int32][]*service.Order{goodsNo: {o}}); err != nil {
+		return sale.Abort(ctx, err)
+	}
+	if guard != nil {
+		if err := guard(); err != nil {
+			return sale.Abort(ctx, err)
 		}
-		return map[int32][]*service.Order{goodsNo: {o}}, nil
-	}, guard)
+	}
+	return sale.Commit(ctx)
 }

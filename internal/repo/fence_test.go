@@ -22,7 +22,7 @@ func minusOne(g service.Goods) (int32, error) {
 
 func noGuard() error { return nil }
 
-func TestSellFenced(t *testing.T) {
+func TestTheSeedsSale(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("sells under increasing tokens", func(t *testing.T) {

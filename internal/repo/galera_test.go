@@ -298,13 +298,12 @@ func TestGaleraClaimSeesAResetThroughAnotherNode(t *testing.T) {
 		if err := a.SetStock(ctx, 1, i+1, repo.StockReset{}); err != nil {
 			t.Fatal(err)
 		}
-		var read int32
-		decide := func(f service.Facts) (map[int32][]*service.Order, error) {
-			read = f.Goods[1].Stock
-			return nil, errRead
+		sale, err := b.BeginSale(ctx, 1, 1)
+		if err != nil {
+			t.Fatalf("claim %d: %v", i, err)
 		}
-		order := &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("c-%d", i)}
-		if err := b.SellFenced(ctx, 1, 1, order, decide, nil); !errors.Is(err, errRead) {
+		read := sale.Goods()[1].Stock
+		if err := sale.Abort(ctx, errRead); !errors.Is(err, errRead) {
 			t.Fatalf("claim %d: %v", i, err)
 		}
 		if read != i+1 {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
@@ -28,47 +28,88 @@ func (s *Store) Sell(ctx context.Context, g service.Goods, stock int32, order *s
 	return nil
 }
 
-// SellFenced is a purchase under a lock whose fencing token is fence, in
-// one transaction: it claims the goods' row (see claim), asks decide
-// whether to sell to order (service.Facts of the row and the order alone:
-// a request id used before is the INSERT's duplicate key), writes the stock
-// minus one with the token and the order, calls guard and commits. A newer
-// holder's token on the row is service.ErrFenced and a goods without a row
-// service.ErrNotFound, with nothing written; an error from decide or guard
-// rolls back and is returned, as does a decision without the order
-// (service.ErrPurchaseFailed). Two round trips to MySQL before the commit
-// (see tx).
-func (s *Store) SellFenced(ctx context.Context, goodsNo int32, fence int64, order *service.Order, decide service.Decide, guard func() error) error {
-	row := newOrderRow(order, time.Time{})
-	err := s.inTx(ctx, s.salesFor(goodsNo), func(t *tx) error {
-		read, err := t.claim(ctx, goodsNo, fence)
-		if err != nil {
-			return err
-		}
-		g := read.goods()
-		sold, err := decide(service.Facts{Orders: []*service.Order{order}, Goods: map[int32]service.Goods{goodsNo: g}})
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(sold[goodsNo], order) {
-			return fmt.Errorf("%w: the sale's decision did not sell to its order", service.ErrPurchaseFailed)
-		}
-		row.CreatedAt = s.now().UTC()
-		updated, err := t.writeOrder(ctx, &row, writeClaimedSQL, g.Stock-1, fence, read.ID, read.Stock, read.Fence)
-		if err != nil {
-			return err
-		}
-		if updated == 0 {
-			return changedSinceClaim(read)
-		}
-		return guard()
-	})
+// BeginSale begins a sale of goodsNo under a lock whose fencing token is
+// fence (service.SeedStore): a transaction on the goods' writer node whose
+// first packet claims the goods' row (see claim). A newer holder's token
+// on the row is service.ErrFenced and a goods without a row
+// service.ErrNotFound, with the transaction ended. The sale makes two
+// round trips to MySQL before its commit: this one, and Sell's.
+func (s *Store) BeginSale(ctx context.Context, goodsNo int32, fence int64) (service.Sale, error) {
+	t, err := s.openTx(ctx, s.salesFor(goodsNo))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	row.fill(order)
+	read, err := t.claim(ctx, goodsNo, fence)
+	if err != nil {
+		return nil, t.fail(ctx, err)
+	}
+	return &claimedSale{s: s, t: t, fence: fence, rows: map[int32]goodsStock{goodsNo: read}}, nil
+}
+
+// claimedSale is a sale begun by its claim (service.Sale).
+type claimedSale struct {
+	s     *Store
+	t     *tx
+	fence int64
+	rows  map[int32]goodsStock // as claimed, then as written
+	sold  []orderWritten
+}
+
+// orderWritten is an order and the row written for it, filled in at the
+// commit.
+type orderWritten struct {
+	order *service.Order
+	row   orderInfo
+}
+
+func (c *claimedSale) Goods() map[int32]service.Goods {
+	out := make(map[int32]service.Goods, len(c.rows))
+	for no, r := range c.rows {
+		out[no] = r.goods()
+	}
+	return out
+}
+
+// Sell writes each order with its goods' claimed row: the order's INSERT
+// and the row's stock less one, with the fence, in one packet
+// (tx.writeOrder). The write carries the row as it was read or last
+// written (claimedStock): a row that changed meanwhile is a stale claim,
+// service.ErrConflict.
+func (c *claimedSale) Sell(ctx context.Context, sold map[int32][]*service.Order) error {
+	for _, no := range slices.Sorted(maps.Keys(sold)) {
+		read, ok := c.rows[no]
+		if !ok {
+			return fmt.Errorf("%w: goods %d was not claimed", service.ErrPurchaseFailed, no)
+		}
+		for _, o := range sold[no] {
+			row := newOrderRow(o, c.s.now().UTC())
+			stock := read.goods().Stock - 1
+			updated, err := c.t.writeOrder(ctx, &row, writeClaimedSQL, stock, c.fence, read.ID, read.Stock, read.Fence)
+			if err != nil {
+				return err
+			}
+			if updated == 0 {
+				return changedSinceClaim(read)
+			}
+			read.Stock, read.Fence = &stock, c.fence
+			c.rows[no] = read
+			c.sold = append(c.sold, orderWritten{o, row})
+		}
+	}
 	return nil
 }
+
+func (c *claimedSale) Commit(ctx context.Context) error {
+	if err := c.t.finish(ctx); err != nil {
+		return err
+	}
+	for _, w := range c.sold {
+		w.row.fill(w.order)
+	}
+	return nil
+}
+
+func (c *claimedSale) Abort(ctx context.Context, err error) error { return c.t.fail(ctx, err) }
 
 // OrderByRequestID reads the order of a buyer's request id; found is false
 // when there is none. The read locks the key's index entry (shared), so it

@@ -46,6 +46,7 @@ type tx struct {
 	conn   *sql.Conn
 	gorm   *gorm.DB // a session on conn
 	begin  string   // the statement that begins it (Store.beginSQL)
+	pool   salePool // the pool conn is of
 	open   bool     // START TRANSACTION went out: the end rolls back or commits
 	orders []uint64 // the orders written (wrote), confirmed with the commit
 	// committing: the COMMIT went out in the packet of the last writes
@@ -58,46 +59,67 @@ type tx struct {
 }
 
 // inTx runs fn in a tx on one connection of sp and commits when fn returns
-// nil. An error before the commit rolls back, also when ctx has ended; a
-// failed commit is translated by commitError (a connection that broke
-// during the commit is service.ErrCommitUnknown). A connection whose
-// rollback or commit failed is closed, never handed to another sale with a
-// transaction open.
+// nil; an error from fn ends the transaction as tx.fail says.
 func (s *Store) inTx(ctx context.Context, sp salePool, fn func(t *tx) error) error {
-	connected := false
-	err := sp.gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
-		connected = true
-		c, ok := conn.Statement.ConnPool.(*sql.Conn)
-		if !ok {
-			return fmt.Errorf("repo: a GORM connection is a %T, not a *sql.Conn", conn.Statement.ConnPool)
-		}
-		// A new session: each statement builds its own clauses.
-		t := &tx{conn: c, gorm: conn.Session(&gorm.Session{NewDB: true}), begin: s.beginSQL()}
-		defer t.endFinal()
-		if err := fn(t); err != nil {
-			if notPrimary(err) {
-				defer sp.refused(ctx, c) // after the rollback below
-			}
-			if t.committing && !refusedBeforeCommit(err) {
-				// The COMMIT went out with the writes and may have been
-				// applied: the outcome is unknown, as when a COMMIT sent
-				// alone is cut off.
-				t.discard()
-				return commitError(err, true)
-			}
-			t.rollback(ctx)
-			return commitError(err, false)
-		}
-		err := t.commit(ctx)
-		if notPrimary(err) {
-			sp.refused(ctx, c)
-		}
+	t, err := s.openTx(ctx, sp)
+	if err != nil {
 		return err
-	})
-	if err != nil && !connected {
-		return commitError(err, false) // no connection: nothing was sent
 	}
+	if err := fn(t); err != nil {
+		return t.fail(ctx, err)
+	}
+	return t.finish(ctx)
+}
+
+// openTx takes a connection of sp for a sale's transaction; nothing is
+// sent yet (its first statement begins it: tx.query). Whoever opens it
+// ends it, with finish or fail, which give the connection back.
+func (s *Store) openTx(ctx context.Context, sp salePool) (*tx, error) {
+	c, err := sp.sql.Conn(ctx)
+	if err != nil {
+		return nil, commitError(err, false) // no connection: nothing was sent
+	}
+	// A new session on the connection: each statement builds its own
+	// clauses.
+	g := sp.gorm.Session(&gorm.Session{NewDB: true, Context: ctx})
+	g.Statement.ConnPool = c
+	return &tx{conn: c, gorm: g, begin: s.beginSQL(), pool: sp}, nil
+}
+
+// fail ends the transaction after err, and returns the sale's answer: it
+// rolls back, also when ctx has ended; once a COMMIT went out with the
+// writes (commitIn) the outcome is unknown instead, as when a COMMIT sent
+// alone is cut off. A connection whose rollback failed is closed, never
+// handed to another sale with a transaction open; one a node out of the
+// cluster refused makes its pool pass over that node.
+func (t *tx) fail(ctx context.Context, err error) error {
+	defer t.release(ctx, err)
+	if t.committing && !refusedBeforeCommit(err) {
+		t.discard()
+		return commitError(err, true)
+	}
+	t.rollback(ctx)
+	return commitError(err, false)
+}
+
+// finish commits (a failed commit is translated by commitError: a
+// connection that broke during it is service.ErrCommitUnknown) and gives
+// the connection back.
+func (t *tx) finish(ctx context.Context) error {
+	err := t.commit(ctx)
+	t.release(ctx, err)
 	return err
+}
+
+// release gives the connection back to its pool once the transaction is
+// over, after a refusal by a node out of the cluster (err) through the
+// pool's failover.
+func (t *tx) release(ctx context.Context, err error) {
+	t.endFinal()
+	if notPrimary(err) {
+		t.pool.refused(ctx, t.conn)
+	}
+	_ = t.conn.Close()
 }
 
 // query sends stmts (one or more statements, separated by semicolons) in

@@ -50,7 +50,7 @@ type batchQueue struct {
 type BatchStore interface {
 	// SellBatch sells to a batch of buyers, of one goods or several, under
 	// a lock with fencing token fence, in one transaction (see Decide):
-	// claim the goods' rows (as SeedStore.SellFenced; ErrFenced for any
+	// claim the goods' rows (as SeedStore.BeginSale; ErrFenced for any
 	// sells nothing), read the Facts of the orders, ask decide which to
 	// sell to, call guard, write each goods' stock minus their number and
 	// their order rows, commit. A store may call guard after the writes

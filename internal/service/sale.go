@@ -7,20 +7,21 @@ import (
 	"time"
 )
 
-// The one shape of a sale. A store's sale method (SeedStore.SellFenced,
-// BatchStore.SellBatch, AllotStore.SellAllotted) claims, in its
-// transaction, the rows it sells from and reads what the buyer rules need
-// to know of the sale's orders; it hands that over as Facts to the
-// strategy's Decide, which answers which orders to sell to; the store
-// writes that (the stocks and the order rows), calls the strategy's guard
-// (is the lock still held? then the lock's hand-off begins) and commits.
-// Decide and the guard are the service's code that runs inside the
-// store's transaction, in this shape for every strategy: the decision
-// needs the rows as the claim read them, the writes must follow it within
-// the same transaction without a round trip of their own between them,
-// and the guard's check must come before the commit.
-// The rules are the service's (SortBuyers, a strategy's choice); the store
-// runs SQL and reports what it read and what happened.
+// The shape of a sale. The seed's sale is the service's to drive: the
+// store begins it with its claim and hands it over (SeedStore.BeginSale, a
+// Sale), the service decides on the rows the claim read, has the store
+// write the orders it sold, checks the lock (guard: then the lock's
+// hand-off begins) and commits or aborts it (Seed.sell). The batching
+// strategies still hand the store their decision and their guard to run
+// inside its transaction (BatchStore.SellBatch, AllotStore.SellAllotted:
+// the store claims the rows, reads what the buyer rules need to know of
+// the sale's orders as Facts, asks the strategy's Decide which orders to
+// sell to, writes that, calls the guard and commits), until they too run
+// on a Sale. Either way the decision needs the rows as the claim read
+// them, the writes follow it within the same transaction without a round
+// trip of their own between them, and the guard's check comes before the
+// commit. The rules are the service's (SortBuyers, a strategy's choice);
+// the store runs SQL and reports what it read and what happened.
 
 // Facts is what a sale's transaction read for the service to decide on.
 type Facts struct {

@@ -24,15 +24,12 @@ type Seed struct {
 
 // SeedStore is what the seed strategy needs of the store.
 type SeedStore interface {
-	// SellFenced is the purchase under a lock with fencing token fence, in
-	// one transaction (see Decide): claim the goods' row (a locking read
-	// that waits for an earlier holder's transaction; ErrFenced when a
-	// newer holder has written), ask decide whether to sell to order (Facts
-	// of the row and order alone), write the stock minus one with the token
-	// and the order, call guard, commit. ErrNotFound when there is no row;
-	// an error from decide or guard rolls back and is returned, as does a
-	// decision that sells to nobody (ErrPurchaseFailed).
-	SellFenced(ctx context.Context, goodsNo int32, fence int64, order *Order, decide Decide, guard func() error) error
+	// BeginSale begins a sale of goodsNo under a lock whose fencing token
+	// is fence: a transaction whose first statement claims the goods' row
+	// (a locking read that waits for an earlier holder's transaction).
+	// ErrFenced when a newer holder has written the row, ErrNotFound when
+	// there is none; either way nothing is left open.
+	BeginSale(ctx context.Context, goodsNo int32, fence int64) (Sale, error)
 }
 
 var seedStrategy = Strategy{
@@ -75,25 +72,10 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 		}
 		return fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err)
 	}
-	var left int32
-	decide := func(f Facts) (map[int32][]*Order, error) {
-		if err := p.cfg.pause(ctx, lost); err != nil {
-			return nil, err
-		}
-		g := f.Goods[goodsNo]
-		p.windows.observe(g, time.Now())
-		if err := g.OpenAt(p.cfg.Clock.Now()); err != nil {
-			return nil, err
-		}
-		if g.Stock < 1 {
-			return nil, ErrSoldOut
-		}
-		left = g.Stock - 1
-		return map[int32][]*Order{goodsNo: {order}}, nil
-	}
 	since := time.Now() // before the claim reads the row
 	sctx, sold := p.selling(ctx)
-	err = sold(p.store.SellFenced(sctx, goodsNo, token, order, decide, h.guard))
+	left, err := p.sell(sctx, order, token, lost, h.guard)
+	err = sold(err)
 	if err == nil && left == 0 || errors.Is(err, ErrSoldOut) {
 		// This buyer got the last piece, or found none left under the
 		// lock: mark it before the release (deferred above), so that the
@@ -105,6 +87,39 @@ func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 		p.log.Warn("purchase fenced off: a newer lock holder wrote first", "goodsNo", goodsNo, "err", err)
 	}
 	return err
+}
+
+// sell is the seed's sale, in one transaction of the store's: claim the
+// goods' row against the lock's token, sleep the demo's pause, check the
+// window and the stock, write the stock less one and the order, check the
+// lock (guard: the hand-off begins), commit. It returns the stock it left.
+// A goods without a row is ErrNotFound, a newer holder's token on it
+// ErrFenced; anything that fails after the claim rolls the sale back.
+func (p *Seed) sell(ctx context.Context, order *Order, token int64, lost <-chan struct{}, guard func() error) (left int32, err error) {
+	goodsNo := order.GoodsNo
+	sale, err := p.store.BeginSale(ctx, goodsNo, token)
+	if err != nil {
+		return 0, err
+	}
+	g := sale.Goods()[goodsNo]
+	err = p.cfg.pause(ctx, lost)
+	if err == nil {
+		p.windows.observe(g, time.Now())
+		err = g.OpenAt(p.cfg.Clock.Now())
+	}
+	if err == nil && g.Stock < 1 {
+		err = ErrSoldOut
+	}
+	if err == nil {
+		err = sale.Sell(ctx, map[int32][]*Order{goodsNo: {order}})
+	}
+	if err == nil {
+		err = guard()
+	}
+	if err != nil {
+		return 0, sale.Abort(ctx, err)
+	}
+	return g.Stock - 1, sale.Commit(ctx)
 }
 
 // lockWhileInStock takes the lock of goodsNo, unless the goods is marked

@@ -17,7 +17,7 @@ import (
 )
 
 type fakeStore struct {
-	mu      sync.Mutex // the row lock: held by SellFenced and SellBatch from claim to commit
+	mu      sync.Mutex // the row lock: held by a sale (BeginSale) and SellBatch from claim to commit
 	batches int        // transactions SellBatch committed
 	goods   map[int32]service.Goods
 	fences  map[int32]int64 // the highest token each goods was sold under
@@ -86,6 +86,12 @@ func (f *fakeStore) write(g service.Goods, stock int32, o *service.Order, guard 
 	if err := guard(); err != nil {
 		return err // rolled back: nothing changes
 	}
+	return f.commit(g, stock, o)
+}
+
+// commit is a sale's commit, its guard passed: the stock and the order
+// written, unless the commit is cut off (cutCommit).
+func (f *fakeStore) commit(g service.Goods, stock int32, o *service.Order) error {
 	if f.committing != nil {
 		f.committing()
 	}
@@ -104,33 +110,64 @@ func (f *fakeStore) write(g service.Goods, stock int32, o *service.Order, guard 
 	return nil
 }
 
-// SellFenced keeps the real store's contract: a token below the goods'
-// fence sells nothing; the claim is undone when anything fails.
-func (f *fakeStore) SellFenced(ctx context.Context, no int32, fence int64, o *service.Order, decide service.Decide, guard func() error) error {
+// BeginSale keeps the real store's contract: the row lock is held from the
+// claim to the sale's end; a token below the goods' fence sells nothing.
+func (f *fakeStore) BeginSale(ctx context.Context, no int32, fence int64) (service.Sale, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	g, err := f.row(ctx, no)
+	if err == nil && fence < f.fences[no] {
+		err = service.ErrFenced
+	}
 	if err != nil {
-		return err
+		f.mu.Unlock()
+		return nil, err
 	}
-	if fence < f.fences[no] {
-		return service.ErrFenced
+	return &fakeSale{f: f, g: g, fence: fence}, nil
+}
+
+// fakeSale is a fakeStore's sale of one goods: what Sell wrote is
+// committed by Commit, and the row lock let go at the end.
+type fakeSale struct {
+	f     *fakeStore
+	g     service.Goods
+	fence int64
+	order *service.Order
+}
+
+func (s *fakeSale) Goods() map[int32]service.Goods { return map[int32]service.Goods{s.g.GoodsNo: s.g} }
+
+func (s *fakeSale) Sell(_ context.Context, sold map[int32][]*service.Order) error {
+	if s.f.sellErr != nil {
+		return s.f.sellErr
 	}
-	sold, err := decide(service.Facts{Orders: []*service.Order{o}, Goods: map[int32]service.Goods{no: g}})
-	if err != nil {
-		return err
+	if len(sold) != 1 || len(sold[s.g.GoodsNo]) != 1 {
+		return service.ErrPurchaseFailed // the fake sells one order of its goods
 	}
-	if !slices.Contains(sold[no], o) {
-		return service.ErrPurchaseFailed
+	if s.f.onSell != nil {
+		s.f.onSell()
 	}
-	if err := f.write(g, g.Stock-1, o, guard); err != nil {
-		return err
-	}
-	if f.fences == nil {
-		f.fences = map[int32]int64{}
-	}
-	f.fences[no] = fence
+	s.order = sold[s.g.GoodsNo][0]
 	return nil
+}
+
+func (s *fakeSale) Commit(context.Context) error {
+	defer s.f.mu.Unlock()
+	if s.order == nil {
+		return nil
+	}
+	err := s.f.commit(s.g, s.g.Stock-1, s.order)
+	if err == nil {
+		if s.f.fences == nil {
+			s.f.fences = map[int32]int64{}
+		}
+		s.f.fences[s.g.GoodsNo] = s.fence
+	}
+	return err
+}
+
+func (s *fakeSale) Abort(_ context.Context, err error) error {
+	s.f.mu.Unlock()
+	return err
 }
 
 // SellBatch keeps the real store's contract: the rows claimed (a token
