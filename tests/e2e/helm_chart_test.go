@@ -759,25 +759,7 @@ func flatKeys(m map[string]any, prefix string) []string {
 
 // knownKeys is every key the shop knows: those of the repository's
 // config.yaml, which is generated from the shop's settings and lists each.
-func knownKeys(t *testing.T) map[string]bool {
-	t.Helper()
-	b, err := os.ReadFile(e2e.InRoot(t, "config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	known := map[string]bool{}
-	for _, k := range flatKeys(cfg, "") {
-		known[k] = true
-	}
-	if !known["server.shutdownTimeout"] || !known["lock.path"] {
-		t.Fatalf("config.yaml lists no settings: %v", known)
-	}
-	return known
-}
+func knownKeys(t *testing.T) map[string]bool { return e2e.SettingKeys(t) }
 
 // image is what the Dockerfile's shop stage gives a container: its
 // environment and its entrypoint.

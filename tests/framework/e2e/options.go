@@ -75,7 +75,7 @@ func environ(t testing.TB, opts []Option) []string {
 	if len(opts) == 0 {
 		return nil
 	}
-	env, err := optionEnv(settingKeys(t), opts)
+	env, err := optionEnv(SettingKeys(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +83,15 @@ func environ(t testing.TB, opts []Option) []string {
 }
 
 // optionEnv is opts as environment variables; known holds the settings'
-// keys, lower-cased.
+// keys (matched regardless of case, as viper matches them).
 func optionEnv(known map[string]bool, opts []Option) ([]string, error) {
+	lower := make(map[string]bool, len(known))
+	for k := range known {
+		lower[strings.ToLower(k)] = true
+	}
 	env := make([]string, len(opts))
 	for i, o := range opts {
-		if o.env == "" && !known[strings.ToLower(o.key)] {
+		if o.env == "" && !lower[strings.ToLower(o.key)] {
 			return nil, fmt.Errorf("e2e: no setting %q in config.yaml (a typo would leave the shop at its default)", o.key)
 		}
 		env[i] = o.String()
@@ -101,9 +105,10 @@ var (
 	keysErr  error
 )
 
-// settingKeys reads the keys of config.yaml (which cmd/shop's settings
-// table generates), lower-cased, as viper matches them.
-func settingKeys(t testing.TB) map[string]bool {
+// SettingKeys is every key the shop knows, as config.yaml (which cmd/shop's
+// settings table generates) spells it: "server.shutdownTimeout". The map
+// is shared: read it, do not change it.
+func SettingKeys(t testing.TB) map[string]bool {
 	t.Helper()
 	keysOnce.Do(func() {
 		var b []byte
@@ -122,10 +127,13 @@ func settingKeys(t testing.TB) map[string]bool {
 					walk(prefix+k+".", sub)
 					continue
 				}
-				keys[strings.ToLower(prefix+k)] = true
+				keys[prefix+k] = true
 			}
 		}
 		walk("", doc)
+		if !keys["server.shutdownTimeout"] || !keys["lock.path"] {
+			keysErr = fmt.Errorf("config.yaml lists no settings: %v", keys)
+		}
 	})
 	if keysErr != nil {
 		t.Fatalf("e2e: the settings' keys from config.yaml: %v", keysErr)

@@ -11,7 +11,7 @@ import (
 // key config.yaml does not have is refused: the shop would ignore it and
 // the test would run at the default.
 func TestOptionsAreTheSettingsVariables(t *testing.T) {
-	known := settingKeys(t)
+	known := SettingKeys(t)
 	env, err := optionEnv(known, []Option{
 		WithStrategy("batch"),
 		WithPayTimeout(time.Minute),
