@@ -15,7 +15,7 @@ import (
 // The stock allotted to instances (purchase.strategy=allot). An instance
 // opens a lease (a stock_lease row naming its ZooKeeper node), takes stock
 // of goods from their goods_stock rows into it (Grant), sells from it with
-// one write of the lease's row per batch (SellAllotted) and gives back what
+// one write of the lease's row per batch (BeginAllotted) and gives back what
 // it does not need (ReturnAllotted). The lease's row lists, per goods, the
 // stock granted and how much of it was sold; every transaction that changes
 // it checks that the lease is still open. Closing a lease (CloseLease: its
@@ -71,61 +71,77 @@ func (s *Store) LeaseState(ctx context.Context, lease int64) (held map[int32]ser
 	return held, open, err
 }
 
-// Grant takes stock of the goods in need into the lease, which holds held:
-// of each size(its row, what it needs), or as much as the row has.
-// It reads the goods' rows (locked until the commit), lowers their stock,
-// and writes the lease's row with the new grants, in one transaction; a
-// goods without a row is missing from the answer. For a goods whose row has
-// less stock than needed, it also sums what the other open leases hold of
-// it unsold (Pending): the row's lock keeps their returns and closes out
-// meanwhile.
-func (s *Store) Grant(ctx context.Context, lease int64, held map[int32]service.Allotment, need map[int32]int32,
-	size func(g service.Goods, need int32) int32) (service.Grant, error) {
-	goodsNos := make([]int32, 0, len(need))
-	for no := range need {
-		goodsNos = append(goodsNos, no)
+// BeginGrant begins a grant of stock of goodsNos (sorted, distinct) into
+// the lease (service.AllotStore): a transaction whose first packet reads
+// the goods' rows, locked until the commit; a goods without a row is
+// missing from its Goods. Take writes and commits it.
+func (s *Store) BeginGrant(ctx context.Context, lease int64, goodsNos []int32) (service.GrantSale, error) {
+	t, err := s.openTx(ctx, s.sales[0])
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(goodsNos)
-	var out service.Grant
-	err := s.inTx(ctx, s.sales[0], func(t *tx) error {
-		out = service.Grant{Goods: map[int32]service.Goods{}, Granted: map[int32]int32{}, Pending: map[int32]int32{}, Holders: map[int64][]int32{}}
-		rows, err := s.lockGoods(ctx, t, goodsNos)
-		if err != nil {
-			return err
-		}
-		after := cloneAllotted(held)
-		var q []byte
-		short := false
-		for _, no := range goodsNos {
-			row, ok := rows[no]
-			if !ok {
-				continue
-			}
-			out.Goods[no] = row.goods()
-			stock := out.Goods[no].Stock
-			n := min(max(stock, 0), size(out.Goods[no], need[no]))
-			if n < need[no] && stock-n <= 0 {
-				short = true // the row is out: other leases' stock may come back
-			}
-			if n == 0 {
-				continue
-			}
-			out.Granted[no] = n
-			a := after[no]
-			a.Granted += n
-			after[no] = a
-			q = append(appendTake(q, row.ID, n), "; "...)
-		}
-		if short {
-			if err := s.pending(ctx, t, lease, out); err != nil {
-				return err
-			}
-		}
-		q = append(q, leaseWriteSQL...)
-		return t.writeLease(ctx, string(q), lease, encodeAllotted(after))
-	})
-	return out, err
+	rows, err := s.lockGoods(ctx, t, goodsNos)
+	if err != nil {
+		return nil, t.fail(ctx, err)
+	}
+	return &grantSale{s: s, t: t, lease: lease, goodsNos: goodsNos, rows: rows}, nil
 }
+
+// grantSale is a grant begun by its read of the goods' rows
+// (service.GrantSale).
+type grantSale struct {
+	s        *Store
+	t        *tx
+	lease    int64
+	goodsNos []int32
+	rows     map[int32]goodsStock
+}
+
+func (g *grantSale) Goods() map[int32]service.Goods {
+	out := make(map[int32]service.Goods, len(g.rows))
+	for no, r := range g.rows {
+		out[no] = r.goods()
+	}
+	return out
+}
+
+// Take lowers each goods' row by what it takes and writes the lease's row
+// with the new grants, in one packet, and commits. With pending it first
+// sums what the other open leases hold unsold of each goods whose row the
+// grant leaves empty (Pending): the rows' locks keep their returns and
+// closes out meanwhile.
+func (g *grantSale) Take(ctx context.Context, held map[int32]service.Allotment, take map[int32]int32, pending bool) (service.Grant, error) {
+	out := service.Grant{Goods: g.Goods(), Granted: map[int32]int32{}, Pending: map[int32]int32{}, Holders: map[int64][]int32{}}
+	after := cloneAllotted(held)
+	var q []byte
+	for _, no := range g.goodsNos {
+		row, ok := g.rows[no]
+		n := take[no]
+		if !ok || n <= 0 {
+			continue
+		}
+		if n > out.Goods[no].Stock {
+			return out, g.Abort(ctx, fmt.Errorf("repo: a grant of %d of goods %d, whose row holds %d", n, no, out.Goods[no].Stock))
+		}
+		out.Granted[no] = n
+		a := after[no]
+		a.Granted += n
+		after[no] = a
+		q = append(appendTake(q, row.ID, n), "; "...)
+	}
+	if pending {
+		if err := g.s.pending(ctx, g.t, g.lease, out); err != nil {
+			return out, g.Abort(ctx, err)
+		}
+	}
+	q = append(q, leaseWriteSQL...)
+	if err := g.t.writeLease(ctx, string(q), g.lease, encodeAllotted(after)); err != nil {
+		return out, g.Abort(ctx, err)
+	}
+	return out, g.t.finish(ctx)
+}
+
+func (g *grantSale) Abort(ctx context.Context, err error) error { return g.t.fail(ctx, err) }
 
 // ReturnAllotted gives back to the goods' rows the stock in back, which
 // the lease, holding held, has not sold.
@@ -317,18 +333,7 @@ func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, allotted
 	return rows.Close()
 }
 
-// SellAllotted sells to a batch of buyers from the stock the lease holds
-// (held; goods: the goods' rows as their grants read them), as SellBatch
-// sells from the goods' rows: decide is asked which of the buyers to sell
-// to, the stock it may sell of each goods being what the lease holds
-// unsold; the lease's row, with the new counts, and the orders are written
-// in one packet and committed. The goods' rows are not touched.
-func (s *Store) SellAllotted(ctx context.Context, lease int64, held map[int32]service.Allotment, goods map[int32]service.Goods,
-	orders []*service.Order, decide service.Decide) error {
-	return s.sellBatches(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, orders, decide, func() error { return nil }, nil)
-}
-
-// leaseRows is SellAllotted's stock: what a lease holds. It is no
+// leaseRows is BeginAllotted's stock: what a lease holds. It is no
 // ordersFirst: a lease's row is its instance's alone, and its write and the
 // orders' INSERT stay in one packet.
 type leaseRows struct {

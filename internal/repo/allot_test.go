@@ -30,7 +30,7 @@ func TestLeaseGrantsSellsAndPutsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := s.Grant(ctx, a, nil, map[int32]int32{1: 30, 2: 5}, asked)
+	g, err := grant(ctx, s, a, nil, map[int32]int32{1: 30, 2: 5}, asked)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestLeaseGrantsSellsAndPutsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gb, err := s.Grant(ctx, b, nil, map[int32]int32{1: 100}, asked)
+	gb, err := grant(ctx, s, b, nil, map[int32]int32{1: 100}, asked)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestLeaseGrantsSellsAndPutsBack(t *testing.T) {
 	if err := sell(a, held, g.Goods, 1, "late"); !errors.Is(err, service.ErrFenced) {
 		t.Fatalf("a sale from a closed lease = %v, want ErrFenced", err)
 	}
-	if _, err := s.Grant(ctx, a, held, map[int32]int32{1: 1}, asked); !errors.Is(err, service.ErrFenced) {
+	if _, err := grant(ctx, s, a, held, map[int32]int32{1: 1}, asked); !errors.Is(err, service.ErrFenced) {
 		t.Fatalf("a grant to a closed lease = %v, want ErrFenced", err)
 	}
 	assertState(t, s, 15, 10)

@@ -53,7 +53,7 @@ func BenchmarkSellAllotted(b *testing.B) {
 			for g := range int32(c.held) {
 				want[g+1] = 1 << 24
 			}
-			grant, err := s.Grant(ctx, lease, map[int32]service.Allotment{}, want, func(_ service.Goods, need int32) int32 { return need })
+			grant, err := grant(ctx, s, lease, map[int32]service.Allotment{}, want, func(_ service.Goods, need int32) int32 { return need })
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -30,7 +30,10 @@ func TestABatchsOrdersGetTheirRowsIDs(t *testing.T) {
 		for j := range 5 {
 			orders = append(orders, &service.Order{GoodsNo: 1, RequestID: fmt.Sprintf("ids-%d-%d", i, j), NewRequestID: true})
 		}
-		if err := s.SellBatch(ctx, int64(i+1), orders, all, func() error { return nil }, nil); err != nil {
+		begin := func(ctx context.Context, goods []int32, first []*service.Order) (service.BatchSale, error) {
+			return s.BeginBatch(ctx, service.BatchStart{Goods: goods, Fence: int64(i + 1), First: first})
+		}
+		if err := service.RunBatch(ctx, service.BatchRun{Orders: orders, Begin: begin, Decide: all}); err != nil {
 			t.Fatalf("returning=%v: %v", returning, err)
 		}
 		for _, o := range orders {

@@ -121,7 +121,7 @@ func (s *Store) scanIDs(res *sql.Rows, rows []orderInfo) error {
 }
 
 // insertAndClaim inserts rows, a batch's orders before its claim (see
-// mayCollide), sets their ids, and claims goodsNos as claimGoods does; the
+// BeginBatch), sets their ids, and claims goodsNos as claimGoods does; the
 // INSERT and the claim go in one packet, one round trip.
 func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goodsNos []int32, fence int64) (map[int32]goodsStock, error) {
 	q, args := s.appendInsert(make([]byte, 0, 256+24*len(rows)+12*len(goodsNos)), make([]any, 0, 1+6*len(rows)), rows)
@@ -161,9 +161,9 @@ func (s *Store) insertAndClaim(ctx context.Context, t *tx, rows []orderInfo, goo
 // packet, the INSERT of the rows of late buyers sold to (late, which get
 // their ids; first, see inTxOnly), the DELETE of the rows of the orders not
 // sold to (drop, their ids), what the batch took from its stock (writes),
-// and on one server the COMMIT (see foldsCommit); then checks that each was
-// made in the transaction.
-func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64, late []orderInfo) error {
+// and if fold the COMMIT (see foldsCommit); then checks that each was made
+// in the transaction.
+func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes []stockWrite, drop []uint64, late []orderInfo, fold bool) error {
 	if len(writes) == 0 { // late buyers are sold to only with a goods' write
 		if len(drop) == 0 {
 			return nil
@@ -193,7 +193,6 @@ func (s *Store) writeStock(ctx context.Context, t *tx, stock batchRows, writes [
 		q, args = stock.write(q, args, writes)
 		q = append(q, rowCountSQL...)
 	}
-	fold := s.foldsCommit()
 	if fold {
 		q = t.commitIn(q)
 	}

@@ -2,6 +2,8 @@ package repo_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
@@ -21,24 +23,32 @@ func (b *byGoods) decide(f service.Facts) (map[int32][]*service.Order, error) {
 	return service.ByGoods(b.choose, func(r map[*service.Order]error) { b.refused = r })(f)
 }
 
-// sellBatch is s.SellBatch deciding by choose (see byGoods); it returns
-// what the buyer rules refused.
+// sellBatch is a batch's sale on s as the batch strategy runs it
+// (service.RunBatch with s.BeginBatch), deciding by choose (see byGoods);
+// it returns what the buyer rules refused. join, if set, takes late buyers.
 func sellBatch(ctx context.Context, s *repo.Store, fence int64, orders []*service.Order,
 	choose func(service.Goods, []*service.Order) ([]*service.Order, error), guard func() error,
-	more func(accept func(*service.Order) bool) []*service.Order) (map[*service.Order]error, error) {
+	join func(accept func(*service.Order) bool) []*service.Order) (map[*service.Order]error, error) {
 	d := &byGoods{choose: choose}
-	if err := s.SellBatch(ctx, fence, orders, d.decide, guard, more); err != nil {
+	begin := func(ctx context.Context, goods []int32, first []*service.Order) (service.BatchSale, error) {
+		return s.BeginBatch(ctx, service.BatchStart{Goods: goods, Fence: fence, First: first})
+	}
+	if err := service.RunBatch(ctx, service.BatchRun{Orders: orders, Begin: begin, Decide: d.decide, Guard: guard, Join: join}); err != nil {
 		return nil, err
 	}
 	return d.refused, nil
 }
 
-// sellAllotted is s.SellAllotted deciding by choose (see byGoods); it
-// returns what the buyer rules refused.
+// sellAllotted is a batch's sale from what lease holds as the allot
+// strategy runs it (service.RunBatch with s.BeginAllotted), deciding by
+// choose (see byGoods); it returns what the buyer rules refused.
 func sellAllotted(ctx context.Context, s *repo.Store, lease int64, held map[int32]service.Allotment, goods map[int32]service.Goods,
 	orders []*service.Order, choose func(service.Goods, []*service.Order) ([]*service.Order, error)) (map[*service.Order]error, error) {
 	d := &byGoods{choose: choose}
-	if err := s.SellAllotted(ctx, lease, held, goods, orders, d.decide); err != nil {
+	begin := func(ctx context.Context, goodsNos []int32, _ []*service.Order) (service.BatchSale, error) {
+		return s.BeginAllotted(ctx, lease, held, goods, goodsNos)
+	}
+	if err := service.RunBatch(ctx, service.BatchRun{Orders: orders, Begin: begin, Decide: d.decide}); err != nil {
 		return nil, err
 	}
 	return d.refused, nil
@@ -65,4 +75,24 @@ func sellFenced(ctx context.Context, s *repo.Store, goodsNo int32, fence int64, 
 		}
 	}
 	return sale.Commit(ctx)
+}
+
+// grant takes stock of the goods in need into lease, which holds held, as
+// the allot strategy does (BeginGrant, then Take): of each size(its row,
+// what it needs), or what the row has if less, with the other leases'
+// unsold stock read when a row runs out short of the need.
+func grant(ctx context.Context, s *repo.Store, lease int64, held map[int32]service.Allotment, need map[int32]int32,
+	size func(g service.Goods, need int32) int32) (service.Grant, error) {
+	gs, err := s.BeginGrant(ctx, lease, slices.Sorted(maps.Keys(need)))
+	if err != nil {
+		return service.Grant{}, err
+	}
+	take := map[int32]int32{}
+	short := false
+	for no, g := range gs.Goods() {
+		n := min(max(g.Stock, 0), size(g, need[no]))
+		short = short || n < need[no] && g.Stock-n <= 0
+		take[no] = n
+	}
+	return gs.Take(ctx, held, take, short)
 }

@@ -15,13 +15,17 @@ type AllotStore interface {
 	OpenLease(ctx context.Context, node string) (int64, error)
 	OpenLeases(ctx context.Context) (map[int64]string, error)
 	LeaseState(ctx context.Context, lease int64) (held map[int32]Allotment, open bool, err error)
-	Grant(ctx context.Context, lease int64, held map[int32]Allotment, need map[int32]int32, size func(g Goods, need int32) int32) (Grant, error)
+	// BeginGrant begins a grant of stock of goodsNos (sorted, distinct)
+	// into the lease, the goods' rows read and locked (GrantSale).
+	BeginGrant(ctx context.Context, lease int64, goodsNos []int32) (GrantSale, error)
 	ReturnAllotted(ctx context.Context, lease int64, held map[int32]Allotment, back map[int32]int32) error
 	CloseLease(ctx context.Context, lease int64) (putBack int64, closed bool, err error)
-	// SellAllotted sells to a batch of buyers from what the lease holds
-	// (held, of goods), in one transaction (see Decide): the Facts of the
-	// orders, decide, the lease's row and the orders' rows written.
-	SellAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods, orders []*Order, decide Decide) error
+	// BeginAllotted begins a batch's sale (see RunBatch) of goodsNos from
+	// what the lease holds (held, of goods): its Goods are the goods' rows
+	// with the stock the lease holds unsold, and its writes are the
+	// lease's row and the orders' rows, in one packet; the goods' rows are
+	// not touched. Nothing is read before the writes.
+	BeginAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods, goodsNos []int32) (BatchSale, error)
 	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
 	// WantBack asks other leases for goods they hold (Grant.Holders);
 	// Wanted reads, and clears, what others asked the lease for.
@@ -302,7 +306,7 @@ func (a *Allot) sell(batch []*waiter) {
 	var out []int32
 	if len(want) > 0 {
 		now := a.cfg.Clock.Now()
-		g, err := a.store.Grant(ctx, a.lease, a.held, want, func(g Goods, need int32) int32 { return grantSize(g, need, now) })
+		g, err := a.grant(ctx, want, now)
 		if err != nil {
 			a.failed(ctx, err)
 			answer(batch, err)
@@ -359,7 +363,10 @@ func (a *Allot) sell(batch []*waiter) {
 		orders[i] = x.order
 		sale.buyerOf[x.order] = x
 	}
-	err := a.store.SellAllotted(ctx, a.lease, a.held, a.goods, orders, sale.decide)
+	begin := func(ctx context.Context, goodsNos []int32, _ []*Order) (BatchSale, error) {
+		return a.store.BeginAllotted(ctx, a.lease, a.held, a.goods, goodsNos)
+	}
+	err := RunBatch(ctx, BatchRun{Orders: orders, Begin: begin, Decide: sale.decide})
 	if err != nil {
 		a.failed(ctx, err)
 		answer(sell, err)
@@ -384,18 +391,6 @@ func (a *Allot) sell(batch []*waiter) {
 	for _, x := range sell {
 		sale.answer(x)
 	}
-}
-
-// grantSize is how much a grant takes of goods g, whose row has stock:
-// what the batch needs, or an eighth of the row if that is more (so that
-// the next batches need no grant), up to allotGrantMax. A share, not all: in
-// a sell-out the other instances keep stock of their own to sell. Nothing
-// while g's sale window is closed: its buyers are refused.
-func grantSize(g Goods, need int32, now time.Time) int32 {
-	if g.OpenAt(now) != nil {
-		return 0
-	}
-	return max(need, min(g.Stock/allotGrantShare, allotGrantMax))
 }
 
 // readWindows reads, every half WindowFor, the rows of the goods the lease

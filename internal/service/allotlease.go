@@ -217,7 +217,24 @@ type Allotment struct {
 	Granted, Sold int32
 }
 
-// Grant is the answer to AllotStore.Grant.
+// GrantSale is a grant's transaction as the store hands it to the service
+// (AllotStore.BeginGrant): begun with the goods' rows read and locked, then
+// taken from and committed, or aborted.
+type GrantSale interface {
+	// Goods is each goods' row as the grant read it; a goods without a
+	// row is missing.
+	Goods() map[int32]Goods
+	// Take takes take[no] of each goods' row into the lease, which holds
+	// held, and commits; with pending it also reads what the other leases
+	// hold unsold of each goods whose row it leaves empty (Grant.Pending).
+	// It ends the grant either way.
+	Take(ctx context.Context, held map[int32]Allotment, take map[int32]int32, pending bool) (Grant, error)
+	// Abort ends the grant without its writes because of err, and returns
+	// err as the store tells it.
+	Abort(ctx context.Context, err error) error
+}
+
+// Grant is what a grant took (GrantSale.Take).
 type Grant struct {
 	Goods   map[int32]Goods // the goods' rows as the grant read them; a goods without one is missing
 	Granted map[int32]int32 // what each goods gave the lease

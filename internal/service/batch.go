@@ -48,21 +48,12 @@ type batchQueue struct {
 
 // BatchStore is what the batch strategy needs of the store.
 type BatchStore interface {
-	// SellBatch sells to a batch of buyers, of one goods or several, under
-	// a lock with fencing token fence, in one transaction (see Decide):
-	// claim the goods' rows (as SeedStore.BeginSale; ErrFenced for any
-	// sells nothing), read the Facts of the orders, ask decide which to
-	// sell to, call guard, write each goods' stock minus their number and
-	// their order rows, commit. A store may call guard after the writes
-	// instead, when they could meet a concurrent transaction's order (a
-	// request id or a buyer it checked for). An error from decide or guard
-	// sells nothing. The orders sold to get their ids. A store may also ask
-	// more, once the rows are claimed, for the orders of buyers who came
-	// since that accept takes, and sell to them in the same transaction, as
-	// if they had been in orders (at the end of Facts.Orders); more may be
-	// nil.
-	SellBatch(ctx context.Context, fence int64, orders []*Order, decide Decide, guard func() error,
-		more func(accept func(*Order) bool) []*Order) error
+	// BeginBatch begins a batch's sale (see BatchStart), which RunBatch
+	// runs. The transaction goes to the writer node of the batch's lowest
+	// goods number: on a cluster named by its nodes, a batch of several
+	// goods may write a goods through another node than its own, so the
+	// shop hands the lock on after the commit there (see OneWriter).
+	BeginBatch(ctx context.Context, start BatchStart) (BatchSale, error)
 }
 
 var batchStrategy = Strategy{
@@ -253,10 +244,9 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 		orders[i] = x.order
 		sale.buyerOf[x.order] = x
 	}
-	// Buyers who come once the rows are claimed join the batch, where the
-	// store can take them (see Store.SellBatch): the batch's answers below
-	// are theirs too.
-	more := func(accept func(*Order) bool) []*Order {
+	// Buyers who come once the rows are claimed join the batch, where
+	// RunBatch takes them: the batch's answers below are theirs too.
+	join := func(accept func(*Order) bool) []*Order {
 		late := b.takeLate(q, accept, b.cfg.BatchMax-len(batch))
 		orders := make([]*Order, len(late))
 		for i, x := range late {
@@ -266,9 +256,12 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 		batch = append(batch, late...)
 		return orders
 	}
+	begin := func(ctx context.Context, goods []int32, first []*Order) (BatchSale, error) {
+		return b.store.BeginBatch(ctx, BatchStart{Goods: goods, Fence: token, First: first})
+	}
 	since := time.Now() // before the claim reads the rows
 	sctx, sold := b.selling(ctx)
-	err = sold(b.store.SellBatch(sctx, token, orders, sale.decide, h.guard, more))
+	err = sold(RunBatch(sctx, BatchRun{Orders: orders, Begin: begin, Decide: sale.decide, Guard: h.guard, Join: join}))
 	if err != nil {
 		if errors.Is(err, ErrFenced) {
 			b.log.Warn("batch fenced off: a newer lock holder wrote first", "goodsNo", batch[0].order.GoodsNo, "err", err)

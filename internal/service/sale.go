@@ -7,26 +7,23 @@ import (
 	"time"
 )
 
-// The shape of a sale. The seed's sale is the service's to drive: the
-// store begins it with its claim and hands it over (SeedStore.BeginSale, a
-// Sale), the service decides on the rows the claim read, has the store
-// write the orders it sold, checks the lock (guard: then the lock's
-// hand-off begins) and commits or aborts it (Seed.sell). The batching
-// strategies still hand the store their decision and their guard to run
-// inside its transaction (BatchStore.SellBatch, AllotStore.SellAllotted:
-// the store claims the rows, reads what the buyer rules need to know of
-// the sale's orders as Facts, asks the strategy's Decide which orders to
-// sell to, writes that, calls the guard and commits), until they too run
-// on a Sale. Either way the decision needs the rows as the claim read
-// them, the writes follow it within the same transaction without a round
-// trip of their own between them, and the guard's check comes before the
-// commit. The rules are the service's (SortBuyers, a strategy's choice);
-// the store runs SQL and reports what it read and what happened.
+// The shape of a sale. Every sale is the service's to drive: the store
+// begins it with its claim and hands it over (a Sale: SeedStore.BeginSale,
+// BatchStore.BeginBatch, AllotStore.BeginAllotted), the service reads what
+// the buyer rules need of its orders (BatchSale.Facts), decides on the rows
+// the claim read, has the store write the orders it sold, checks the lock
+// (guard: then the lock's hand-off begins) and commits or aborts it
+// (Seed.sell; RunBatch for the batching strategies). The decision needs the
+// rows as the claim read them, the writes follow it within the same
+// transaction without a round trip of their own between them, and the
+// guard's check comes before the commit. The rules are the service's
+// (SortBuyers, a strategy's choice, which orders may collide); the store
+// runs SQL and reports what it read and what happened.
 
 // Facts is what a sale's transaction read for the service to decide on.
 type Facts struct {
 	// Orders are the sale's orders, in their order; those a store took in
-	// late (BatchStore.SellBatch's more) at the end.
+	// late (BatchRun.Join) at the end.
 	Orders []*Order
 	// Goods is the row of each goods the sale claimed, with the stock it
 	// may sell from (allot: what the lease holds unsold); a goods without
@@ -50,8 +47,8 @@ type GoodsBuyer struct {
 
 // Decide is a strategy's decision in a sale: of each goods, the orders it
 // sells to, in the order their rows are written. An error rolls the sale
-// back. A store may ask again when it starts its transaction again: the
-// last answer counts.
+// back. RunBatch may ask again when it starts the sale again: the last
+// answer counts.
 type Decide func(Facts) (map[int32][]*Order, error)
 
 // SortBuyers applies the buyer rules to a sale's orders: an order of a
@@ -108,11 +105,11 @@ func ByGoods(choose func(g Goods, candidates []*Order) ([]*Order, error), refuse
 // (queue.go): a batch's sale, which buyers of a goods it takes and each
 // buyer's answer.
 
-// batchSale is what a batch decides when the store asks (decide): which
+// batchSale is what a batch decides when RunBatch asks (decide): which
 // buyers the rules refuse, which of each goods' buyers it sells to, what
 // stock that leaves, and which goods' sale windows were closed; then it
-// answers each buyer (answer). The store asks again when it starts the
-// transaction again: the last answer counts.
+// answers each buyer (answer). RunBatch asks again when it starts the
+// sale again: the last answer counts.
 type batchSale struct {
 	ctx     context.Context
 	cfg     Config

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +16,8 @@ import (
 )
 
 type fakeStore struct {
-	mu      sync.Mutex // the row lock: held by a sale (BeginSale) and SellBatch from claim to commit
-	batches int        // transactions SellBatch committed
+	mu      sync.Mutex // the row lock: held by a sale (BeginSale, BeginBatch) from claim to end
+	batches int        // batch sales committed
 	goods   map[int32]service.Goods
 	fences  map[int32]int64 // the highest token each goods was sold under
 	orders  []service.Order
@@ -33,18 +32,18 @@ type fakeStore struct {
 	cutCommit *bool
 	lookupErr error // OrderByRequestID fails with it
 	countsErr error // OrderCounts fails with it
-	// claimed runs in SellBatch after the claim, before choose; largest is
-	// the most orders one SellBatch was given.
+	// claimed runs in BeginBatch after the claim; largest is the most
+	// orders a batch's sale was given (late buyers not counted).
 	claimed func()
 	largest int
-	// takesLate makes SellBatch ask more after claimed, as the MySQL store
-	// does, for buyers of the goods it claimed; sizes are the orders of
-	// each SellBatch, late buyers included, in the order of the claims.
+	// takesLate makes BeginBatch insert the orders first, as the MySQL
+	// store does, so that late buyers join; sizes are the orders of each
+	// batch's Facts, late buyers included, in the order of the claims.
 	takesLate bool
 	sizes     []int
-	// eachBatch sees the orders of every SellBatch.
+	// eachBatch sees the orders of every batch (late buyers not counted).
 	eachBatch func([]*service.Order)
-	// hangs: that many SellBatch calls wait for their context to end (or
+	// hangs: that many BeginBatch calls wait for their context to end (or
 	// unhang to close), as a database that stops answering mid-sale.
 	hangs  atomic.Int32
 	unhang chan struct{}
@@ -170,76 +169,107 @@ func (s *fakeSale) Abort(_ context.Context, err error) error {
 	return err
 }
 
-// SellBatch keeps the real store's contract: the rows claimed (a token
-// below a goods' fence sells nothing), the facts read (every request key
-// looked up, the buyers' orders under the one-per-buyer rule), decide
-// asked, guard called, everything written.
-func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*service.Order, decide service.Decide, guard func() error,
-	more func(accept func(*service.Order) bool) []*service.Order) error {
+// BeginBatch keeps the real store's contract: the rows claimed (a token
+// below a goods' fence sells nothing) and locked until the sale ends; the
+// orders of start.First in first with takesLate, as the MySQL store does,
+// so that late buyers join; every request key looked up and the buyers'
+// orders under the one-per-buyer rule read as the Facts; everything sold
+// written at the commit.
+func (f *fakeStore) BeginBatch(ctx context.Context, start service.BatchStart) (service.BatchSale, error) {
 	if f.hangs.Add(-1) >= 0 {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-f.unhang:
-			return service.ErrUnavailable
+			return nil, service.ErrUnavailable
 		}
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.sellErr != nil {
-		return f.sellErr
+	b := &fakeBatchSale{f: f, fence: start.Fence, nos: start.Goods, claimed: map[int32]service.Goods{}}
+	if f.takesLate {
+		b.first = start.First
 	}
-	var nos []int32
-	for _, o := range orders {
-		if !slices.Contains(nos, o.GoodsNo) {
-			nos = append(nos, o.GoodsNo)
-		}
+	if err := b.claim(ctx); err != nil {
+		f.mu.Unlock()
+		return nil, err
 	}
-	slices.Sort(nos)
-	claimed := map[int32]service.Goods{}
-	for _, no := range nos {
-		g, err := f.row(ctx, no)
+	if f.claimed != nil {
+		f.claimed()
+	}
+	return b, nil
+}
+
+// fakeBatchSale is a fakeStore's batch sale: the row lock held from the
+// claim to its end.
+type fakeBatchSale struct {
+	f       *fakeStore
+	fence   int64
+	nos     []int32
+	claimed map[int32]service.Goods
+	first   []*service.Order
+	sold    map[int32][]*service.Order
+}
+
+func (b *fakeBatchSale) claim(ctx context.Context) error {
+	if b.f.sellErr != nil {
+		return b.f.sellErr
+	}
+	for _, no := range b.nos {
+		g, err := b.f.row(ctx, no)
 		switch {
 		case errors.Is(err, service.ErrNotFound):
 			continue
 		case err != nil:
 			return err
 		}
-		if fence < f.fences[no] {
+		if b.fence < b.f.fences[no] {
 			return service.ErrFenced
 		}
-		claimed[no] = g
+		b.claimed[no] = g
 	}
-	f.largest = max(f.largest, len(orders))
+	return nil
+}
+
+func (b *fakeBatchSale) Goods() map[int32]service.Goods { return b.claimed }
+
+func (b *fakeBatchSale) OrdersFirst() bool { return len(b.first) > 0 }
+
+func (b *fakeBatchSale) Facts(_ context.Context, orders []*service.Order, _ bool) (service.Facts, error) {
+	f := b.f
+	own := orders // the batch's, without the late buyers
+	if b.OrdersFirst() {
+		own = b.first
+	}
+	f.largest = max(f.largest, len(own))
 	if f.eachBatch != nil {
-		f.eachBatch(orders)
-	}
-	if f.claimed != nil {
-		f.claimed()
-	}
-	if f.takesLate && more != nil {
-		orders = slices.Concat(orders, more(func(o *service.Order) bool {
-			_, ok := claimed[o.GoodsNo]
-			return ok && o.NewRequestID && !(o.OnePerBuyer && o.UserID != "")
-		}))
+		f.eachBatch(own)
 	}
 	f.sizes = append(f.sizes, len(orders))
-	facts := service.Facts{Orders: orders, Goods: claimed, Used: map[service.RequestKey]bool{}, Held: map[service.GoodsBuyer]service.Order{}}
+	facts := service.Facts{Orders: orders, Goods: b.claimed, Used: map[service.RequestKey]bool{}, Held: map[service.GoodsBuyer]service.Order{}}
 	f.data.RLock()
+	defer f.data.RUnlock()
 	for _, o := range f.orders {
 		facts.Used[o.Key()] = true
 		if o.OnePerBuyer && o.UserID != "" && o.Status != service.OrderExpired {
 			facts.Held[service.GoodsBuyer{GoodsNo: o.GoodsNo, UserID: o.UserID}] = o
 		}
 	}
-	f.data.RUnlock()
-	chosen, err := decide(facts)
-	if err != nil {
-		return err
-	}
-	if err := guard(); err != nil {
-		return err
-	}
+	return facts, nil
+}
+
+func (b *fakeBatchSale) Sell(_ context.Context, sold map[int32][]*service.Order) error {
+	b.sold = sold
+	return nil
+}
+
+func (b *fakeBatchSale) SellAndCommit(ctx context.Context, sold map[int32][]*service.Order) error {
+	b.sold = sold
+	return b.Commit(ctx)
+}
+
+func (b *fakeBatchSale) Commit(context.Context) error {
+	f := b.f
+	defer f.mu.Unlock()
 	if f.committing != nil {
 		f.committing()
 	}
@@ -247,13 +277,13 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 		return service.ErrCommitUnknown // cut off, and rolled back
 	}
 	f.data.Lock()
-	for _, no := range nos {
-		for _, o := range chosen[no] {
+	for _, no := range b.nos {
+		for _, o := range b.sold[no] {
 			o.ID = uint64(len(f.orders) + 1)
 			f.orders = append(f.orders, *o)
 		}
-		if g, ok := claimed[no]; ok {
-			g.Stock -= int32(len(chosen[no]))
+		if g, ok := b.claimed[no]; ok {
+			g.Stock -= int32(len(b.sold[no]))
 			f.goods[no] = g
 		}
 	}
@@ -262,13 +292,18 @@ func (f *fakeStore) SellBatch(ctx context.Context, fence int64, orders []*servic
 	if f.fences == nil {
 		f.fences = map[int32]int64{}
 	}
-	for no := range claimed {
-		f.fences[no] = fence
+	for no := range b.claimed {
+		f.fences[no] = b.fence
 	}
 	if f.cutCommit != nil {
 		return service.ErrCommitUnknown // cut off after it was durable
 	}
 	return nil
+}
+
+func (b *fakeBatchSale) Abort(_ context.Context, err error) error {
+	b.f.mu.Unlock()
+	return err
 }
 
 func (f *fakeStore) SellAtomic(ctx context.Context, o *service.Order) error {
