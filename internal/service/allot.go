@@ -357,12 +357,7 @@ func (a *Allot) sell(batch []*waiter) {
 	}
 	// The goods' windows are as the grant or readWindows read them: not
 	// observed into the Shop's cache as fresh.
-	sale := newBatchSale(ctx, a.cfg, nil, nil, len(sell))
-	orders := make([]*Order, len(sell))
-	for i, x := range sell {
-		orders[i] = x.order
-		sale.buyerOf[x.order] = x
-	}
+	sale, orders := newBatchSale(ctx, a.cfg, sell)
 	begin := func(ctx context.Context, goodsNos []int32, _ []*Order) (BatchSale, error) {
 		return a.store.BeginAllotted(ctx, a.lease, a.held, a.goods, goodsNos)
 	}
@@ -373,9 +368,9 @@ func (a *Allot) sell(batch []*waiter) {
 		return
 	}
 	now = time.Now()
-	for no, set := range sale.chosen {
+	for no, n := range sale.sold() {
 		h := a.held[no]
-		h.Sold += int32(len(set))
+		h.Sold += n
 		if h.Granted == h.Sold {
 			delete(a.held, no)
 		} else {

@@ -228,7 +228,8 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 	}
 	h := b.handOff(ctx, lease, batch[0].order.GoodsNo)
 	defer h.done()
-	sale := newBatchSale(ctx, b.cfg, h.lost, b.windows, len(batch))
+	sale, orders := newBatchSale(ctx, b.cfg, batch)
+	sale.underLock(h.lost, b.windows)
 	h.onRelease = func() {
 		if !sale.lastPiece { // a goods may sell out: the next batch waits for the mark
 			letNextGo()
@@ -239,22 +240,12 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 		answerAll(fmt.Errorf("%w: no fencing token: %w", ErrLockLost, err))
 		return
 	}
-	orders := make([]*Order, len(batch))
-	for i, x := range batch {
-		orders[i] = x.order
-		sale.buyerOf[x.order] = x
-	}
 	// Buyers who come once the rows are claimed join the batch, where
 	// RunBatch takes them: the batch's answers below are theirs too.
 	join := func(accept func(*Order) bool) []*Order {
 		late := b.takeLate(q, accept, b.cfg.BatchMax-len(batch))
-		orders := make([]*Order, len(late))
-		for i, x := range late {
-			orders[i] = x.order
-			sale.buyerOf[x.order] = x
-		}
 		batch = append(batch, late...)
-		return orders
+		return sale.take(late)
 	}
 	begin := func(ctx context.Context, goods []int32, first []*Order) (BatchSale, error) {
 		return b.store.BeginBatch(ctx, BatchStart{Goods: goods, Fence: token, First: first})

@@ -109,12 +109,14 @@ func ByGoods(choose func(g Goods, candidates []*Order) ([]*Order, error), refuse
 // buyers the rules refuse, which of each goods' buyers it sells to, what
 // stock that leaves, and which goods' sale windows were closed; then it
 // answers each buyer (answer). RunBatch asks again when it starts the
-// sale again: the last answer counts.
+// sale again: the last answer counts. The batch and allot strategies
+// decide alike; a sale under a lock also hears of the lock and of the
+// rows' windows its claim read (underLock).
 type batchSale struct {
 	ctx     context.Context
 	cfg     Config
-	lost    <-chan struct{} // the lock's; nil: none
-	windows *saleWindows    // told each window read; nil: none
+	lost    <-chan struct{} // the lock's (underLock): the pause ends when it is lost
+	windows *saleWindows    // told each window the claim read (underLock)
 	buyerOf map[*Order]*waiter
 	refused map[*Order]error // by the buyer rules
 	chosen  map[int32]map[*Order]bool
@@ -125,9 +127,38 @@ type batchSale struct {
 	lastPiece bool
 }
 
-func newBatchSale(ctx context.Context, cfg Config, lost <-chan struct{}, windows *saleWindows, n int) *batchSale {
-	return &batchSale{ctx: ctx, cfg: cfg, lost: lost, windows: windows, buyerOf: make(map[*Order]*waiter, n),
+// newBatchSale returns the decision of a sale of the buyers xs (more may
+// join it: take), and their orders.
+func newBatchSale(ctx context.Context, cfg Config, xs []*waiter) (*batchSale, []*Order) {
+	s := &batchSale{ctx: ctx, cfg: cfg, buyerOf: make(map[*Order]*waiter, len(xs)),
 		chosen: map[int32]map[*Order]bool{}, closed: map[int32]error{}, left: map[int32]int32{}}
+	return s, s.take(xs)
+}
+
+// underLock is s for a sale under a lock, lost when lost is closed, whose
+// claim reads the goods' rows: their windows are told to windows.
+func (s *batchSale) underLock(lost <-chan struct{}, windows *saleWindows) *batchSale {
+	s.lost, s.windows = lost, windows
+	return s
+}
+
+// take adds the buyers xs to the sale and returns their orders.
+func (s *batchSale) take(xs []*waiter) []*Order {
+	orders := make([]*Order, len(xs))
+	for i, x := range xs {
+		orders[i] = x.order
+		s.buyerOf[x.order] = x
+	}
+	return orders
+}
+
+// sold is how many orders of each goods the last decision sold.
+func (s *batchSale) sold() map[int32]int32 {
+	out := make(map[int32]int32, len(s.chosen))
+	for no, set := range s.chosen {
+		out[no] = int32(len(set))
+	}
+	return out
 }
 
 // decide is the batch's Decide: the buyer rules, then each goods' choice
