@@ -97,13 +97,7 @@ type grantSale struct {
 	rows     map[int32]goodsStock
 }
 
-func (g *grantSale) Goods() map[int32]service.Goods {
-	out := make(map[int32]service.Goods, len(g.rows))
-	for no, r := range g.rows {
-		out[no] = r.goods()
-	}
-	return out
-}
+func (g *grantSale) Goods() map[int32]service.Goods { return goodsOf(g.rows) }
 
 // Take lowers each goods' row by what it takes and writes the lease's row
 // with the new grants, in one packet, and commits. With pending it first

@@ -116,10 +116,7 @@ func fenceChecked(claimed map[int32]goodsStock, fence int64) (map[int32]goodsSto
 // round trip fewer).
 func (s *Store) readFacts(ctx context.Context, t *tx, goodsNos []int32, orders []*service.Order, claimed map[int32]goodsStock,
 	lookUpIDs bool) (service.Facts, error) {
-	f := service.Facts{Orders: orders, Goods: make(map[int32]service.Goods, len(claimed))}
-	for no, read := range claimed {
-		f.Goods[no] = read.goods()
-	}
+	f := service.Facts{Orders: orders, Goods: goodsOf(claimed)}
 	var ids, buyers []string
 	for _, o := range orders {
 		if !o.NewRequestID && lookUpIDs {

@@ -74,13 +74,7 @@ type batchSale struct {
 	rows     []orderInfo      // theirs, filled in at the commit
 }
 
-func (b *batchSale) Goods() map[int32]service.Goods {
-	out := make(map[int32]service.Goods, len(b.claimed))
-	for no, r := range b.claimed {
-		out[no] = r.goods()
-	}
-	return out
-}
+func (b *batchSale) Goods() map[int32]service.Goods { return goodsOf(b.claimed) }
 
 func (b *batchSale) OrdersFirst() bool { return len(b.first) > 0 }
 

@@ -366,6 +366,15 @@ func goods(db *gorm.DB, goodsNo int32) (service.Goods, error) {
 	return row.goods(), nil
 }
 
+// goodsOf is each row of rows as the service sees it, by goods number.
+func goodsOf(rows map[int32]goodsStock) map[int32]service.Goods {
+	out := make(map[int32]service.Goods, len(rows))
+	for no, r := range rows {
+		out[no] = r.goods()
+	}
+	return out
+}
+
 func (row goodsStock) goods() service.Goods {
 	g := service.Goods{ID: row.ID, GoodsNo: row.GoodsNo}
 	if row.Stock != nil {

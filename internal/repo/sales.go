@@ -62,13 +62,7 @@ type orderWritten struct {
 	row   orderInfo
 }
 
-func (c *claimedSale) Goods() map[int32]service.Goods {
-	out := make(map[int32]service.Goods, len(c.rows))
-	for no, r := range c.rows {
-		out[no] = r.goods()
-	}
-	return out
-}
+func (c *claimedSale) Goods() map[int32]service.Goods { return goodsOf(c.rows) }
 
 // Sell writes each order with its goods' claimed row: the order's INSERT
 // and the row's stock less one, with the fence, in one packet

@@ -137,9 +137,8 @@ func newBatchSale(ctx context.Context, cfg Config, xs []*waiter) (*batchSale, []
 
 // underLock is s for a sale under a lock, lost when lost is closed, whose
 // claim reads the goods' rows: their windows are told to windows.
-func (s *batchSale) underLock(lost <-chan struct{}, windows *saleWindows) *batchSale {
+func (s *batchSale) underLock(lost <-chan struct{}, windows *saleWindows) {
 	s.lost, s.windows = lost, windows
-	return s
 }
 
 // take adds the buyers xs to the sale and returns their orders.
