@@ -36,3 +36,12 @@ func lockPathAdvice(st service.Strategy, p coord.Paths) string {
 	}
 	return ""
 }
+
+// holdOrNever is room.hold as the service takes it: 0s (never) is its
+// negative, its zero being the default.
+func holdOrNever(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

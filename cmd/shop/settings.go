@@ -180,6 +180,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Room.Enabled = p.boolean(k) }},
 	{"room.keep", kDuration, service.DefaultRoomKeep.String(), "how long a place is kept when its buyer does not come back after the time it was told",
 		func(p *parser, k string, c *Config) { c.Room.Keep = p.duration(k, false) }},
+	{"room.hold", kDuration, service.DefaultRoomHold.String(), "how long a buyer past capacity whose turn is due within it waits at the door in its own request (within its X-Request-Timeout-Ms), instead of being sent away to come back after Retry-After; 0s: never",
+		func(p *parser, k string, c *Config) { c.Room.Hold = holdOrNever(p.duration(k, true)) }},
 	{"room.shuffle", kBool, "true", "the places given before a goods' sale starts (the pre-queue) are let in in random order at the start, as Cloudflare's and Queue-it's rooms do, rather than by arrival",
 		func(p *parser, k string, c *Config) { c.Room.Shuffle = p.boolean(k) }},
 	{"limits.buyerRate", kRate, "auto", "purchases per second one buyer may make, on average (0: no limit); beyond it 429 too_many_requests; auto: " + autoRateDoc(autoBuyerRate),

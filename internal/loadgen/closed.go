@@ -31,6 +31,9 @@ type ClosedOptions struct {
 	// shop said, with its place, to the next target, until another answer
 	// or until Patience has passed since its first request (see comeBack).
 	Patience time.Duration
+	// ShopHeaders: a patient buyer reads the shop's own X-Retry-After-Ms
+	// and X-Place instead of Retry-After and the cookie (see comeBack).
+	ShopHeaders bool
 	// OnAnswer, if set, is told of each request's answer (or failed
 	// exchange), from the buyers' goroutines at once. It returns true once
 	// the run has done what it is for (every goods sold out): the requests
@@ -89,7 +92,7 @@ func Closed(ctx context.Context, o ClosedOptions) *ClosedResult {
 				method, path, header := request(i)
 				a := conns[i%len(conns)].DoBy(time.Now().Add(o.Timeout), method, path, header...)
 				if o.Patience > 0 {
-					a = patiently(ctx, a, a.Start.Add(o.Patience), func(try int, header2 []string) Answer {
+					a = patiently(ctx, a, a.Start.Add(o.Patience), o.ShopHeaders, func(try int, header2 []string) Answer {
 						return conns[(i+try)%len(conns)].DoBy(time.Now().Add(o.Timeout), method, path, header2...)
 					}, header)
 				}

@@ -18,6 +18,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/seckill-zk/seckill-zk/internal/api"
 )
 
 // Answer is what the shop answered one request: its status, the code of
@@ -31,6 +33,13 @@ type Answer struct {
 	Header     http.Header
 	Err        error
 	Start, End time.Time
+	// Written is when the request was written whole, after the dial: when
+	// it left the buyer (a patient buyer's first request's).
+	Written time.Time
+	// Arrived is when the shop read the request (X-Arrived-At; a patient
+	// buyer's first request's), zero if it did not say: the buyer's place
+	// in a first come, first served order (FairnessOf).
+	Arrived time.Time
 	// Tries is how many requests a patient buyer sent for this answer
 	// (its last): Start is then the first's. 0: one, without patience.
 	Tries int
@@ -118,6 +127,7 @@ func (c *Conn) exchange(deadline time.Time, method, path string, header []string
 		a.Err = err
 		return a
 	}
+	a.Written = time.Now()
 	resp, err := http.ReadResponse(c.r, &http.Request{Method: method})
 	if err != nil {
 		a.Err = err
@@ -129,6 +139,9 @@ func (c *Conn) exchange(deadline time.Time, method, path string, header []string
 		return a
 	}
 	a.Status, a.Header, a.Code = resp.StatusCode, resp.Header, codeOf(a.Body)
+	if at := resp.Header.Get(api.HeaderArrivedAt); at != "" {
+		a.Arrived, _ = time.Parse(api.ArrivedAtLayout, at) // zero if malformed: the order falls back to Written
+	}
 	if resp.Close {
 		c.Close()
 	}

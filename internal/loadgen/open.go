@@ -80,6 +80,13 @@ type OpenOptions struct {
 	// it was first due. Its Record is its last answer, timed from its
 	// first due time; retries are counted in Retries.
 	Patience time.Duration
+	// ShopHeaders: a patient buyer comes back after X-Retry-After-Ms with
+	// X-Place, the shop's own headers, instead of after Retry-After with
+	// the place's cookie as a standard client does (see comeBack).
+	ShopHeaders bool
+	// Sticky: a patient buyer comes back to the instance it first asked
+	// (a balancer with sticky sessions), not to the next (Target(i+try)).
+	Sticky bool
 	// OnAnswer, if set, is told of every request once it is answered,
 	// given up or left unsent, from the connections' goroutines at once.
 	OnAnswer func(Record)
@@ -210,6 +217,8 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 		first    time.Time // when the buyer was first due
 		try      int       // 0: its first request
 		header   []string  // a retry's, with its place
+		written  time.Time // its first request's Answer.Written and Arrived
+		arrived  time.Time
 	}
 	work := make(chan due)
 	var wg sync.WaitGroup
@@ -263,7 +272,9 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 					header = append(slices.Clip(base), "X-Request-Timeout-Ms", strconv.FormatInt(max(1, left.Milliseconds()), 10))
 				}
 				rec.Sent, rec.Target = taken, fixed
-				if o.Target != nil {
+				if o.Target != nil && o.Sticky {
+					rec.Target = o.Target(d.i)
+				} else if o.Target != nil {
 					rec.Target = o.Target(d.i + d.try)
 				}
 				conn := conns[rec.Target]
@@ -273,11 +284,16 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 				}
 				rec.Answer = conn.DoBy(deadline, http.MethodGet, path, header...)
 				rec.Tries = d.try + 1
+				if d.try > 0 {
+					rec.Written, rec.Arrived = d.written, d.arrived
+				}
 				if o.Patience > 0 {
-					if wait, ok := comeBack(rec.Answer); ok {
+					if wait, ok := comeBack(rec.Answer, o.ShopHeaders); ok {
 						wait = jitter(wait)
 						if at := time.Now().Add(wait); at.Before(d.first.Add(o.Patience)) {
-							comeBackLater(due{d.i, at, d.first, d.try + 1, withPlace(base, rec.Answer)}, rec, wait)
+							again := due{i: d.i, intended: at, first: d.first, try: d.try + 1, header: withPlace(base, rec.Answer, o.ShopHeaders),
+								written: rec.Written, arrived: rec.Arrived}
+							comeBackLater(again, rec, wait)
 							continue
 						}
 					}

@@ -82,6 +82,9 @@ type RunOptions struct {
 	// a buyer it can name. The result then says how fair the sale was
 	// (Result.Fair).
 	Patience time.Duration
+	// ShopHeaders: patient buyers read X-Retry-After-Ms and X-Place, the
+	// shop's own headers, instead of Retry-After and the place's cookie.
+	ShopHeaders bool
 }
 
 // goods is the shop's answer to GET /goods/{goodsNo}.
@@ -202,11 +205,15 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	if o.Rate > 0 {
 		n = Profile{Rate: o.Rate, Duration: o.Duration, RampUp: o.RampUp}.Requests()
 	}
-	bought := make([]bool, n) // by arrival: the fairness of the sale
+	bought := make([]bool, n) // by buyer, and when each arrived: the fairness of the sale
+	arrived := make([]time.Time, n)
 	var retries atomic.Int64
 	final := func(i int, a Answer) {
 		if i < len(bought) && a.Err == nil && a.Status == http.StatusOK && a.Code == api.OK {
 			bought[i] = true
+		}
+		if i < len(arrived) {
+			arrived[i] = ArrivalOf(a)
 		}
 		retries.Add(int64(max(a.Tries-1, 0)))
 	}
@@ -220,7 +227,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		elapsed = closedLoop(ctx, o, latencies, send, answered, final, &c)
 	}
 	if o.Patience > 0 {
-		f := FairnessOf(bought)
+		f := FairnessOf(InArrivalOrder(bought, arrived))
 		r.Fair = &FairSummary{Patience: o.Patience.Seconds(), Sold: f.Sold, ToFirst: f.ToFirst, Share: f.Share(), Retries: int(retries.Load())}
 	}
 	close(stopProgress)
@@ -286,7 +293,7 @@ func closedLoop(ctx context.Context, o RunOptions, latencies []time.Duration,
 	var goodsOut atomic.Int64
 	goodsOf := make([]int, o.Requests)
 	res := Closed(ctx, ClosedOptions{
-		Targets: o.Targets, Requests: o.Requests, Concurrency: o.Concurrency, Ramp: o.Ramp, Timeout: o.Timeout, Patience: o.Patience,
+		Targets: o.Targets, Requests: o.Requests, Concurrency: o.Concurrency, Ramp: o.Ramp, Timeout: o.Timeout, Patience: o.Patience, ShopHeaders: o.ShopHeaders,
 		Request: func(i int) (string, string, []string) {
 			gi, path, header := send(i)
 			goodsOf[i] = gi

@@ -39,7 +39,7 @@ func openLoop(ctx context.Context, o RunOptions, send func(i int) (gi int, path 
 	profile := Profile{Rate: o.Rate, Duration: o.Duration, RampUp: o.RampUp}
 	goodsOf := make([]int, profile.Requests())
 	res, err := Open(ctx, OpenOptions{
-		Targets: o.Targets, Profile: profile, Connections: o.Connections, Timeout: o.Timeout, SendTimeout: o.SendTimeout, Patience: o.Patience,
+		Targets: o.Targets, Profile: profile, Connections: o.Connections, Timeout: o.Timeout, SendTimeout: o.SendTimeout, Patience: o.Patience, ShopHeaders: o.ShopHeaders,
 		Request: func(i int) (string, []string) {
 			gi, path, header := send(i)
 			goodsOf[i] = gi

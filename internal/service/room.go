@@ -14,12 +14,18 @@ import (
 )
 
 // The waiting room: first come, first served past capacity. A buyer the
-// shop cannot let in now gets a place (place.go): its arrival time, signed,
-// carried by the buyer. Buyers are let in in place order across every
-// instance: a goods' horizon, shared in the store (room_horizon), is the
-// arrival time up to which places may go into the admission; a place beyond
-// it is told how many are ahead, how long that should take and when to come
-// back. Each instance moves the horizon forward, never back, at the rate it
+// shop cannot let in now gets a place (place.go): its arrival time (when
+// the shop read its request), signed, carried by the buyer. A buyer whose
+// turn is due within RoomConfig.Hold waits for it at the door, in its own
+// request (door.go): the door lets buyers into the admission in place
+// order as purchases end, so the instance never idles while a place waits
+// there, and a client that would come back a whole second later
+// (Retry-After) loses nothing to the return. A buyer whose turn is further
+// off is sent away with its place, told how many are ahead, how long that
+// should take and when to come back; it waits at the door when it does.
+// Across instances, a goods' horizon, shared in the store (room_horizon),
+// is the arrival time up to which sent-away places may go in; a place
+// beyond it is told to come back. Each instance moves the horizon forward, never back, at the rate it
 // sells (roomsync.go): every tick it counts its own places beyond the
 // horizon (a balancer spreads arrivals evenly, so an instance's share of
 // them is its share of the sale) and lets in as many as it serves in
@@ -42,11 +48,23 @@ type RoomConfig struct {
 	// Shuffle orders the places given before a goods' sale starts at
 	// random at the start, instead of by arrival.
 	Shuffle bool
+	// Hold is how long a buyer past capacity may wait at the door in its
+	// own request (within its deadline) rather than be sent away to come
+	// back: one whose turn is due within it waits. Default DefaultRoomHold;
+	// negative: every such buyer is sent away.
+	Hold time.Duration
 }
 
 // DefaultRoomKeep: a buyer who stops coming back loses its place after
 // this long past the time it was told.
 const DefaultRoomKeep = 10 * time.Second
+
+// DefaultRoomHold: a buyer whose turn is due within this long waits for it
+// in its request. A browser waits longer for an answer (k6 60 s, Chrome
+// 300 s); a shorter hold sends more buyers away, and each comes back a
+// whole second or more later (Retry-After), while later places that are
+// there go in before it.
+const DefaultRoomHold = 30 * time.Second
 
 const (
 	// roomTick is how often an instance reads the horizons and moves them.
@@ -161,9 +179,11 @@ type Room struct {
 	queues  map[int32]*roomQueue
 	members int
 	turns   turnWaiters // buyers waiting for the admission, by place
-	// turnsOf counts turns by goods: asked on every purchase.
-	turnsOf map[int32]int64
-	poke    chan struct{} // a queue opened here: Run tells the others now
+	// turnsOf counts turns by goods: asked on every purchase; doorLatest
+	// is the latest place put at the door, by goods, while any waits.
+	turnsOf    map[int32]int64
+	doorLatest map[int32]int64
+	poke       chan struct{} // a queue opened here: Run tells the others now
 }
 
 // roomQueue is one goods' room as this instance sees it.
@@ -216,6 +236,9 @@ func NewRoom(ctx context.Context, store RoomStore, cfg RoomConfig, log *slog.Log
 	if cfg.Keep <= 0 {
 		cfg.Keep = DefaultRoomKeep
 	}
+	if cfg.Hold == 0 {
+		cfg.Hold = DefaultRoomHold
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -250,91 +273,6 @@ func roomWho(p PurchaseRequest) string {
 	return ""
 }
 
-// enter decides whether buyer who (with the place token it sent, if any)
-// of goodsNo goes into the admission now: admit takes a place there, and
-// true means the buyer went in (the caller gives the place back). Else the
-// answer is a QueuedError, or a SoldOutAheadError for a place beyond what
-// is left.
-// startsAt is the goods' sale start when it is ahead.
-//
-// A buyer whose turn has come but finds the admission full waits for a
-// place there (turn.go), the earliest place first, up to roomTurnWait,
-// rather than being sent away to come back.
-func (r *Room) enter(ctx context.Context, goodsNo int32, who, token string, startsAt *time.Time, now time.Time, admit func() bool) (bool, error) {
-	r.mu.Lock()
-	in, turn, err := r.decideLocked(goodsNo, who, token, startsAt, now, admit)
-	r.mu.Unlock()
-	if turn == nil {
-		return in, err
-	}
-	if r.awaitTurn(ctx, goodsNo, turn.eff, admit) {
-		return true, nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	q := r.queueLocked(goodsNo, time.Now())
-	q.blocked.add(1)
-	return false, r.queuedLocked(q, turn.place, who, turn.eff, time.Now(), true)
-}
-
-// turnTicket is a buyer whose turn has come and who found the admission
-// full.
-type turnTicket struct {
-	place Place
-	eff   int64
-}
-
-// decideLocked is enter's decision under r.mu: in, a refusal, or a ticket
-// to wait for the admission with.
-func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Time, now time.Time, admit func() bool) (bool, *turnTicket, error) {
-	pl, ok := r.signer.read(token, goodsNo, who, now)
-	started := startsAt == nil || !now.Before(*startsAt)
-	if !ok && started && r.queues[goodsNo] == nil && admit() {
-		// No queue of this goods here, nor at any instance as last read
-		// (a tick learns of the others' open queues): straight in, and the
-		// room keeps nothing of it (a sale of many goods below capacity
-		// costs the room no memory).
-		return true, nil, nil
-	}
-	q := r.queueLocked(goodsNo, now)
-	q.startsAt, q.asked = startsAt, true
-	if !ok {
-		if started && r.emptyLocked(q) && admit() {
-			return true, nil, nil // nobody waits: straight in
-		}
-		pl = Place{GoodsNo: goodsNo, At: now}
-		eff := r.effective(pl, who, startsAt)
-		if r.emptyLocked(q) {
-			if started {
-				// The first place of a new queue: the horizon moves up to
-				// it, passing nobody (every earlier place has gone in).
-				q.horizon = max(q.horizon, eff-1)
-			}
-			// The others are to learn of it now, not a tick later: until
-			// they do, they let their new buyers straight in, ahead of it.
-			select {
-			case r.poke <- struct{}{}:
-			default:
-			}
-		}
-		bucket := eff / roomBucket.Microseconds()
-		if q.horizon > 0 {
-			bucket = min(bucket, q.horizon/roomBucket.Microseconds()+roomMaxBuckets)
-		}
-		q.hist[bucket]++
-		q.given = max(q.given, eff)
-		return false, nil, r.queuedLocked(q, pl, who, eff, now, false)
-	}
-	eff := r.effective(pl, who, startsAt)
-	if started && eff <= q.horizon {
-		if r.turnsOfLocked(goodsNo) == 0 && admit() { // nobody before it at the door
-			return true, nil, nil
-		}
-		return false, &turnTicket{place: pl, eff: eff}, nil
-	}
-	return false, nil, r.queuedLocked(q, pl, who, eff, now, false)
-}
-
 // effective is a place's position in its goods' order, in microseconds:
 // its arrival, or for a place of the pre-queue with Shuffle a random point
 // of the second before the start (the buyer's and the sale's hash, so the
@@ -361,11 +299,10 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	members := max(1, r.members)
 	ahead := 0
 	if !turn {
-		ahead = int(q.snap.before(eff/roomBucket.Microseconds())) * members
-	}
-	fresh := now.Sub(q.leftRead) <= roomLeftTrust
-	if q.left >= 0 && fresh && !turn && float64(ahead) > roomSoldOutMargin*float64(q.left)+float64(members) {
-		return &SoldOutAheadError{Ahead: ahead}
+		ahead = int(q.snap.before(eff/roomBucket.Microseconds())+r.doorAheadLocked(q.goodsNo, eff)) * members
+		if err := r.soldOutAheadLocked(q, eff, now); err != nil {
+			return err
+		}
 	}
 	rate := r.rateLocked() * float64(members)
 	wait := time.Duration(float64(ahead) / rate * float64(time.Second))
@@ -375,7 +312,9 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 	// sold out within the second of it; so does any while the stock is
 	// not read yet (a queue's first moments). The others come back when
 	// their turn is due.
-	retry := max(min(wait, 30*time.Second), roomTurnRetry)
+	// A buyer sent away comes back while its turn is still a held wait
+	// away (enter), not when it is due: then it waits at the door.
+	retry := max(min(wait-roomTurnWait/2, 30*time.Second), roomTurnRetry)
 	stockNow := q.stock - int64(rate*now.Sub(q.leftRead).Seconds())
 	if q.left < 0 || 2*int64(ahead) >= stockNow {
 		retry = max(min(wait, roomEndRetry), roomTurnRetry)

@@ -94,13 +94,19 @@ func (r *Room) tick(ctx context.Context, now time.Time) {
 			q.latest = max(q.latest, q.given)
 		}
 		q.snap = q.snapshot()
-		if len(q.snap.keys) > 0 && now.Sub(q.leftAsked) >= roomLeftEvery {
+		if (len(q.snap.keys) > 0 || r.turnsOfLocked(g) > 0) && now.Sub(q.leftAsked) >= roomLeftEvery {
 			q.leftAsked = now
 			readLeft = append(readLeft, g)
 		}
 	}
 	shop := r.shop
+	wake := len(r.turns) > 0 && r.roomInAdmissionLocked()
 	r.mu.Unlock()
+	if wake {
+		// A place is free and a buyer waits at the door: a wake lost to
+		// a waiter that left at that moment must not leave it free.
+		r.freed()
+	}
 	r.advance(ctx, proposals)
 	if shop != nil && len(readLeft) > 0 {
 		r.readLeft(ctx, shop, readLeft)

@@ -276,6 +276,9 @@ type PurchaseRequest struct {
 	UserID string
 	// Place is the waiting room's place the buyer sent back, if any.
 	Place string
+	// Arrived is when the shop read the request (zero: now): a new
+	// place's time, the buyer's rank in first come, first served.
+	Arrived time.Time
 }
 
 // Purchase buys one piece of p.GoodsNo for the request p.RequestID with the
@@ -331,7 +334,17 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 	}
 	admit := func() bool { return s.admission.admit(time.Now()) }
 	if who != "" {
-		entered, err := s.room.enter(ctx, p.GoodsNo, who, p.Place, startsAt, time.Now(), admit)
+		arrived := p.Arrived
+		if arrived.IsZero() {
+			arrived = time.Now()
+		}
+		inStock, done := s.soldOut.whileInStock(p.GoodsNo)
+		var marked <-chan struct{}
+		if inStock != nil {
+			marked = inStock.Done()
+		}
+		entered, err := s.room.enter(ctx, p.GoodsNo, who, p.Place, startsAt, arrived, marked, admit)
+		done()
 		if errors.Is(err, ErrSoldOut) {
 			return s.refuse(ctx, p, err)
 		}

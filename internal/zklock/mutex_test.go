@@ -86,20 +86,17 @@ func TestMutexExcludesAcrossSessions(t *testing.T) {
 	}
 }
 
-func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
-	ctx := testCtx(t)
-	holderClient, waiterClient := connect(t), connect(t)
-	path := e2e.Path(t)
-
-	first := zklock.NewMutex(holderClient, path)
-	if err := first.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	const waiters = 8
-	order := make(chan int, waiters)
+// queueInTurn queues n waiters on path behind the lock first holds, waiter
+// i through clientOf(i), strictly one after another (queued(i) reports
+// that waiter i is in the queue); released (called between the queueing
+// and the hand-offs, may be nil) is told before first releases. It returns
+// the waiters in the order they held the lock.
+func queueInTurn(t *testing.T, ctx context.Context, first *zklock.Mutex, path string, n int, clientOf func(int) *zklock.Client, queued func(int) bool, released func()) []int {
+	t.Helper()
+	order := make(chan int, n)
 	var wg sync.WaitGroup
-	for i := range waiters {
-		m := zklock.NewMutex(waiterClient, path)
+	for i := range n {
+		m := zklock.NewMutex(clientOf(i), path)
 		wg.Go(func() {
 			if err := m.Acquire(ctx); err != nil {
 				t.Errorf("waiter %d: %v", i, err)
@@ -110,25 +107,44 @@ func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
 				t.Errorf("waiter %d release: %v", i, err)
 			}
 		})
-		// Queue strictly one after another: wait until its node is there and
-		// it has listed the queue (so it knows its node, and the next waiter
-		// lists after that).
-		waitFor(t, func() bool {
-			return len(children(t, holderClient, path)) == i+2 && waiterClient.Stats().Listings == int64(i+1)
-		})
+		waitFor(t, func() bool { return queued(i) })
 	}
-	before := waiterClient.Stats()
+	if released != nil {
+		released()
+	}
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
 	close(order)
-	want := 0
-	for got := range order {
-		if got != want {
-			t.Errorf("waiter %d got the lock in turn %d: not FIFO", got, want)
+	var got []int
+	for i := range order {
+		got = append(got, i)
+	}
+	return got
+}
+
+func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
+	ctx := testCtx(t)
+	holderClient, waiterClient := connect(t), connect(t)
+	path := e2e.Path(t)
+
+	first := zklock.NewMutex(holderClient, path)
+	if err := first.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 8
+	var before zklock.Stats
+	// Queue strictly one after another: wait until its node is there and it
+	// has listed the queue (so it knows its node, and the next waiter lists
+	// after that).
+	order := queueInTurn(t, ctx, first, path, waiters, func(int) *zklock.Client { return waiterClient }, func(i int) bool {
+		return len(children(t, holderClient, path)) == i+2 && waiterClient.Stats().Listings == int64(i+1)
+	}, func() { before = waiterClient.Stats() })
+	for turn, got := range order {
+		if got != turn {
+			t.Errorf("waiter %d got the lock in turn %d: not FIFO", got, turn)
 		}
-		want++
 	}
 	after := waiterClient.Stats()
 	if got := after.Wakeups - before.Wakeups; got != waiters {
@@ -142,6 +158,30 @@ func TestMutexIsFairAndWakesOneWaiterPerHandoff(t *testing.T) {
 	}
 	if got := after.Shortcuts - before.Shortcuts; got != waiters {
 		t.Errorf("%d hand-offs without re-listing, want %d", got, waiters)
+	}
+}
+
+// Waiters of two clients (two instances of a shop), queued one after
+// another in turn, are served in the order they queued: Curator's order,
+// the sequence of their nodes, whichever client each came through.
+func TestMutexServesWaitersInArrivalOrderAcrossClients(t *testing.T) {
+	ctx := testCtx(t)
+	holderClient := connect(t)
+	clients := []*zklock.Client{connect(t), connect(t)}
+	path := e2e.Path(t)
+	first := zklock.NewMutex(holderClient, path)
+	if err := first.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	order := queueInTurn(t, ctx, first, path, 10, func(i int) *zklock.Client { return clients[i%2] },
+		func(i int) bool { return len(children(t, holderClient, path)) == i+2 }, nil)
+	for turn, got := range order {
+		if got != turn {
+			t.Errorf("waiter %d (client %d) got the lock in turn %d: not in arrival order", got, got%2, turn)
+		}
+	}
+	if len(order) != 10 {
+		t.Errorf("%d of 10 waiters held the lock", len(order))
 	}
 }
 

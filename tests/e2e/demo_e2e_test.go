@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/seckill-zk/seckill-zk/internal/loadgen"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -55,13 +57,34 @@ func (d demo) run(t *testing.T, args ...string) string {
 
 // make demo, the README's first command: the unlocked run oversells, both
 // locked runs are exact, the report is written, the instances are stopped.
+// The locked seed run sells in the order the buyers arrived (the lock's
+// queue is Curator's, in the order the shop read the requests): most of
+// its pieces go to its first arrivals. An order lost on the way (the
+// buyers counted in the load tool's own numbering, which the Go scheduler
+// sends in reverse more often than not) gave 0-49%; an even spread gives
+// 7%. The README's figure is about 0.9 or more (the generator pinned); the
+// test asks for 0.5, so that a machine busy with other suites keeps its
+// margin.
 func TestMakeDemo(t *testing.T) {
-	out := newDemo(t, e2e.NewStack(t)).run(t, "compare")
+	d := newDemo(t, e2e.NewStack(t))
+	out := d.run(t, "compare")
 	for _, want := range []string{"lock off: OVERSOLD", "lock on: exact", "lock on, batched: exact", "demo-report.html"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make demo's output lacks %q:\n%s", want, out)
 		}
 	}
+	raw, err := os.ReadFile(filepath.Join(d.out, "lock-on.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on loadgen.Result
+	if err := json.Unmarshal(raw, &on); err != nil {
+		t.Fatal(err)
+	}
+	if on.Fair == nil || on.Fair.Sold != 100 || on.Fair.Share < 0.5 {
+		t.Errorf("the locked seed run's fair line: %+v, want 100 sold, at least half of them to the first 100 arrivals:\n%s", on.Fair, out)
+	}
+	t.Logf("the locked seed run: %d of its %d pieces to the first %d arrivals", on.Fair.ToFirst, on.Fair.Sold, on.Fair.Sold)
 }
 
 // make failover, twice in a row as the README invites: each run starts
