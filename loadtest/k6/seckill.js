@@ -19,9 +19,10 @@
 // RATE x TIMEOUT up to 3000; a purchase due while every VU is busy is dropped: dropped_iterations).
 // Each open-loop buyer sends X-Request-Timeout-Ms, and 503 busy / 429 are answers, not failures.
 // PATIENCE (60s in a closed loop, 0 in an open one): a buyer told to come back (503 queued, its place
-// in the shop's waiting room, or 503 busy, or 429) comes back as told (X-Retry-After-Ms, else
-// Retry-After, a tenth of jitter) with its place (X-Place) and its own ids, until another answer or
-// until PATIENCE has passed since its first request.
+// in the shop's waiting room, or 503 busy, or 429) comes back after Retry-After (whole seconds, a
+// tenth of jitter), as a browser or any HTTP library's retry does, with its place (the cookie, in the
+// VU's cookie jar) and its own ids, until another answer or until PATIENCE has passed since its first
+// request.
 // Checks: every answer is 200 (bought) or 409 (sold out, already bought) with the shop's JSON body
 // (and, in an open loop, 503 busy or 429); each buyer sends its own X-Request-ID; at the end, every
 // goods' new order rows equal the pieces its stock went down by (the run fails when a goods was
@@ -157,11 +158,10 @@ export default function () {
   // A patient buyer comes back as told, with its place, to the next instance.
   const until = Date.now() + patience * 1000;
   for (let tries = 1; comesBack(res, code); tries++) {
-    const ms = parseInt(res.headers['X-Retry-After-Ms'] || '', 10) || 1000 * (parseInt(res.headers['Retry-After'] || '1', 10) || 1);
+    const ms = 1000 * (parseInt(res.headers['Retry-After'] || '1', 10) || 1);
     const wait = ms * (0.9 + 0.2 * Math.random());
     if (Date.now() + wait > until) break;
     sleep(wait / 1000);
-    if (res.headers['X-Place']) headers['X-Place'] = res.headers['X-Place'];
     comeBacks.add(1);
     res = http.get(`${bases[(n + tries) % bases.length]}${path}`, { headers, timeout, responseCallback: expected });
     code = codeOf(res);
