@@ -86,6 +86,8 @@ type Config struct {
 		PublicKeyFile  string
 		Issuer         string
 		Audience       string
+		// MaxTokenLifetime bounds a token's exp less its iat.
+		MaxTokenLifetime time.Duration
 	}
 	Room struct {
 		service.RoomConfig // room.enabled, room.keep, room.shuffle

@@ -80,7 +80,7 @@ func trusted(proxies []string) func(netip.Addr) bool {
 // jwt) and the purchase limits per buyer and per client address.
 func who(cfg Config, s *handler.Services) error {
 	if cfg.Auth.Mode == "jwt" {
-		opts := auth.Options{Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, ValidBuyer: handler.ValidID}
+		opts := auth.Options{Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, ValidBuyer: handler.ValidID, MaxLifetime: cfg.Auth.MaxTokenLifetime}
 		var err error
 		if cfg.Auth.HMACSecretFile != "" {
 			opts.HMACSecret, err = auth.ReadSecret(cfg.Auth.HMACSecretFile)

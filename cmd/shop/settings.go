@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/auth"
 	"github.com/seckill-zk/seckill-zk/internal/repo"
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
@@ -176,6 +177,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Auth.Issuer = p.optional(k) }},
 	{"auth.audience", kString, "", "auth.mode jwt: an aud every token must carry (empty: not checked)",
 		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
+	{"auth.maxTokenLifetime", kDuration, auth.DefaultMaxLifetime.String(), "auth.mode jwt: the longest a token may be valid, from its iat (or from now without one) to its exp; a longer one is refused",
+		func(p *parser, k string, c *Config) { c.Auth.MaxTokenLifetime = p.duration(k, false) }},
 	{"room.enabled", kBool, "true", "a waiting room: past capacity a buyer (X-User-ID, the token's sub, or an anonymous buyer's own X-Request-ID) gets a place in arrival order across the instances, kept while it comes back (a cookie or X-Place), and is let in in that order (503 queued); false: 503 busy, as an anonymous buyer without a request id always hears",
 		func(p *parser, k string, c *Config) { c.Room.Enabled = p.boolean(k) }},
 	{"room.keep", kDuration, service.DefaultRoomKeep.String(), "how long a place is kept when its buyer does not come back after the time it was told",

@@ -15,15 +15,12 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -37,6 +34,22 @@ const DefaultLeeway = 10 * time.Second
 // HS256's hash (RFC 7518 3.2).
 const MinSecretLen = 32
 
+// MaxTokenLen bounds a token before anything of it is decoded: a buyer's
+// token (a header, the registered claims and a signature of RS256's 2048
+// bits) is well under 1 KiB; 4 KiB leaves room for a few claims more.
+const MaxTokenLen = 4096
+
+// maxClaims bounds the claims a payload may name.
+const maxClaims = 32
+
+// DefaultMaxLifetime bounds how long a token may be valid, from its iat (or
+// now) to its exp: a token minted for years is a password.
+const DefaultMaxLifetime = 24 * time.Hour
+
+// maxDate is the latest date a claim may give: the year 9999, far inside
+// what a float64 holds to the second and time.Time to the nanosecond.
+const maxDate = 253402300799
+
 // Options configure a JWT verifier: exactly one of HMACSecret and PublicKey.
 type Options struct {
 	HMACSecret []byte
@@ -49,14 +62,18 @@ type Options struct {
 	// ValidBuyer reports whether a subject is a buyer id the shop accepts;
 	// nil accepts any non-empty subject.
 	ValidBuyer func(string) bool
+	// MaxLifetime bounds exp less iat (or less now, without iat); 0:
+	// DefaultMaxLifetime.
+	MaxLifetime time.Duration
 }
 
 // JWT verifies bearer tokens.
 type JWT struct {
-	parser *jwt.Parser
-	key    any
-	method string
-	valid  func(string) bool
+	parser   *jwt.Parser
+	key      any
+	method   string
+	valid    func(string) bool
+	lifetime time.Duration
 }
 
 // NewJWT returns a verifier for opts.
@@ -64,7 +81,10 @@ func NewJWT(opts Options) (*JWT, error) {
 	if (opts.HMACSecret == nil) == (opts.PublicKey == nil) {
 		return nil, errors.New("auth: give an HMAC secret or a public key, one of them")
 	}
-	j := &JWT{valid: opts.ValidBuyer}
+	j := &JWT{valid: opts.ValidBuyer, lifetime: opts.MaxLifetime}
+	if j.lifetime <= 0 {
+		j.lifetime = DefaultMaxLifetime
+	}
 	if j.valid == nil {
 		j.valid = func(s string) bool { return s != "" }
 	}
@@ -116,7 +136,14 @@ func (j *JWT) Method() string { return j.method }
 // Buyer verifies a token (the Authorization header's value after
 // "Bearer ") and returns its subject. Every refusal wraps
 // service.ErrUnauthenticated and says why, without the token.
+//
+// A token longer than MaxTokenLen is refused before anything of it is
+// decoded, and a payload with more than maxClaims names before its values
+// are: a forged token costs what a short one does, whatever it holds.
 func (j *JWT) Buyer(token string) (string, error) {
+	if len(token) > MaxTokenLen {
+		return "", fmt.Errorf("%w: the token is over %d bytes", service.ErrUnauthenticated, MaxTokenLen)
+	}
 	var claims buyerClaims
 	_, err := j.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
 		// WithValidMethods has refused every other algorithm already; the
@@ -132,180 +159,23 @@ func (j *JWT) Buyer(token string) (string, error) {
 	if !j.valid(claims.Sub) {
 		return "", fmt.Errorf("%w: the token's subject is not a buyer id", service.ErrUnauthenticated)
 	}
+	if err := j.lifetimeOK(claims, time.Now()); err != nil {
+		return "", fmt.Errorf("%w: %v", service.ErrUnauthenticated, err)
+	}
 	return claims.Sub, nil
 }
 
-// buyerClaims are the registered claims as plain JSON fields: decoding
-// them costs half what jwt.RegisteredClaims' own decoders do (a decoder
-// per date, the audience through an interface), on every purchase. The
-// parser validates them through jwt.Claims as it would its own.
-type buyerClaims struct {
-	Sub string          `json:"sub"`
-	Iss string          `json:"iss"`
-	Aud json.RawMessage `json:"aud"`
-	Exp *float64        `json:"exp"`
-	Nbf *float64        `json:"nbf"`
-	Iat *float64        `json:"iat"`
-}
-
-// registered are the claim names the shop reads (RFC 7519 4.1), each
-// accepted in this spelling only.
-var registered = map[string]bool{"sub": true, "iss": true, "aud": true, "exp": true, "nbf": true, "iat": true, "jti": true}
-
-// errClaimNames refuses a payload whose names are ambiguous.
-var errClaimNames = errors.New("auth: a claim named twice, or a registered claim in another case")
-
-// UnmarshalJSON decodes the payload strictly: encoding/json matches names
-// case-insensitively and keeps the last of duplicates, so that
-// {"sub":"alice","Sub":"bob"} would name bob, and a token checked by
-// another reader as alice's would buy as bob. A payload that names one
-// claim twice (in any case), or a registered claim other than in lower
-// case, is refused. The names are read by a scan of the object's top
-// level (json.Decoder's tokens cost 70 allocations a token more).
-func (c *buyerClaims) UnmarshalJSON(b []byte) error {
-	names, err := topLevelNames(b)
-	if err != nil {
-		return err
+// lifetimeOK refuses a token valid for longer than the verifier's maximum,
+// from its iat, or from now when it has none.
+func (j *JWT) lifetimeOK(c buyerClaims, now time.Time) error {
+	from := float64(now.Unix())
+	if c.Iat != nil {
+		from = *c.Iat
 	}
-	for i, name := range names {
-		lower := strings.ToLower(name)
-		if registered[lower] && name != lower {
-			return errClaimNames
-		}
-		for _, other := range names[:i] {
-			if strings.EqualFold(name, other) {
-				return errClaimNames
-			}
-		}
+	if c.Exp != nil && *c.Exp-from > j.lifetime.Seconds() {
+		return fmt.Errorf("the token is valid for longer than %v (auth.maxTokenLifetime)", j.lifetime)
 	}
-	type plain buyerClaims // without this method
-	return json.Unmarshal(b, (*plain)(c))
-}
-
-// errNotObject: the claims are not a JSON object (or not JSON).
-var errNotObject = errors.New("auth: the claims are not a JSON object")
-
-// topLevelNames lists the names of the JSON object b's members, in order,
-// without decoding their values. b is checked as JSON by the decoding that
-// follows; this scan only has to find the names.
-func topLevelNames(b []byte) ([]string, error) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, errNotObject
-	}
-	names := make([]string, 0, 8)
-	for i++; ; i++ {
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == '}' && len(names) == 0 {
-			return names, nil
-		}
-		if i >= len(b) || b[i] != '"' {
-			return nil, errNotObject
-		}
-		end, escaped := stringEnd(b, i)
-		if end < 0 {
-			return nil, errNotObject
-		}
-		name := string(b[i+1 : end-1])
-		if escaped || !utf8.ValidString(name) { // as encoding/json reads it
-			name = ""
-			if err := json.Unmarshal(b[i:end], &name); err != nil {
-				return nil, errNotObject
-			}
-		}
-		names = append(names, name)
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return nil, errNotObject
-		}
-		if i = skipValue(b, i+1); i >= len(b) {
-			return nil, errNotObject
-		}
-		if b[i] == '}' {
-			return names, nil
-		}
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index after the string that starts at b[i] (a
-// quote) and whether it holds escapes; -1 when it does not end.
-func stringEnd(b []byte, i int) (int, bool) {
-	escaped := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
-		}
-	}
-	return -1, escaped
-}
-
-// skipValue returns the index of the comma or closing brace that ends the
-// member value starting at b[i], or len(b).
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			end, _ := stringEnd(b, i)
-			if end < 0 {
-				return len(b)
-			}
-			i = end - 1
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return len(b)
-}
-
-func date(seconds *float64) *jwt.NumericDate {
-	if seconds == nil {
-		return nil
-	}
-	whole, frac := math.Modf(*seconds)
-	return jwt.NewNumericDate(time.Unix(int64(whole), int64(frac*1e9)))
-}
-
-func (c *buyerClaims) GetExpirationTime() (*jwt.NumericDate, error) { return date(c.Exp), nil }
-func (c *buyerClaims) GetNotBefore() (*jwt.NumericDate, error)      { return date(c.Nbf), nil }
-func (c *buyerClaims) GetIssuedAt() (*jwt.NumericDate, error)       { return date(c.Iat), nil }
-func (c *buyerClaims) GetIssuer() (string, error)                   { return c.Iss, nil }
-func (c *buyerClaims) GetSubject() (string, error)                  { return c.Sub, nil }
-
-// GetAudience reads aud as one string or an array of them (RFC 7519 4.1.3).
-func (c *buyerClaims) GetAudience() (jwt.ClaimStrings, error) {
-	if len(c.Aud) == 0 || string(c.Aud) == "null" {
-		return nil, nil
-	}
-	var one string
-	if err := json.Unmarshal(c.Aud, &one); err == nil {
-		return jwt.ClaimStrings{one}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(c.Aud, &many); err != nil {
-		return nil, jwt.ErrInvalidType
-	}
-	return many, nil
+	return nil
 }
 
 // reason is a short, token-free account of a parse error.

@@ -116,15 +116,6 @@ func TestClaimNamesAreStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp := time.Now().Add(time.Hour).Unix()
-	sign := func(payload string) string {
-		enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-		unsigned := enc(`{"alg":"HS256","typ":"JWT"}`) + "." + enc(payload)
-		sig, err := jwt.SigningMethodHS256.Sign(unsigned, secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return unsigned + "." + base64.RawURLEncoding.EncodeToString(sig)
-	}
 	for _, tc := range []struct {
 		payload string
 		buyer   string // "": refused
@@ -136,13 +127,101 @@ func TestClaimNamesAreStrict(t *testing.T) {
 		{fmt.Sprintf(`{"SUB":"bob","EXP":%d}`, exp), ""},
 		{fmt.Sprintf(`{"sub":"alice","Exp":%d}`, exp), ""},
 		{fmt.Sprintf(`{"sub":"alice","exp":%d,"custom":{"sub":"nested is no claim"}}`, exp), "alice"},
+		// encoding/json folds Unicode too: a long s (U+017F) is an s to it,
+		// the Kelvin sign a k; a gateway reading names exactly sees none.
+		{fmt.Sprintf(`{"\u017fub":"dave","exp":%d}`, exp), ""},
+		{fmt.Sprintf(`{"ſub":"dave","exp":%d}`, exp), ""},
+		{fmt.Sprintf(`{"sub":"alice","iſſ":"x","exp":%d}`, exp), ""},
+		{fmt.Sprintf(`{"sub":"alice","exp":%d,"\u212aid":"a","kid":"b"}`, exp), ""},
 	} {
-		got, err := v.Buyer(sign(tc.payload))
+		got, err := v.Buyer(sign(t, secret, tc.payload))
 		switch {
 		case tc.buyer == "" && err == nil:
 			t.Errorf("%s: accepted as %q, want it refused", tc.payload, got)
 		case tc.buyer != "" && (err != nil || got != tc.buyer):
 			t.Errorf("%s: %q, %v; want %q", tc.payload, got, err, tc.buyer)
 		}
+	}
+}
+
+// sign is payload signed HS256 with secret, as any holder of the secret
+// could: the checks below are the decoder's, after the signature.
+func sign(t *testing.T, secret []byte, payload string) string {
+	t.Helper()
+	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	unsigned := enc(`{"alg":"HS256","typ":"JWT"}`) + "." + enc(payload)
+	sig, err := jwt.SigningMethodHS256.Sign(unsigned, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return unsigned + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// A forged token costs what a short one does: one over auth.MaxTokenLen
+// is refused before anything of it is decoded, and a payload of more
+// claims than the shop reads before their values are. (16 000 claims of a
+// forged 636 KB token were compared pairwise before the signature was
+// checked: 438 ms of CPU each, both CPUs held by six of them.)
+func TestAForgedTokenIsRefusedBeforeItsClaimsAreRead(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	v, err := auth.NewJWT(auth.Options{HMACSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var many strings.Builder
+	many.WriteString(`{"sub":"alice"`)
+	for i := range 16000 {
+		fmt.Fprintf(&many, `,"c%d":0`, i)
+	}
+	many.WriteString(`}`)
+	huge := sign(t, secret, many.String())
+	if _, err := v.Buyer(huge[:len(huge)-4] + "AAAA"); err == nil || !strings.Contains(err.Error(), "over 4096 bytes") {
+		t.Errorf("a %d-byte forged token: %v, want it refused for its size", len(huge), err)
+	}
+	var some strings.Builder
+	some.WriteString(fmt.Sprintf(`{"sub":"alice","exp":%d`, time.Now().Add(time.Hour).Unix()))
+	for i := range 40 {
+		fmt.Fprintf(&some, `,"c%d":0`, i)
+	}
+	some.WriteString(`}`)
+	if _, err := v.Buyer(sign(t, secret, some.String())); err == nil {
+		t.Error("a token of 42 claims was accepted, want it refused: more claims than the shop reads")
+	}
+}
+
+// Dates are numbers of seconds between 1970 and the year 9999, and a token
+// may be valid for at most auth.maxTokenLifetime (24 h by default) from its
+// iat, or from now without one.
+func TestTokenDatesAreBounded(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	v, err := auth.NewJWT(auth.Options{HMACSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	for _, tc := range []struct {
+		payload string
+		ok      bool
+	}{
+		{fmt.Sprintf(`{"sub":"alice","iat":%d,"exp":%d}`, now, now+3600), true},
+		{fmt.Sprintf(`{"sub":"alice","exp":%d}`, now+23*3600), true},
+		{fmt.Sprintf(`{"sub":"alice","nbf":1e300,"exp":%d}`, now+3600), false},
+		{fmt.Sprintf(`{"sub":"alice","iat":1e300,"exp":%d}`, now+3600), false},
+		{fmt.Sprintf(`{"sub":"alice","iat":-1,"exp":%d}`, now+3600), false},
+		{`{"sub":"alice","exp":9.2e18}`, false},
+		{fmt.Sprintf(`{"sub":"alice","iat":%d,"exp":%d}`, now, now+48*3600), false},
+		{fmt.Sprintf(`{"sub":"alice","exp":%d}`, now+48*3600), false},
+	} {
+		_, err := v.Buyer(sign(t, secret, tc.payload))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.payload, err, tc.ok)
+		}
+	}
+	long, err := auth.NewJWT(auth.Options{HMACSecret: secret, MaxLifetime: 72 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.Buyer(sign(t, secret, fmt.Sprintf(`{"sub":"alice","exp":%d}`, now+48*3600))); err != nil {
+		t.Errorf("a 48 h token under a 72 h maximum: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -46,6 +47,47 @@ func FuzzTopLevelNamesAreTheDecoders(f *testing.F) {
 		got, err := topLevelNames(b)
 		if err != nil || !slices.Equal(got, want) {
 			t.Fatalf("%q: scanned %q (%v), json.Decoder %q", b, got, err, want)
+		}
+	})
+}
+
+// Whatever a payload holds, the decoder either refuses it or reads claims
+// no other reader can take for others: no two names one under Unicode
+// folding, every registered claim in its own spelling, no more than
+// maxClaims names, every date between 1970 and the year 9999.
+func FuzzTheClaimsDecoderIsStrict(f *testing.F) {
+	for _, seed := range []string{`{"sub":"a","exp":1}`, `{"sub":"alice","Sub":"bob"}`, `{"\u017fub":"dave"}`, `{"ſub":"dave"}`,
+		`{"sub":"a","iat":1e300}`, `{"sub":"a","exp":9.2e18}`, `{"a":1,"A":2}`, `{"\u212a":1,"k":2}`, `{"sub":"a","nbf":-1}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c buyerClaims
+		if c.UnmarshalJSON(b) != nil {
+			return
+		}
+		names, ok := decoderNames(b)
+		if !ok {
+			t.Fatalf("%q: accepted, but json.Decoder reads no object", b)
+		}
+		if len(names) > maxClaims {
+			t.Fatalf("%q: %d names accepted", b, len(names))
+		}
+		for i, n := range names {
+			for _, m := range names[:i] {
+				if strings.EqualFold(n, m) {
+					t.Fatalf("%q: %q and %q accepted together", b, m, n)
+				}
+			}
+			for _, reg := range []string{"sub", "iss", "aud", "exp", "nbf", "iat", "jti"} {
+				if strings.EqualFold(n, reg) && n != reg {
+					t.Fatalf("%q: %q accepted for %q", b, n, reg)
+				}
+			}
+		}
+		for _, d := range []*float64{c.Exp, c.Nbf, c.Iat} {
+			if d != nil && (*d < 0 || *d > maxDate) {
+				t.Fatalf("%q: a date of %v accepted", b, *d)
+			}
 		}
 	})
 }

@@ -60,11 +60,13 @@ type RoomConfig struct {
 const DefaultRoomKeep = 10 * time.Second
 
 // DefaultRoomHold: a buyer whose turn is due within this long waits for it
-// in its request. A browser waits longer for an answer (k6 60 s, Chrome
-// 300 s); a shorter hold sends more buyers away, and each comes back a
-// whole second or more later (Retry-After), while later places that are
-// there go in before it.
-const DefaultRoomHold = 30 * time.Second
+// in its request. It is below the 60 s a reverse proxy waits for an answer
+// by default (nginx's proxy_read_timeout, an AWS load balancer's idle
+// timeout) and k6's request timeout. A shorter hold sends more buyers
+// away, and each comes back a whole second or more later (Retry-After),
+// while later places that are there go in before it: a sale that takes
+// longer than the hold is no longer first come, first served.
+const DefaultRoomHold = 45 * time.Second
 
 const (
 	// roomTick is how often an instance reads the horizons and moves them.
