@@ -1847,11 +1847,13 @@ func (r ListGoodsResponse) ContentType() string {
 
 // PurchaseGetResponse200Headers the declared response headers of an HTTP 200 response for PurchaseGet
 type PurchaseGetResponse200Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
 // PurchaseGetResponse400Headers the declared response headers of an HTTP 400 response for PurchaseGet
 type PurchaseGetResponse400Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
@@ -1862,16 +1864,19 @@ type PurchaseGetResponse401Headers struct {
 
 // PurchaseGetResponse403Headers the declared response headers of an HTTP 403 response for PurchaseGet
 type PurchaseGetResponse403Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
 // PurchaseGetResponse404Headers the declared response headers of an HTTP 404 response for PurchaseGet
 type PurchaseGetResponse404Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
 // PurchaseGetResponse409Headers the declared response headers of an HTTP 409 response for PurchaseGet
 type PurchaseGetResponse409Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
@@ -1885,6 +1890,7 @@ type PurchaseGetResponse429Headers struct {
 type PurchaseGetResponse503Headers struct {
 	RetryAfter    *int
 	SetCookie     *string
+	XArrivedAt    *time.Time
 	XPlace        *string
 	XRequestID    *string
 	XRetryAfterMs *int
@@ -1998,11 +2004,13 @@ func (r PurchaseGetResponse) ContentType() string {
 
 // PurchaseResponse200Headers the declared response headers of an HTTP 200 response for Purchase
 type PurchaseResponse200Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
 // PurchaseResponse400Headers the declared response headers of an HTTP 400 response for Purchase
 type PurchaseResponse400Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
@@ -2013,16 +2021,19 @@ type PurchaseResponse401Headers struct {
 
 // PurchaseResponse403Headers the declared response headers of an HTTP 403 response for Purchase
 type PurchaseResponse403Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
 // PurchaseResponse404Headers the declared response headers of an HTTP 404 response for Purchase
 type PurchaseResponse404Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
 // PurchaseResponse409Headers the declared response headers of an HTTP 409 response for Purchase
 type PurchaseResponse409Headers struct {
+	XArrivedAt *time.Time
 	XRequestID *string
 }
 
@@ -2036,6 +2047,7 @@ type PurchaseResponse429Headers struct {
 type PurchaseResponse503Headers struct {
 	RetryAfter    *int
 	SetCookie     *string
+	XArrivedAt    *time.Time
 	XPlace        *string
 	XRequestID    *string
 	XRetryAfterMs *int
@@ -3339,6 +3351,13 @@ func ParsePurchaseGetResponse(rsp *http.Response) (*PurchaseGetResponse, error) 
 	switch {
 	case rsp.StatusCode == 200:
 		var headers PurchaseGetResponse200Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3349,6 +3368,13 @@ func ParsePurchaseGetResponse(rsp *http.Response) (*PurchaseGetResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers PurchaseGetResponse400Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3369,6 +3395,13 @@ func ParsePurchaseGetResponse(rsp *http.Response) (*PurchaseGetResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers PurchaseGetResponse403Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3379,6 +3412,13 @@ func ParsePurchaseGetResponse(rsp *http.Response) (*PurchaseGetResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers PurchaseGetResponse404Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3389,6 +3429,13 @@ func ParsePurchaseGetResponse(rsp *http.Response) (*PurchaseGetResponse, error) 
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers PurchaseGetResponse409Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3429,6 +3476,13 @@ func ParsePurchaseGetResponse(rsp *http.Response) (*PurchaseGetResponse, error) 
 				return nil, err
 			}
 			headers.SetCookie = &value
+		}
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
 		}
 		if values := rsp.Header.Values("X-Place"); len(values) > 0 {
 			var value string
@@ -3532,6 +3586,13 @@ func ParsePurchaseResponse(rsp *http.Response) (*PurchaseResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers PurchaseResponse200Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3542,6 +3603,13 @@ func ParsePurchaseResponse(rsp *http.Response) (*PurchaseResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 400:
 		var headers PurchaseResponse400Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3562,6 +3630,13 @@ func ParsePurchaseResponse(rsp *http.Response) (*PurchaseResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers PurchaseResponse403Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3572,6 +3647,13 @@ func ParsePurchaseResponse(rsp *http.Response) (*PurchaseResponse, error) {
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers PurchaseResponse404Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3582,6 +3664,13 @@ func ParsePurchaseResponse(rsp *http.Response) (*PurchaseResponse, error) {
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers PurchaseResponse409Headers
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
+		}
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -3622,6 +3711,13 @@ func ParsePurchaseResponse(rsp *http.Response) (*PurchaseResponse, error) {
 				return nil, err
 			}
 			headers.SetCookie = &value
+		}
+		if values := rsp.Header.Values("X-Arrived-At"); len(values) > 0 {
+			var value time.Time
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Arrived-At", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			}
+			headers.XArrivedAt = &value
 		}
 		if values := rsp.Header.Values("X-Place"); len(values) > 0 {
 			var value string
