@@ -281,6 +281,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "timeout", cfg.Server.ShutdownTimeout.String())
+	deps.Room.Drain() // the buyers at its door come back to another instance
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

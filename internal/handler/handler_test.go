@@ -559,11 +559,12 @@ func TestSoldOutAnswerIsCheap(t *testing.T) {
 			w.status, shop.got.ClientRequestID, w.header.Get("X-Request-ID"))
 	}
 	// The header map and its values, the request id, the answer, and the
-	// test's own writer: 9 measured (12 while the answer's JSON was
-	// encoded by reflection); 10 under -race, whose sync.Pool drops some of
-	// what is put back (gin's contexts among it).
-	if allocs > 12 {
-		t.Errorf("a sold-out answer costs %.0f allocations, want at most 12", allocs)
+	// test's own writer: 11 measured at 0b6233c (12 under -race, whose
+	// sync.Pool drops some of what is put back, gin's contexts among it);
+	// X-Arrived-At's value is one more, its slice saved by Cache-Control's
+	// shared one: 12 (13 under -race).
+	if allocs > 14 {
+		t.Errorf("a sold-out answer costs %.0f allocations, want at most 14", allocs)
 	}
 }
 

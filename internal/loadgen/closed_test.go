@@ -63,3 +63,24 @@ func TestAClosedLoopsRampEndsWhenTheRunIsOver(t *testing.T) {
 		t.Errorf("sent %d in %v; want all 20 at once once the run was over", r.Sent, time.Since(start))
 	}
 }
+
+// Fairness goes by arrival, not by the buyers' numbering: bought in the
+// order of when each buyer arrived, a buyer with no arrival (never sent)
+// last; by the shop's X-Arrived-At where it said, else by when the request
+// was written.
+func TestFairnessGoesByArrival(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := []time.Time{t0.Add(3 * time.Millisecond), {}, t0.Add(time.Millisecond), t0.Add(2 * time.Millisecond)}
+	bought := []bool{false, true, true, true}
+	got := InArrivalOrder(bought, at)
+	if fmt.Sprint(got) != fmt.Sprint([]bool{true, true, false, true}) {
+		t.Errorf("in arrival order: %v, want [true true false true]", got)
+	}
+	if f := FairnessOf(got); f.Sold != 3 || f.ToFirst != 2 {
+		t.Errorf("fairness %+v, want 2 of 3 to the first 3 arrivals", f)
+	}
+	written := Answer{Written: t0}
+	if ArrivalOf(written) != t0 || ArrivalOf(Answer{Written: t0, Arrived: t0.Add(time.Second)}) != t0.Add(time.Second) {
+		t.Error("ArrivalOf: the shop's arrival first, the write's without it")
+	}
+}

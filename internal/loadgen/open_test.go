@@ -170,38 +170,50 @@ func TestAnOpenLoopSendsWhereTargetSays(t *testing.T) {
 }
 
 // A patient buyer of an open loop that sends X-Request-Timeout-Ms comes
-// back with one such header, its place, and its own header pairs.
+// back with one such header, its place and its own header pairs: as a
+// standard client, after Retry-After with the place's cookie; with
+// ShopHeaders, after X-Retry-After-Ms with X-Place.
 func TestAPatientBuyerComesBackWithItsPlace(t *testing.T) {
-	var mu sync.Mutex
-	var seen [][]string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, []string{r.Header.Get("X-Place"), strconv.Itoa(len(r.Header.Values("X-Request-Timeout-Ms"))), r.Header.Get("X-User-ID")})
-		n := len(seen)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if n < 3 {
-			w.Header().Set("X-Place", "p"+strconv.Itoa(n))
-			w.Header().Set("X-Retry-After-Ms", "10")
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprint(w, `{"code":"queued","message":"wait"}`)
-			return
+	for _, shopHeaders := range []bool{false, true} {
+		var mu sync.Mutex
+		var seen [][]string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			place := r.Header.Get("Cookie")
+			if shopHeaders {
+				place = r.Header.Get("X-Place")
+			}
+			seen = append(seen, []string{place, strconv.Itoa(len(r.Header.Values("X-Request-Timeout-Ms"))), r.Header.Get("X-User-ID")})
+			n := len(seen)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			if n < 3 {
+				w.Header().Set("X-Place", "p"+strconv.Itoa(n))
+				http.SetCookie(w, &http.Cookie{Name: "seckill_place_1", Value: "p" + strconv.Itoa(n), Path: "/goods-stock/1", HttpOnly: true})
+				w.Header().Set("X-Retry-After-Ms", "10")
+				w.Header().Set("Retry-After", "0") // a standard client comes back at once
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprint(w, `{"code":"queued","message":"wait"}`)
+				return
+			}
+			fmt.Fprint(w, `{"code":"ok","message":"bought"}`)
+		}))
+		r, err := Open(context.Background(), OpenOptions{Targets: []string{srv.URL}, Profile: Profile{Rate: 10, Duration: 100 * time.Millisecond},
+			SendTimeout: true, Patience: 10 * time.Second, Record: true, ShopHeaders: shopHeaders,
+			Request: func(int) (string, []string) { return "/goods-stock/1", []string{"X-User-ID", "u1"} }})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
 		}
-		fmt.Fprint(w, `{"code":"ok","message":"bought"}`)
-	}))
-	defer srv.Close()
-	r, err := Open(context.Background(), OpenOptions{Targets: []string{srv.URL}, Profile: Profile{Rate: 10, Duration: 100 * time.Millisecond},
-		SendTimeout: true, Patience: 10 * time.Second, Record: true,
-		Request: func(int) (string, []string) { return "/goods-stock/1", []string{"X-User-ID", "u1"} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.OK != 1 || r.Retries != 2 || r.Records[0].Tries != 3 {
-		t.Fatalf("OK %d, retries %d, tries %d: want 1, 2, 3", r.OK, r.Retries, r.Records[0].Tries)
-	}
-	want := [][]string{{"", "1", "u1"}, {"p1", "1", "u1"}, {"p2", "1", "u1"}}
-	if fmt.Sprint(seen) != fmt.Sprint(want) {
-		t.Errorf("the requests sent (place, timeout headers, buyer): %v, want %v", seen, want)
+		if r.OK != 1 || r.Retries != 2 || r.Records[0].Tries != 3 {
+			t.Fatalf("shop headers %t: OK %d, retries %d, tries %d: want 1, 2, 3", shopHeaders, r.OK, r.Retries, r.Records[0].Tries)
+		}
+		want := [][]string{{"", "1", "u1"}, {"seckill_place_1=p1", "1", "u1"}, {"seckill_place_1=p2", "1", "u1"}}
+		if shopHeaders {
+			want = [][]string{{"", "1", "u1"}, {"p1", "1", "u1"}, {"p2", "1", "u1"}}
+		}
+		if fmt.Sprint(seen) != fmt.Sprint(want) {
+			t.Errorf("shop headers %t: the requests sent (place, timeout headers, buyer): %v, want %v", shopHeaders, seen, want)
+		}
 	}
 }

@@ -41,6 +41,11 @@ import (
 // nothing to the return.
 func (r *Room) enter(ctx context.Context, goodsNo int32, who, token string, startsAt *time.Time, now time.Time, inStock <-chan struct{}, admit func() bool) (bool, error) {
 	hold := holdFor(ctx, r.cfg.Hold, time.Now())
+	select {
+	case <-r.draining:
+		hold = 0
+	default:
+	}
 	r.mu.Lock()
 	in, turn, err := r.decideLocked(goodsNo, who, token, startsAt, now, hold, admit)
 	r.mu.Unlock()
@@ -191,6 +196,9 @@ func (r *Room) awaitTurn(ctx context.Context, goodsNo int32, eff int64, hold tim
 		case <-inStock:
 			r.leaveTurns(w)
 			return turnSoldOut
+		case <-r.draining:
+			r.leaveTurns(w)
+			return turnOut
 		case <-t.C:
 			r.leaveTurns(w)
 			return turnOut

@@ -186,6 +186,21 @@ type Room struct {
 	turnsOf    map[int32]int64
 	doorLatest map[int32]int64
 	poke       chan struct{} // a queue opened here: Run tells the others now
+	// draining is closed by Drain: the instance is shutting down, and the
+	// door holds nobody more.
+	draining  chan struct{}
+	drainOnce sync.Once
+}
+
+// Drain sends the buyers waiting at the door away with their places, and
+// holds no new one: the instance is shutting down, and a buyer held for the
+// hold would keep the shutdown waiting, or be cut off with no answer. Sent
+// away, it comes back to another instance with its place.
+func (r *Room) Drain() {
+	if r == nil {
+		return
+	}
+	r.drainOnce.Do(func() { close(r.draining) })
 }
 
 // roomQueue is one goods' room as this instance sees it.
@@ -253,7 +268,7 @@ func NewRoom(ctx context.Context, store RoomStore, cfg RoomConfig, log *slog.Log
 		return nil, fmt.Errorf("service: the waiting room's key: %w", err)
 	}
 	return &Room{cfg: cfg, store: store, signer: placeSigner{key: key}, log: log,
-		queues: map[int32]*roomQueue{}, members: 1, poke: make(chan struct{}, 1)}, nil
+		queues: map[int32]*roomQueue{}, members: 1, poke: make(chan struct{}, 1), draining: make(chan struct{})}, nil
 }
 
 // attach gives the room the Shop's admission and store.
