@@ -668,14 +668,18 @@ func TestSecretFilesOpenToEveryUserAreRefused(t *testing.T) {
 
 // server.trustedProxies that hold every address let any client name
 // itself in X-Forwarded-For (a rotating one beat limits.clientRate=1):
-// refused, alone or together; real proxies' ranges are accepted.
+// refused, alone or together; real proxies' ranges are accepted. IPv4-mapped
+// IPv6 addresses (::ffff:a.b.c.d) are IPv4 clients: ::ffff:0:0/96 trusted
+// every one of them.
 func TestTrustedProxiesThatCoverEveryAddressAreRefused(t *testing.T) {
-	for _, bad := range []string{"0.0.0.0/0", "::/0", "10.0.0.0/8,0.0.0.0/0", "0.0.0.0/1,128.0.0.0/1", "0.0.0.0/2,64.0.0.0/2,128.0.0.0/1", "8000::/1,::/1"} {
+	for _, bad := range []string{"0.0.0.0/0", "::/0", "10.0.0.0/8,0.0.0.0/0", "0.0.0.0/1,128.0.0.0/1", "0.0.0.0/2,64.0.0.0/2,128.0.0.0/1", "8000::/1,::/1",
+		"::ffff:0:0/96", "::/64", "::ffff:0:0/97,128.0.0.0/1", "::ffff:0.0.0.0/97,::ffff:128.0.0.0/97"} {
 		if _, err := load(t, map[string]string{"SHOP_SERVER_TRUSTEDPROXIES": bad}); err == nil || !strings.Contains(err.Error(), "covers every") {
 			t.Errorf("%s: %v; want a refusal", bad, err)
 		}
 	}
-	for _, good := range []string{"10.0.0.0/8,172.16.0.0/12,192.168.0.0/16", "0.0.0.0/1", "10.1.2.3", "fd00::/8", "0.0.0.0/2,64.0.0.0/2,128.0.0.0/2"} {
+	for _, good := range []string{"10.0.0.0/8,172.16.0.0/12,192.168.0.0/16", "0.0.0.0/1", "10.1.2.3", "fd00::/8", "0.0.0.0/2,64.0.0.0/2,128.0.0.0/2",
+		"::ffff:10.0.0.0/104", "::ffff:0:0/97"} {
 		if _, err := load(t, map[string]string{"SHOP_SERVER_TRUSTEDPROXIES": good}); err != nil {
 			t.Errorf("%s: %v; want it accepted", good, err)
 		}

@@ -245,6 +245,9 @@ func (p *parser) proxies(key string) []string {
 			pf = netip.PrefixFrom(a, a.BitLen())
 		}
 		prefixes = append(prefixes, pf.Masked())
+		if v4, ok := mappedIPv4(pf.Masked()); ok {
+			prefixes = append(prefixes, v4) // an IPv4 client seen as ::ffff:a.b.c.d is trusted by it
+		}
 	}
 	for _, all := range []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")} {
 		if covers(prefixes, all) {
@@ -253,6 +256,23 @@ func (p *parser) proxies(key string) []string {
 		}
 	}
 	return out
+}
+
+// mappedIPv4 is the IPv4 range an IPv6 prefix holds as IPv4-mapped
+// addresses (::ffff:0:0/96, RFC 4291 2.5.5.2): all of IPv4 for a prefix
+// that holds the whole mapped range, the matching IPv4 prefix for one
+// inside it; false for a prefix with no mapped address.
+func mappedIPv4(pf netip.Prefix) (netip.Prefix, bool) {
+	mapped := netip.MustParsePrefix("::ffff:0:0/96")
+	switch {
+	case !pf.Addr().Is6():
+		return netip.Prefix{}, false
+	case pf.Bits() <= mapped.Bits() && pf.Contains(mapped.Addr()):
+		return netip.MustParsePrefix("0.0.0.0/0"), true
+	case pf.Bits() > mapped.Bits() && mapped.Contains(pf.Addr()):
+		return netip.PrefixFrom(pf.Addr().Unmap(), pf.Bits()-mapped.Bits()).Masked(), true
+	}
+	return netip.Prefix{}, false
 }
 
 // covers tells whether prefixes together hold every address of space.
