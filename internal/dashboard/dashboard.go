@@ -125,7 +125,7 @@ func (h *Handler) Data(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case err != nil:
 			w.Header().Set("Retry-After", "1")
-			fail(w, http.StatusServiceUnavailable, api.Unavailable, "cannot tell whether the goods exists: "+err.Error())
+			fail(w, http.StatusServiceUnavailable, api.Unavailable, api.MessageUnavailable) // as every route says it: the error's text is the shop's
 			return
 		case !ok:
 			fail(w, http.StatusNotFound, api.GoodsNotFound, "指定商品不存在")

@@ -2,6 +2,8 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/api"
 	"github.com/seckill-zk/seckill-zk/internal/dashboard"
 	"github.com/seckill-zk/seckill-zk/internal/metrics"
 )
@@ -109,3 +112,29 @@ func TestDashboardDataRefusesBadNumbers(t *testing.T) {
 		}
 	}
 }
+
+// A goods the shop cannot look up (its database away) is answered as every
+// route answers it, with nothing of the error: not the address it dialled.
+func TestDashboardDataTellsNothingOfAnError(t *testing.T) {
+	exists := func(context.Context, int32) (bool, error) {
+		return false, errors.New("dial tcp 127.0.0.1:3306: connect: connection refused")
+	}
+	h, err := dashboard.New(notSampled{}, nil, exists, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.Data(rec, httptest.NewRequest(http.MethodGet, "/dashboard/data?goods=7", nil))
+	var body struct{ Code, Message string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != http.StatusServiceUnavailable || body.Code != api.Unavailable || body.Message != api.MessageUnavailable {
+		t.Errorf("%d %+v, want 503 unavailable with the shop's one message", rec.Code, body)
+	}
+}
+
+// notSampled is a source that has sampled no goods yet.
+type notSampled struct{ source }
+
+func (notSampled) Snapshot(int32) metrics.Snapshot { return metrics.Snapshot{} }

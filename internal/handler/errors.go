@@ -100,7 +100,7 @@ var errorTable = []struct {
 	{service.ErrBusy, http.StatusServiceUnavailable, api.Busy, "too many buyers are waiting, try again in a second"},
 	{service.ErrQueued, http.StatusServiceUnavailable, api.Queued, "you have a place in the queue: come back after Retry-After with it (the cookie, or X-Place)"},
 	{service.ErrCommitUnknown, http.StatusServiceUnavailable, api.OutcomeUnknown, "the purchase may or may not have been made: retry with the same X-Request-ID"},
-	{service.ErrUnavailable, http.StatusServiceUnavailable, api.Unavailable, "the shop cannot reach its database or lock service, try again"},
+	{service.ErrUnavailable, http.StatusServiceUnavailable, api.Unavailable, api.MessageUnavailable},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, api.Timeout, "the request took too long, try again"},
 	{context.Canceled, http.StatusServiceUnavailable, api.Canceled, "the request was canceled"},
 }
