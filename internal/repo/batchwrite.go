@@ -1,6 +1,7 @@
 package repo
 
-// The writing half of a batch sale (batch.go decides who buys): the orders'
+// The writing half of a batch sale (the service decides who buys, in
+// service/salerun.go, and batchSale hands the buyers over): the orders'
 // INSERT and the stock's UPDATE in one packet, the ids read back, and the
 // orders a claim that came after its INSERT dropped again.
 

@@ -17,11 +17,15 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
 
-// Every sale runs in a tx, through inTx: one transaction helper, one
-// rollback and one commit check for the seed's sale, the batch and the
-// atomic sale alike. The choice, once: GORM where it earns its place (reads
-// scanned into the row types, the atomic sale's insert) and database/sql
-// where a purchase under the lock pays for every round trip: a tx sends
+// Every sale runs in a tx: the sale handles the service drives (the seed's
+// claimedSale, batchSale, allot's grantSale) hold one from their Begin to
+// their Commit or Abort, and the store's own short transactions (the atomic
+// sale, inTx) hold one for a function's length; one rollback and one
+// commit check for them all.
+//
+// The choice, once: GORM where it earns its place (reads scanned into the
+// row types, the atomic sale's insert) and database/sql where a purchase
+// under the lock pays for every round trip: a tx sends
 // statements that belong together in one packet (query), on a connection
 // of the sale pool, which takes several statements per query. The seed's
 // sale makes two round trips before the commit that way (START TRANSACTION
