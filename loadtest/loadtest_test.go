@@ -37,6 +37,17 @@ func TestExactProblems(t *testing.T) {
 		{"expired pieces left", func(r *loadgen.Result) { r.Requests, r.StockAfter, r.Expired = 100, 30, 30 }, "30 left of a stock of 100"},
 		{"fewer buyers than stock", func(r *loadgen.Result) { r.Requests, r.Succeeded, r.OrdersCreated, r.StockAfter = 40, 40, 40, 60 }, ""},
 		{"transport errors", func(r *loadgen.Result) { r.TransportErrors = 2 }, "2 transport errors"},
+		// An open loop's buyers who told the shop their deadline and left:
+		// nothing sold to them after, the order rows would show a sale before.
+		{"buyers gone, the shop told", func(r *loadgen.Result) {
+			r.TransportErrors, r.Open = 17, &loadgen.OpenSummary{ClientTimeouts: 17, SendTimeout: true}
+		}, ""},
+		{"buyers gone, the shop not told", func(r *loadgen.Result) {
+			r.TransportErrors, r.Open = 17, &loadgen.OpenSummary{ClientTimeouts: 17}
+		}, "17 transport errors"},
+		{"buyers gone and an error", func(r *loadgen.Result) {
+			r.TransportErrors, r.Open = 18, &loadgen.OpenSummary{ClientTimeouts: 17, SendTimeout: true}
+		}, "1 transport errors"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,7 +126,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // Problems lists why a run is not an exact sale: anything oversold,
 // successes without order rows, (when there were enough buyers) not the
 // whole stock sold, transport errors, and the goods of a set that were not
-// exact.
+// exact. A buyer of an open loop that gave up after telling the shop its
+// deadline (SendTimeout) is no problem: the shop sold it nothing after,
+// and a sale before it left is an order row beyond the 200s, counted here.
 func (r *Result) Problems() []string {
 	var p []string
 	if r.Oversold != 0 {
@@ -144,8 +146,12 @@ func (r *Result) Problems() []string {
 	if len(r.PerGoods) == 0 && buyers >= r.StockBefore && r.StockAfter != 0 {
 		p = append(p, fmt.Sprintf("%d left of a stock of %d (%d sold, %d expired meanwhile)", r.StockAfter, r.StockBefore, r.Succeeded, r.Expired))
 	}
-	if r.TransportErrors > 0 {
-		p = append(p, fmt.Sprintf("%d transport errors", r.TransportErrors))
+	errs := r.TransportErrors
+	if r.Open != nil && r.Open.SendTimeout {
+		errs -= min(errs, r.Open.ClientTimeouts)
+	}
+	if errs > 0 {
+		p = append(p, fmt.Sprintf("%d transport errors", errs))
 	}
 	return append(p, r.goodsProblems()...)
 }

@@ -20,6 +20,9 @@ type OpenSummary struct {
 	// who left.
 	NotSent        int `json:"notSent"`
 	ClientTimeouts int `json:"clientTimeouts"`
+	// SendTimeout: each buyer told the shop its deadline
+	// (X-Request-Timeout-Ms), so the shop sold nothing to one after it left.
+	SendTimeout bool `json:"sendTimeout"`
 	// Behind says why the generator did not offer the rate, or is empty.
 	Behind string `json:"behind,omitempty"`
 	// OK and Refused (429 and 503) latency from the intended send time;
@@ -68,7 +71,7 @@ func openLoop(ctx context.Context, o RunOptions, send func(i int) (gi int, path 
 	r.Open = &OpenSummary{
 		Rate: o.Rate, Seconds: o.Duration.Seconds(), RampUp: o.RampUp.Seconds(), Connections: o.Connections,
 		Offered: res.Offered(), Achieved: res.Achieved(), Goodput: res.Goodput(),
-		NotSent: res.NotSent, ClientTimeouts: res.ClientTimeouts, Behind: res.Behind(),
+		NotSent: res.NotSent, ClientTimeouts: res.ClientTimeouts, SendTimeout: o.SendTimeout, Behind: res.Behind(),
 		OK: hist(res.OKLatency), Refused: hist(res.RefusedLatency), Service: hist(res.Service),
 		PoolWaitP99: Ms(res.PoolWait, 99),
 	}
