@@ -59,17 +59,28 @@ func (c roomCase) String() string {
 	return map[bool]string{true: "sticky", false: "round robin"}[c.sticky] + ", " + map[bool]string{true: "busy", false: "idle"}[c.busy]
 }
 
-// roomCases are the cases BENCH_SHOP_ROOM_CASES names (sticky, rr, idle,
-// busy: every combination of those given), all four by default.
+// roomCases are the cases BENCH_SHOP_ROOM_CASES names: sticky or rr, idle
+// or busy, each dimension whole when none of its names is given (all four
+// by default).
 func roomCases() []roomCase {
-	names := os.Getenv("BENCH_SHOP_ROOM_CASES")
-	has := func(n string) bool { return names == "" || slices.Contains(strings.Split(names, ","), n) }
+	names := strings.Split(os.Getenv("BENCH_SHOP_ROOM_CASES"), ",")
+	pick := func(yes, no string) []bool {
+		var out []bool
+		if slices.Contains(names, yes) {
+			out = append(out, true)
+		}
+		if slices.Contains(names, no) {
+			out = append(out, false)
+		}
+		if len(out) == 0 {
+			out = []bool{true, false}
+		}
+		return out
+	}
 	var out []roomCase
-	for _, sticky := range []bool{true, false} {
-		for _, busy := range []bool{false, true} {
-			if has(map[bool]string{true: "sticky", false: "rr"}[sticky]) && has(map[bool]string{true: "busy", false: "idle"}[busy]) {
-				out = append(out, roomCase{sticky, busy})
-			}
+	for _, sticky := range pick("sticky", "rr") {
+		for _, idle := range pick("idle", "busy") {
+			out = append(out, roomCase{sticky, !idle})
 		}
 	}
 	return out
