@@ -183,8 +183,9 @@ func (r *Room) awaitTurn(ctx context.Context, goodsNo int32, eff int64, hold tim
 			r.doorLatest = map[int32]int64{}
 		}
 		r.doorLatest[goodsNo] = max(r.doorLatest[goodsNo], eff)
+		first := r.turns[0] == w // the earliest waiter at the door, of any goods
 		r.mu.Unlock()
-		if r.firstAtDoor(w) && admit() { // a place freed before the wait began
+		if first && admit() { // a place freed before the wait began
 			r.leaveTurns(w)
 			return turnIn
 		}
@@ -226,13 +227,6 @@ func (r *Room) leaveTurns(w *turnWaiter) {
 		r.freed()
 	default:
 	}
-}
-
-// firstAtDoor: w is the earliest waiter at the door, of any goods.
-func (r *Room) firstAtDoor(w *turnWaiter) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.turns) > 0 && r.turns[0] == w
 }
 
 // freed tells the earliest waiter that a place in the admission may be
