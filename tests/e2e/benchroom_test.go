@@ -259,8 +259,10 @@ func roomSpike(b *testing.B, sale roomSale, rc roomCase, on bool, c, perPurchase
 	q0 := mariaQuestions(b, s.DSN)
 	prefix := fmt.Sprintf("k%d", time.Now().UnixNano())
 	if os.Getenv("BENCH_SHOP_ROOM_DEBUG") != "" {
-		stopWatch := watchAdmissions(in1.URL)
-		defer stopWatch()
+		for i, in := range []*e2e.Instance{in1, in2} {
+			stopWatch := watchAdmissions(fmt.Sprintf("instance %d", i), in.URL)
+			defer stopWatch()
+		}
 	}
 	res, err := loadgen.Open(context.Background(), loadgen.OpenOptions{
 		Target:      func(i int) string { return bases[i%2] },
@@ -427,7 +429,7 @@ func roomDebug(recs []loadgen.Record, sold int, first, lastSale time.Time) {
 // watchAdmissions prints an instance's admission and room gauges every
 // 100 ms until stopped (BENCH_SHOP_ROOM_DEBUG): what the room lets in
 // against what the admission measured.
-func watchAdmissions(base string) (stop func()) {
+func watchAdmissions(name, base string) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	names := []string{"seckill_admission_rate", "seckill_admission_work_rate", "seckill_admission_limit", "seckill_admission_in_flight", "seckill_room_let_in_per_second", "seckill_room_waiting"}
@@ -454,7 +456,14 @@ func watchAdmissions(base string) (stop func()) {
 					fmt.Fprintf(&b, " %s %g", strings.TrimPrefix(name, "seckill_"), samples[i].Value)
 				}
 			}
-			progress("(k) debug %5.0fms:%s", float64(time.Since(start).Milliseconds()), b.String())
+			sold := 0.0
+			for _, x := range samples {
+				if x.Name == "seckill_purchases_total" && x.Labels["outcome"] == "ok" {
+					sold += x.Value
+				}
+			}
+			fmt.Fprintf(&b, " sold %g", sold)
+			progress("(k) debug %s %5.0fms:%s", name, float64(time.Since(start).Milliseconds()), b.String())
 		}
 	}()
 	return func() { close(done); <-finished }
