@@ -23,8 +23,8 @@ import (
 	"github.com/seckill-zk/seckill-zk/internal/zk"
 )
 
-// No Docker engine runs on the project's machines, so the compose stack and
-// the Dockerfile are checked by reading them.
+// The compose stack and the Dockerfile read, in make test: their rules, with
+// no engine. make test-compose runs them (tests/e2e/compose_test.go).
 
 // readCompose loads docker-compose.yml with the compose-spec project's own
 // loader, as docker compose does: the file checked against the spec's

@@ -46,6 +46,9 @@ func (c *Catalog) List(ctx context.Context, after int32, limit int) (page []List
 	if after < 0 || limit < 1 || limit > MaxPage {
 		return nil, 0, ErrInvalidPage
 	}
+	ctx, cancel := boundRead(ctx)
+	defer cancel()
+	defer func() { err = readErr(ctx, err) }()
 	goods, err := c.store.ListGoods(ctx, after, limit)
 	if err != nil || len(goods) == 0 {
 		return nil, 0, err

@@ -92,7 +92,10 @@ func (o *Orders) Get(ctx context.Context, id uint64, owner string) (Order, error
 	if id == 0 {
 		return Order{}, ErrInvalidOrderID
 	}
-	return o.store.Order(ctx, id, owner)
+	ctx, cancel := boundRead(ctx)
+	defer cancel()
+	order, err := o.store.Order(ctx, id, owner)
+	return order, readErr(ctx, err)
 }
 
 // Pay pays order id. Paying a paid order again succeeds (a retried payment

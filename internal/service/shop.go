@@ -236,13 +236,15 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 // dashboard's sampler reads every tracked goods each second); a goods
 // without a row is missing from the answer.
 func (s *Shop) Stocks(ctx context.Context, goodsNos []int32) (map[int32]StockInfo, error) {
+	ctx, cancel := boundRead(ctx)
+	defer cancel()
 	goods, err := s.store.GoodsOf(ctx, goodsNos)
 	if err != nil {
-		return nil, err
+		return nil, readErr(ctx, err)
 	}
 	counts, err := s.store.OrderCounts(ctx, goodsNos)
 	if err != nil {
-		return nil, err
+		return nil, readErr(ctx, err)
 	}
 	infos := make(map[int32]StockInfo, len(goods))
 	for no, g := range goods {

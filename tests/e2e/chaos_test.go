@@ -193,7 +193,13 @@ const slowRead = time.Second
 
 // answerOf is what the history needs of an answer.
 func answerOf(a e2e.Answer) history.Answer {
-	return history.Answer{Status: a.Status, Code: a.Code, Err: a.Err}
+	var body struct {
+		Ahead *int `json:"ahead"`
+	}
+	if a.Code == "sold_out" {
+		_ = a.Decode(&body) // a forecast names the buyers ahead (history.Answer.Ahead)
+	}
+	return history.Answer{Status: a.Status, Code: a.Code, Err: a.Err, Ahead: body.Ahead != nil}
 }
 
 // drop stops sending to base, as a load balancer does with a dead instance.
