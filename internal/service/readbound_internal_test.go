@@ -35,7 +35,7 @@ func (h *hangingStore) Order(ctx context.Context, _ uint64, _ string) (Order, er
 	return Order{}, h.wait(ctx)
 }
 
-// A client's read waits for the database ReadTimeout at most, and one that
+// A client's read waits for the database readTimeout at most, and one that
 // found no answer is ErrUnavailable (503), not a request that hangs as long
 // as TCP does.
 func TestAReadThatFindsNoDatabaseEndsUnavailable(t *testing.T) {
@@ -60,24 +60,24 @@ func TestAReadThatFindsNoDatabaseEndsUnavailable(t *testing.T) {
 			if !errors.Is(err, ErrUnavailable) {
 				t.Errorf("a read with no answer: %v, want ErrUnavailable", err)
 			}
-			if d := <-h.deadlines; d.IsZero() || d.After(start.Add(ReadTimeout)) {
-				t.Errorf("the store's read had deadline %v, want one within %v of %v", d, ReadTimeout, start)
+			if d := <-h.deadlines; d.IsZero() || d.After(start.Add(readTimeout)) {
+				t.Errorf("the store's read had deadline %v, want one within %v of %v", d, readTimeout, start)
 			}
-			// Without one, the read still has ReadTimeout's.
+			// Without one, the read still has readTimeout's.
 			h = newHangingStore()
 			done := make(chan error, 1)
 			start = time.Now()
 			go func() { done <- read(context.Background(), h) }()
-			if d := <-h.deadlines; d.IsZero() || d.After(time.Now().Add(ReadTimeout)) || d.Before(start) {
-				t.Errorf("a read without the client's deadline: deadline %v, want within %v of %v", d, ReadTimeout, start)
+			if d := <-h.deadlines; d.IsZero() || d.After(time.Now().Add(readTimeout)) || d.Before(start) {
+				t.Errorf("a read without the client's deadline: deadline %v, want within %v of %v", d, readTimeout, start)
 			}
 			select {
 			case err := <-done:
 				if !errors.Is(err, ErrUnavailable) {
-					t.Errorf("after ReadTimeout: %v, want ErrUnavailable", err)
+					t.Errorf("after readTimeout: %v, want ErrUnavailable", err)
 				}
-			case <-time.After(ReadTimeout + 10*time.Second):
-				t.Fatal("the read did not end within ReadTimeout and a margin")
+			case <-time.After(readTimeout + 10*time.Second):
+				t.Fatal("the read did not end within readTimeout and a margin")
 			}
 		})
 	}

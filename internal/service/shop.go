@@ -364,6 +364,9 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 	if errors.Is(err, ErrSoldOut) {
 		s.soldOut.mark(p.GoodsNo, since)
 	}
+	if errors.Is(err, ErrNotFound) {
+		s.windows.observeMissing(p.GoodsNo, since)
+	}
 	if err != nil {
 		return s.refuse(ctx, p, err)
 	}

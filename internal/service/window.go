@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -9,9 +10,10 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// readTimeout bounds a read of a goods' row that buyers share: it runs
-// detached from the buyer who started it, so that one buyer hanging up does
-// not fail the others.
+// readTimeout bounds a read of the database: one that buyers share (a
+// goods' row for its sale window), which runs detached from the buyer who
+// started it, so that one buyer hanging up does not fail the others; and a
+// client's read (readbound.go).
 const readTimeout = 5 * time.Second
 
 // saleWindows remembers each goods' sale window for a while, so that the
@@ -42,6 +44,16 @@ type saleWindows struct {
 type saleWindow struct {
 	start, end *time.Time
 	read       time.Time
+	missing    bool // no such goods: its buyers hear ErrNotFound
+}
+
+// at is the window's answer at now: ErrNotFound for a goods that does not
+// exist, a WindowError when its sale is not open.
+func (sw saleWindow) at(now time.Time) error {
+	if sw.missing {
+		return ErrNotFound
+	}
+	return windowAt(sw.start, sw.end, now)
 }
 
 // maxWindows bounds the windows an instance remembers: a sale of more goods
@@ -54,17 +66,19 @@ func newSaleWindows(ttl time.Duration) *saleWindows {
 }
 
 // check returns a WindowError when goodsNo's sale is not open at now (the
-// Clock's time; how fresh a window is goes by this machine's). A
-// goods the store cannot read (missing, or the database away) passes: the
+// Clock's time; how fresh a window is goes by this machine's), and
+// ErrNotFound for a goods the store has no row of: a made-up goods number
+// costs its buyers no admission, place, lock or claim, only one read per
+// ttl. A goods the store cannot read (the database away) passes: the
 // purchase itself then answers for it.
 func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now time.Time) error {
 	w.mu.Lock()
 	sw, ok := w.m[goodsNo]
 	w.mu.Unlock()
 	if ok && time.Since(sw.read) < w.ttl {
-		return windowAt(sw.start, sw.end, now)
+		return sw.at(now)
 	}
-	if w.admitUnread && (!ok || windowAt(sw.start, sw.end, now) == nil) {
+	if w.admitUnread && (!ok || sw.at(now) == nil) {
 		return nil
 	}
 	ch := w.reads.DoChan(strconv.Itoa(int(goodsNo)), func() (any, error) {
@@ -77,19 +91,17 @@ func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		defer cancel()
 		g, err := store.Goods(rctx, goodsNo)
-		if err != nil {
+		fresh := saleWindow{start: g.SaleStart, end: g.SaleEnd, read: time.Now()}
+		switch {
+		case errors.Is(err, ErrNotFound):
+			fresh = saleWindow{missing: true, read: fresh.read}
+		case err != nil:
 			return nil, err
 		}
-		fresh := saleWindow{start: g.SaleStart, end: g.SaleEnd, read: time.Now()}
-		w.mu.Lock()
-		if _, ok := w.m[goodsNo]; !ok && len(w.m) >= maxWindows {
-			forgetOne(w.m, func(sw saleWindow) bool { return fresh.read.Sub(sw.read) >= w.ttl })
-		}
-		w.m[goodsNo] = fresh
-		w.mu.Unlock()
+		w.put(goodsNo, fresh)
 		return fresh, nil
 	})
-	if ok && windowAt(sw.start, sw.end, now) == nil {
+	if ok && sw.at(now) == nil {
 		return nil // stale but admitting: the claim has the last word
 	}
 	select {
@@ -101,21 +113,35 @@ func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return windowAt(sw.start, sw.end, now)
+	return sw.at(now)
+}
+
+// put remembers goodsNo's window, forgetting a stale one first (or any) when
+// maxWindows are remembered.
+func (w *saleWindows) put(goodsNo int32, sw saleWindow) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.m[goodsNo]; !ok && len(w.m) >= maxWindows {
+		forgetOne(w.m, func(old saleWindow) bool { return sw.read.Sub(old.read) >= w.ttl })
+	}
+	w.m[goodsNo] = sw
 }
 
 // observe records goods g's window as read at: a claim's read, fresher than
 // the cache's own. A nil w observes nothing.
 func (w *saleWindows) observe(g Goods, at time.Time) {
-	if w == nil {
-		return
+	if w != nil {
+		w.put(g.GoodsNo, saleWindow{start: g.SaleStart, end: g.SaleEnd, read: at})
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.m[g.GoodsNo]; !ok && len(w.m) >= maxWindows {
-		forgetOne(w.m, func(sw saleWindow) bool { return at.Sub(sw.read) >= w.ttl })
+}
+
+// observeMissing records that a purchase of goodsNo, begun at at, found no
+// row: its next buyers within ttl hear ErrNotFound at once. A nil w
+// observes nothing.
+func (w *saleWindows) observeMissing(goodsNo int32, at time.Time) {
+	if w != nil {
+		w.put(goodsNo, saleWindow{missing: true, read: at})
 	}
-	w.m[g.GoodsNo] = saleWindow{start: g.SaleStart, end: g.SaleEnd, read: at}
 }
 
 // OpenAt returns a WindowError when g's sale is not open at now: before
