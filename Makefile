@@ -47,7 +47,7 @@ fmt-check:
 ## test: bring the stack and the Galera cluster up, install k6, helm and JMeter, vet, lint the OpenAPI
 ## description, and run every test with the race detector
 test: stack-up galera-up build loadtools fmt-check vet openapi-lint
-	$(GO) test -race -count=1 -timeout 30m -skip '^(TestTheChartOnAControlPlane|TestTheComposeStack)$$' ./...
+	$(GO) test -race -count=1 -timeout 30m -skip '^(TestTheChartOnAControlPlane|TestTheComposeStack|TestTheComposeClusterProfile)$$' ./...
 
 ## test-kube: the chart on a Kubernetes control plane built here (tests/e2e/kube_test.go): helm
 ## install --wait of every value set into a PodSecurity-restricted namespace with the operators'

@@ -66,9 +66,15 @@ engine_up() {
 }
 
 engine_down() {
-	[ -f "$pidfile" ] || return 0
-	stop_pid "$(cat "$pidfile")" dockerd TERM 30
-	rm -f "$pidfile"
+	if [ -f "$pidfile" ]; then
+		stop_pid "$(cat "$pidfile")" dockerd TERM 30
+		rm -f "$pidfile"
+	fi
+	# What the engine leaves mounted under its state (the default network namespace, the data
+	# root's bind mount), deepest first, so that the directory can be removed.
+	awk -v d="$state/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
+		umount -l "$m" 2>/dev/null || true
+	done
 }
 
 # compose_plugin builds Compose v2 from tools/compose into bin/ and makes it this engine's
@@ -167,7 +173,7 @@ test)
 	trap engine_down EXIT
 	up
 	eval "$(print_env)"
-	go test -count=1 -timeout 45m -run '^TestTheComposeStack$' -v ./tests/e2e/
+	go test -count=1 -timeout 45m -run '^(TestTheComposeStack|TestTheComposeClusterProfile)$' -v ./tests/e2e/
 	;;
 *) echo "usage: $0 up | env | down | test" >&2; exit 2 ;;
 esac
