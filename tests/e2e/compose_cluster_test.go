@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-zk/seckill-zk/tests/framework/compose"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -23,14 +22,14 @@ var clusterShops = []string{"cshop1", "cshop2", "cshop3"}
 
 func TestTheComposeClusterProfile(t *testing.T) {
 	composeStandIns(t)
-	p := compose.New(t, "../..", "seckill-compose-cluster")
+	p := e2e.NewComposeProject(t, "../..", "seckill-compose-cluster")
 	p.Env = []string{"COMPOSE_PROFILES=cluster"} // for the commands the docs give without --profile
 	cluster := []string{"--profile", "cluster"}
 	p.Run(t, 20*time.Minute, nil, append(cluster, "up", "--build", "--wait", "--wait-timeout", "600", "cshop1", "cshop2", "cshop3")...)
 	t.Run("formed", func(t *testing.T) { clusterFormed(t, p) })
 	t.Run("loadtest", func(t *testing.T) {
 		out := p.Run(t, 5*time.Minute, nil, append(cluster, "run", "--rm", "cluster-loadtest")...)
-		t.Logf("cluster-loadtest:\n%s", lastLines(out, 12))
+		t.Logf("cluster-loadtest:\n%s", e2e.LastLines(out, 12))
 		stock, orders := goodsCounts(t, p, "galera1")
 		if stock != 0 || orders != composeStock {
 			t.Errorf("after the loadtest: stock %d, %d order rows; want 0, %d", stock, orders, composeStock)
@@ -56,9 +55,9 @@ func TestTheComposeClusterProfile(t *testing.T) {
 		cfg := chaosConfigFromEnv(t)
 		cfg.buyers = int(50 * cfg.rate)
 		clusterSale(t, p, cfg, func(t *testing.T, l *buyerLoad) (time.Time, time.Time) {
-			compose.Docker(t, "network", "disconnect", net, node)
+			e2e.Docker(t, "network", "disconnect", net, node)
 			at := time.Now()
-			l.AfterSale(func() { compose.Docker(t, "network", "connect", "--alias", "galera2", net, node) })
+			l.AfterSale(func() { e2e.Docker(t, "network", "connect", "--alias", "galera2", net, node) })
 			return at, at
 		})
 	})
@@ -73,7 +72,7 @@ func TestTheComposeClusterProfile(t *testing.T) {
 // clusterFormed: one ZooKeeper leader and two followers (a server's health
 // check, ruok, answers before it has joined: the modes are read for up to
 // a minute), three Galera nodes in one primary component.
-func clusterFormed(t *testing.T, p *compose.Project) {
+func clusterFormed(t *testing.T, p *e2e.ComposeProject) {
 	var modes map[string]int
 	formed := e2e.WaitUntil(time.Minute, func() bool {
 		modes = map[string]int{}
@@ -101,7 +100,7 @@ func clusterFormed(t *testing.T, p *compose.Project) {
 // the chaos suite's sale (cfg) over the three shops' published ports with
 // fault f, its checks reading galera1 and the ZooKeeper servers at their
 // containers' addresses.
-func clusterSale(t *testing.T, p *compose.Project, cfg chaosConfig, f fault) {
+func clusterSale(t *testing.T, p *e2e.ComposeProject, cfg chaosConfig, f fault) {
 	p.Run(t, time.Minute, nil, "exec", "cshop1", "/shop", "stock", "set", "--goods", "1", "--stock", strconv.Itoa(cfg.stock), "--clear-orders")
 	s := e2e.Stack{DSN: fmt.Sprintf("seckill:seckill@tcp(%s:3306)/seckill", containerIP(t, p, "galera1")), LockPath: "/Locks"}
 	for _, zk := range []string{"zk1", "zk2", "zk3"} {
@@ -124,7 +123,7 @@ func clusterSale(t *testing.T, p *compose.Project, cfg chaosConfig, f fault) {
 
 // containerIP is service's address on the project's network: the host
 // reaches it (the engine's bridge), as the tests' checks do.
-func containerIP(t *testing.T, p *compose.Project, service string) string {
+func containerIP(t *testing.T, p *e2e.ComposeProject, service string) string {
 	t.Helper()
 	for _, n := range p.Inspect(t, service).NetworkSettings.Networks {
 		if n.IPAddress != "" {

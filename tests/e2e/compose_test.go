@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/metrics/scrape"
-	"github.com/seckill-zk/seckill-zk/tests/framework/compose"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
@@ -35,14 +34,14 @@ func composeStandIns(t *testing.T) {
 	defaults := map[string]string{"GO_IMAGE": "golang:1.26", "BASE_IMAGE": "gcr.io/distroless/static-debian12:nonroot",
 		"ZOOKEEPER_IMAGE": "zookeeper:3.8", "MYSQL_IMAGE": "mysql:8.0", "MARIADB_IMAGE": "mariadb:11.4",
 		"PROMETHEUS_IMAGE": "prom/prometheus:v3.5.0", "GRAFANA_IMAGE": "grafana/grafana:12.1.0"}
-	for _, v := range compose.StandIns {
+	for _, v := range e2e.ComposeStandIns {
 		t.Logf("%s=%s stands in for %s", v, os.Getenv(v), defaults[v])
 	}
 }
 
 func TestTheComposeStack(t *testing.T) {
 	composeStandIns(t)
-	p := compose.New(t, "../..", "seckill-compose-test")
+	p := e2e.NewComposeProject(t, "../..", "seckill-compose-test")
 	t.Run("up", func(t *testing.T) { composeUp(t, p) })
 	t.Run("loadtest", func(t *testing.T) { composeLoadtest(t, p) })
 	t.Run("lock off oversells", func(t *testing.T) { composeLockOff(t, p) })
@@ -57,7 +56,7 @@ func TestTheComposeStack(t *testing.T) {
 
 // composeUp: up --build --wait; the migration ends before either shop
 // starts, both are healthy, and Prometheus scrapes both.
-func composeUp(t *testing.T, p *compose.Project) {
+func composeUp(t *testing.T, p *e2e.ComposeProject) {
 	p.Run(t, 20*time.Minute, nil, "up", "--build", "--wait", "--wait-timeout", "300")
 	m := p.Inspect(t, "migrate")
 	if m.State.Status != "exited" || m.State.ExitCode != 0 {
@@ -106,9 +105,9 @@ func prometheusUp() []string {
 
 // composeLoadtest: the loadtest service's 1500 buyers sell the 100 pieces
 // exactly, and stock set --clear-orders resets the sale.
-func composeLoadtest(t *testing.T, p *compose.Project) {
+func composeLoadtest(t *testing.T, p *e2e.ComposeProject) {
 	out := p.Run(t, 5*time.Minute, nil, "run", "--rm", "loadtest")
-	t.Logf("loadtest:\n%s", lastLines(out, 12))
+	t.Logf("loadtest:\n%s", e2e.LastLines(out, 12))
 	stock, orders, sold := composeCounts(t, p)
 	if stock != 0 || orders != composeStock || sold != composeStock {
 		t.Errorf("after the loadtest: stock %d, %d order rows, %d sold by the stock; want 0, %d, %d", stock, orders, sold, composeStock, composeStock)
@@ -117,7 +116,7 @@ func composeLoadtest(t *testing.T, p *compose.Project) {
 }
 
 // composeReset is the stack's own reset: stock set --clear-orders in shop1.
-func composeReset(t *testing.T, p *compose.Project) {
+func composeReset(t *testing.T, p *e2e.ComposeProject) {
 	t.Helper()
 	p.Run(t, time.Minute, nil, "exec", "shop1", "/shop", "stock", "set", "--goods", "1", "--stock", strconv.Itoa(composeStock), "--clear-orders")
 	if stock, orders, _ := composeCounts(t, p); stock != composeStock || orders != 0 {
@@ -127,7 +126,7 @@ func composeReset(t *testing.T, p *compose.Project) {
 
 // composeCounts reads goods 1's stock, its order rows, and the pieces the
 // stock lost (composeStock less the stock), through the mysql service.
-func composeCounts(t *testing.T, p *compose.Project) (stock, orders, sold int) {
+func composeCounts(t *testing.T, p *e2e.ComposeProject) (stock, orders, sold int) {
 	t.Helper()
 	stock, orders = goodsCounts(t, p, "mysql")
 	return stock, orders, composeStock - stock
@@ -135,7 +134,7 @@ func composeCounts(t *testing.T, p *compose.Project) (stock, orders, sold int) {
 
 // goodsCounts reads goods 1's stock and order rows with the mysql client
 // of the database service db.
-func goodsCounts(t *testing.T, p *compose.Project, db string) (stock, orders int) {
+func goodsCounts(t *testing.T, p *e2e.ComposeProject, db string) (stock, orders int) {
 	t.Helper()
 	row := strings.Fields(p.SQL(t, db, "seckill", "seckill", "seckill",
 		"SELECT (SELECT stock FROM goods_stock WHERE goods_no = 1), (SELECT COUNT(*) FROM order_info WHERE goods_no = 1)"))
@@ -149,11 +148,11 @@ func goodsCounts(t *testing.T, p *compose.Project, db string) (stock, orders int
 
 // composeLockOff: SHOP_LOCK_ENABLED=false up -d, the loadtest oversells;
 // then the lock back on and the sale reset.
-func composeLockOff(t *testing.T, p *compose.Project) {
+func composeLockOff(t *testing.T, p *e2e.ComposeProject) {
 	off := []string{"SHOP_LOCK_ENABLED=false"}
 	p.Run(t, 5*time.Minute, off, "up", "-d")
 	out := p.Run(t, 5*time.Minute, off, "run", "--rm", "loadtest")
-	t.Logf("loadtest, the lock off:\n%s", lastLines(out, 12))
+	t.Logf("loadtest, the lock off:\n%s", e2e.LastLines(out, 12))
 	_, orders, sold := composeCounts(t, p)
 	if orders <= sold {
 		t.Errorf("the lock off: %d order rows for %d pieces the stock lost: nothing oversold", orders, sold)
@@ -166,7 +165,7 @@ func composeLockOff(t *testing.T, p *compose.Project) {
 // composeKill: one sweeper leads across the two containers; its container
 // is killed mid-sale (docker compose kill); the other shop sells the rest,
 // nothing is oversold, and the other leads the sweeper.
-func composeKill(t *testing.T, p *compose.Project) {
+func composeKill(t *testing.T, p *e2e.ComposeProject) {
 	ports := map[string]string{"shop1": "8081", "shop2": "8082"}
 	// A slower sale (the demo's sleep up to 300 ms), so that the kill lands in it.
 	slow := []string{"SHOP_DEMO_MAXSLEEP=300ms"}
@@ -194,7 +193,7 @@ func composeKill(t *testing.T, p *compose.Project) {
 	}
 	select {
 	case out := <-done:
-		t.Logf("loadtest, %s killed:\n%s", leader, lastLines(out, 12))
+		t.Logf("loadtest, %s killed:\n%s", leader, e2e.LastLines(out, 12))
 	case <-time.After(5 * time.Minute):
 		t.Fatal("the loadtest did not end within 5 minutes of the kill")
 	}
@@ -228,9 +227,4 @@ func composeLeaders(ports map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func lastLines(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(ls[max(0, len(ls)-n):], "\n")
 }

@@ -1,9 +1,10 @@
-// Package compose runs the repository's docker-compose.yml on the Docker
-// engine scripts/containers.sh starts (make test-compose), with the stack's
-// own commands: docker compose up, run, exec, kill, down. A Project is one
-// compose project of a test's own name; every container, network and
+package e2e
+
+// The repository's docker-compose.yml on the Docker engine
+// scripts/containers.sh starts (make test-compose), with the stack's own
+// commands: docker compose up, run, exec, kill, down. A ComposeProject is
+// one compose project of a test's own name; every container, network and
 // volume it made is removed at cleanup.
-package compose
 
 import (
 	"bytes"
@@ -17,48 +18,46 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
-// HowToStart is what a test says when the engine, Compose or a stand-in
+// howToStartCompose is what a test says when the engine, Compose or a stand-in
 // image is missing.
-const HowToStart = "run it with `make test-compose` (scripts/containers.sh starts a Docker engine of the project's own, " +
+const howToStartCompose = "run it with `make test-compose` (scripts/containers.sh starts a Docker engine of the project's own, " +
 	"builds Compose v2 and the stand-in images, and points DOCKER_HOST and the *_IMAGE variables at them)"
 
-// Project is a compose project: the repository's compose file under a name
+// ComposeProject is a compose project: the repository's compose file under a name
 // of its own, with the environment the stand-ins need.
-type Project struct {
+type ComposeProject struct {
 	Dir  string // the repository, where docker-compose.yml is
 	Name string // COMPOSE_PROJECT_NAME
 	Env  []string
 }
 
-// StandIns are the variables the compose file and the Dockerfile read for
+// ComposeStandIns are the variables the compose file and the Dockerfile read for
 // their images; make test-compose sets each to a stand-in.
-var StandIns = []string{"GO_IMAGE", "BASE_IMAGE", "ZOOKEEPER_IMAGE", "MYSQL_IMAGE", "MARIADB_IMAGE", "PROMETHEUS_IMAGE", "GRAFANA_IMAGE"}
+var ComposeStandIns = []string{"GO_IMAGE", "BASE_IMAGE", "ZOOKEEPER_IMAGE", "MYSQL_IMAGE", "MARIADB_IMAGE", "PROMETHEUS_IMAGE", "GRAFANA_IMAGE"}
 
-// New is a project named name in the repository at dir. It fails the test
+// NewComposeProject is a project named name in the repository at dir. It fails the test
 // when no engine answers, Compose is missing or a stand-in variable is not
 // set, and takes the project down (volumes included) at cleanup.
-func New(t *testing.T, dir, name string) *Project {
+func NewComposeProject(t *testing.T, dir, name string) *ComposeProject {
 	t.Helper()
-	e2e.Integration(t)
+	Integration(t)
 	if os.Getenv("DOCKER_HOST") == "" {
-		t.Fatalf("DOCKER_HOST is not set: %s", HowToStart)
+		t.Fatalf("DOCKER_HOST is not set: %s", howToStartCompose)
 	}
-	for _, v := range StandIns {
+	for _, v := range ComposeStandIns {
 		if os.Getenv(v) == "" {
-			t.Fatalf("%s is not set: %s", v, HowToStart)
+			t.Fatalf("%s is not set: %s", v, howToStartCompose)
 		}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Project{Dir: abs, Name: name}
+	p := &ComposeProject{Dir: abs, Name: name}
 	if out, err := p.Try(context.Background(), nil, "version"); err != nil {
-		t.Fatalf("docker compose version: %v\n%s\n%s", err, out, HowToStart)
+		t.Fatalf("docker compose version: %v\n%s\n%s", err, out, howToStartCompose)
 	}
 	p.Down(t) // what an earlier run left
 	t.Cleanup(func() { p.Down(t) })
@@ -67,7 +66,7 @@ func New(t *testing.T, dir, name string) *Project {
 
 // Try runs docker compose args in the project with extra environment
 // variables (NAME=value), and returns its combined output.
-func (p *Project) Try(ctx context.Context, env []string, args ...string) (string, error) {
+func (p *ComposeProject) Try(ctx context.Context, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "docker", append([]string{"compose"}, args...)...)
 	cmd.Dir = p.Dir
 	cmd.Env = append(append(os.Environ(), "COMPOSE_PROJECT_NAME="+p.Name, "COMPOSE_PROGRESS=plain"), append(p.Env, env...)...)
@@ -80,7 +79,7 @@ func (p *Project) Try(ctx context.Context, env []string, args ...string) (string
 
 // Run runs docker compose args, within limit, and fails the test if it
 // fails; it logs the command and returns its output.
-func (p *Project) Run(t *testing.T, limit time.Duration, env []string, args ...string) string {
+func (p *ComposeProject) Run(t *testing.T, limit time.Duration, env []string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -88,25 +87,25 @@ func (p *Project) Run(t *testing.T, limit time.Duration, env []string, args ...s
 	out, err := p.Try(ctx, env, args...)
 	t.Logf("%sdocker compose %s (%.1f s)", strings.Join(append(slices.Clone(env), ""), " "), strings.Join(args, " "), time.Since(start).Seconds())
 	if err != nil {
-		t.Fatalf("docker compose %s: %v\n%s", strings.Join(args, " "), err, tail(out, 60))
+		t.Fatalf("docker compose %s: %v\n%s", strings.Join(args, " "), err, LastLines(out, 60))
 	}
 	return out
 }
 
 // Down is docker compose down -v for every profile: the project's
 // containers, networks and volumes.
-func (p *Project) Down(t *testing.T) {
+func (p *ComposeProject) Down(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if out, err := p.Try(ctx, nil, "--profile", "*", "down", "-v", "--remove-orphans", "--timeout", "10"); err != nil {
-		t.Errorf("docker compose down -v: %v\n%s", err, tail(out, 30))
+		t.Errorf("docker compose down -v: %v\n%s", err, LastLines(out, 30))
 	}
 }
 
 // Left is what the engine still holds of the project: its containers,
 // networks and volumes, by name.
-func (p *Project) Left(t *testing.T) []string {
+func (p *ComposeProject) Left(t *testing.T) []string {
 	t.Helper()
 	var left []string
 	filter := "label=com.docker.compose.project=" + p.Name
@@ -123,8 +122,8 @@ func (p *Project) Left(t *testing.T) []string {
 	return left
 }
 
-// Container is what docker inspect says of a container.
-type Container struct {
+// ComposeContainer is what docker inspect says of a container.
+type ComposeContainer struct {
 	Name  string
 	State struct {
 		Status     string
@@ -139,13 +138,13 @@ type Container struct {
 }
 
 // Inspect is the container of service (its first replica).
-func (p *Project) Inspect(t *testing.T, service string) Container {
+func (p *ComposeProject) Inspect(t *testing.T, service string) ComposeContainer {
 	t.Helper()
 	id := strings.TrimSpace(p.Run(t, time.Minute, nil, "ps", "-a", "-q", service))
 	if id == "" {
 		t.Fatalf("no container of %s", service)
 	}
-	var cs []Container
+	var cs []ComposeContainer
 	if err := json.Unmarshal([]byte(Docker(t, "inspect", strings.Fields(id)[0])), &cs); err != nil || len(cs) != 1 {
 		t.Fatalf("docker inspect %s: %v", service, err)
 	}
@@ -160,7 +159,7 @@ func Docker(t *testing.T, args ...string) string {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, tail(string(out), 30))
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, LastLines(string(out), 30))
 	}
 	return string(out)
 }
@@ -168,13 +167,14 @@ func Docker(t *testing.T, args ...string) string {
 // SQL runs a query with the mysql client inside service's container, as
 // user with password on database, and returns its rows (tab-separated,
 // no header).
-func (p *Project) SQL(t *testing.T, service, user, password, database, query string) string {
+func (p *ComposeProject) SQL(t *testing.T, service, user, password, database, query string) string {
 	t.Helper()
 	out := p.Run(t, time.Minute, nil, "exec", "-T", "-e", "MYSQL_PWD="+password, service, "mysql", "-u"+user, "-N", "-B", database, "-e", query)
 	return strings.TrimSpace(out)
 }
 
-func tail(s string, lines int) string {
+// LastLines is the last lines of s, with a line saying how many came before.
+func LastLines(s string, lines int) string {
 	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(ls) > lines {
 		ls = append([]string{fmt.Sprintf("... (%d lines before)", len(ls)-lines)}, ls[len(ls)-lines:]...)
