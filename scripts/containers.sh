@@ -3,15 +3,17 @@
 # reaches no image registry (make test-compose; ../docs/operations.md "The compose stack, tested").
 #
 #   scripts/containers.sh up       install Debian's docker.io and debootstrap if missing, start the
-#                                  engine, build Compose v2 into bin/ and the stand-in images
+#                                  engine, build Compose v2 and the stand-in images
 #   scripts/containers.sh env      the variables that point docker and the compose file at them
 #   scripts/containers.sh down     stop the engine by its pid file (its images stay cached)
 #   scripts/containers.sh test     up, the compose test, down: whatever happened, the engine stops
 #
-# The engine (dockerd) has its own socket, data root and pid file under .stack/docker, writes no
-# firewall rule (--iptables=false: containers reach each other and published ports on 127.0.0.1,
-# nothing else) and gives its networks addresses from 10.79.0.0/16 only. The images live in its
-# data root, so a second run on the same machine builds nothing; a fresh machine builds all:
+# The engine (dockerd) has its own socket, data root and pid file under
+# ~/.cache/seckill-zk/docker (CONTAINERS_STATE), writes no firewall rule (--iptables=false:
+# containers reach each other and published ports on 127.0.0.1, nothing else) and gives its
+# networks addresses from 10.79.0.0/16 only. The images live in its data root, outside the clone
+# as the Go caches are, so a second run on the same machine builds nothing, from any clone; a
+# fresh machine builds all:
 # a Debian base by debootstrap, and from it a stand-in for each official image the compose file
 # names (scripts/standins/; what each leaves unchecked is in docs/operations.md).
 set -euo pipefail
@@ -22,7 +24,7 @@ log_prefix=containers
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
-state=${CONTAINERS_STATE:-$root/.stack/docker}
+state=${CONTAINERS_STATE:-${XDG_CACHE_HOME:-$HOME/.cache}/seckill-zk/docker}
 sock=$state/docker.sock
 pidfile=$state/docker.pid
 COMPOSE_VERSION=$(cd tools/compose && go list -m -f '{{.Version}}' github.com/docker/compose/v2)
@@ -30,6 +32,7 @@ base=seckill-standin/debian:bookworm
 
 export DOCKER_HOST=unix://$sock
 export DOCKER_CONFIG=$state/config # the compose plugin below; the user's ~/.docker is left alone
+plugin=$state/bin/docker-compose
 
 # The stand-ins: the variable the compose file reads, the image it names by default, and the
 # stand-in's directory under scripts/standins.
@@ -77,16 +80,16 @@ engine_down() {
 	done
 }
 
-# compose_plugin builds Compose v2 from tools/compose into bin/ and makes it this engine's
-# plugin (docker compose ...).
+# compose_plugin builds Compose v2 from tools/compose beside the engine's state and makes it this
+# engine's plugin (docker compose ...).
 compose_plugin() {
-	if [ ! -x bin/docker-compose ] || ! bin/docker-compose version 2>/dev/null | grep -q "$COMPOSE_VERSION"; then
-		log "building Compose $COMPOSE_VERSION from the Go module proxy into bin/ (tools/compose; minutes the first time)"
+	if [ ! -x "$plugin" ] || ! "$plugin" version 2>/dev/null | grep -q "$COMPOSE_VERSION"; then
+		log "building Compose $COMPOSE_VERSION from the Go module proxy into $plugin (tools/compose; minutes the first time)"
 		(cd tools/compose && go build -trimpath -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
-			-o "$root/bin/docker-compose" github.com/docker/compose/v2/cmd)
+			-o "$plugin" github.com/docker/compose/v2/cmd)
 	fi
 	mkdir -p "$DOCKER_CONFIG/cli-plugins"
-	ln -sf "$root/bin/docker-compose" "$DOCKER_CONFIG/cli-plugins/docker-compose"
+	ln -sf "$plugin" "$DOCKER_CONFIG/cli-plugins/docker-compose"
 }
 
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
