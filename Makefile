@@ -64,7 +64,7 @@ test-kube: build
 ## --build --wait, the loadtest exact and with the lock off, a shop killed mid-sale, the cluster
 ## profile, down -v. scripts/containers.sh installs Debian's docker.io, starts an engine of the
 ## project's own (its socket and data root under ~/.cache/seckill-zk/docker, no firewall rules),
-## builds Compose v2 (tools/compose) and stand-ins for the official images, and stops the engine at
+## builds Compose v2 into bin/ (tools/compose) and stand-ins for the official images, and stops the engine at
 ## the end; .ci/run runs it after make test-kube.
 test-compose: build
 	scripts/containers.sh test

@@ -3,7 +3,7 @@
 # reaches no image registry (make test-compose; ../docs/operations.md "The compose stack, tested").
 #
 #   scripts/containers.sh up       install Debian's docker.io and debootstrap if missing, start the
-#                                  engine, build Compose v2 and the stand-in images
+#                                  engine, build Compose v2 into bin/ and the stand-in images
 #   scripts/containers.sh env      the variables that point docker and the compose file at them
 #   scripts/containers.sh down     stop the engine by its pid file (its images stay cached)
 #   scripts/containers.sh test     up, the compose test, down: whatever happened, the engine stops
@@ -32,7 +32,7 @@ base=seckill-standin/debian:bookworm
 
 export DOCKER_HOST=unix://$sock
 export DOCKER_CONFIG=$state/config # the compose plugin below; the user's ~/.docker is left alone
-plugin=$state/bin/docker-compose
+plugin=$root/bin/docker-compose
 
 # The stand-ins: the variable the compose file reads, the image it names by default, and the
 # stand-in's directory under scripts/standins.
@@ -80,11 +80,11 @@ engine_down() {
 	done
 }
 
-# compose_plugin builds Compose v2 from tools/compose beside the engine's state and makes it this
-# engine's plugin (docker compose ...).
+# compose_plugin builds Compose v2 from tools/compose into bin/ and makes it this engine's plugin
+# (docker compose ...).
 compose_plugin() {
 	if [ ! -x "$plugin" ] || ! "$plugin" version 2>/dev/null | grep -q "$COMPOSE_VERSION"; then
-		log "building Compose $COMPOSE_VERSION from the Go module proxy into $plugin (tools/compose; minutes the first time)"
+		log "building Compose $COMPOSE_VERSION from the Go module proxy into bin/ (tools/compose; minutes the first time)"
 		(cd tools/compose && go build -trimpath -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
 			-o "$plugin" github.com/docker/compose/v2/cmd)
 	fi

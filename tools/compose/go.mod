@@ -1,5 +1,5 @@
 // Docker Compose v2, which make test-compose runs the demo stack with (tests/compose), built by
-// scripts/containers.sh beside its engine's state: its go.mod has exclude and replace directives, so
+// scripts/containers.sh into bin/docker-compose: its go.mod has exclude and replace directives, so
 // go install refuses it, and this module requires it as a tool instead.
 module github.com/seckill-zk/seckill-zk/tools/compose
 
