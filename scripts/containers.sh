@@ -2,8 +2,9 @@
 # A Docker engine of the project's own and what the compose stack needs to run on a machine that
 # reaches no image registry (make test-compose; ../docs/operations.md "The compose stack, tested").
 #
-#   scripts/containers.sh up       install Debian's docker.io and debootstrap if missing, start the
-#                                  engine, build Compose v2 into bin/ and the stand-in images
+#   scripts/containers.sh install  install Debian's docker.io and debootstrap if missing (apt)
+#   scripts/containers.sh up       install them if missing, start the engine, build Compose v2
+#                                  into bin/ and the stand-in images
 #   scripts/containers.sh env      the variables that point docker and the compose file at them
 #   scripts/containers.sh down     stop the engine by its pid file (its images stay cached)
 #   scripts/containers.sh test     up, the compose test, down: whatever happened, the engine stops
@@ -168,6 +169,7 @@ up() {
 }
 
 case ${1:-} in
+install) install ;;
 up) up ;;
 images) install; engine_up; images ;;
 env) print_env ;;
@@ -178,5 +180,5 @@ test)
 	eval "$(print_env)"
 	go test -count=1 -timeout 45m -run '^(TestTheComposeStack|TestTheComposeClusterProfile)$' -v ./tests/e2e/
 	;;
-*) echo "usage: $0 up | env | down | test" >&2; exit 2 ;;
+*) echo "usage: $0 install | up | env | down | test" >&2; exit 2 ;;
 esac
