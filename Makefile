@@ -3,13 +3,16 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
+# The commit, for shop version and /healthz, where the toolchain stamps none (GOFLAGS=-buildvcs=false).
+BUILDINFO := github.com/seckill-zk/seckill-zk/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).commit=$(shell git rev-parse HEAD 2>/dev/null) -X $(BUILDINFO).modified=$(shell git status --porcelain 2>/dev/null | grep -q . && echo true)
 
 .PHONY: all build loadtools test test-kube test-compose vet fmt-check openapi-lint unit interop bench bench-shop chaos galera-crash serve failover k6 jmeter stack-up stack-down stack-status galera-up galera-down cluster-demo demo demo-stop clean
 
 all: build
 
 build:
-	$(GO) build -o bin/shop ./cmd/shop
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/shop ./cmd/shop
 	$(GO) build -o bin/loadtest ./loadtest
 
 ## stack-up: install (apt) and start ZooKeeper and MariaDB if they are missing; idempotent

@@ -61,6 +61,10 @@ func compare(files []string, html, svg, expect string, stdout io.Writer) error {
 	for _, v := range vs {
 		fmt.Fprintln(stdout, v)
 	}
+	fmt.Fprintln(stdout)
+	if err := writeLegend(stdout); err != nil {
+		return err
+	}
 	if html != "" {
 		if err := writeFile(html, func(w io.Writer) error { return writeHTML(w, vs, rs...) }); err != nil {
 			return err

@@ -185,17 +185,22 @@ func TestCompareReportAndExpectations(t *testing.T) {
 		ByStatus: map[string]int{"200": 1500}})
 	on := write("on.json", loadgen.Result{Label: "lock on", Targets: []string{"http://127.0.0.1:1"}, Goods: []int32{1}, Requests: 1500,
 		Sent: 1500, Succeeded: 100, SoldOut: 1400, StockBefore: 100, StockAfter: 0, OrdersCreated: 100, Samples: samples,
-		ByStatus: map[string]int{"200": 100, "409": 1400, "503": 0}})
+		ByStatus: map[string]int{"200": 100, "409": 1400, "503": 0}, Fair: &loadgen.FairSummary{Sold: 100, ToFirst: 40, Share: 0.4}})
 	html, svg := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.svg")
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"compare", "--html", html, "--svg", svg, "--expect", "oversell,exact", off, on}, &out, &out)
 	if err != nil {
 		t.Fatalf("compare: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"lock off: OVERSOLD 1495", "lock on: exact", "OVERSOLD", "1495"} {
+	// The bad figures are marked (the oversold, a fair share of 40% with a
+	// crowd), the good ones not, and the legend says how to read them.
+	for _, want := range []string{"lock off: OVERSOLD 1495", "lock on: exact", "OVERSOLD", "1495 ✗", "40 of 100 (40%) ✗", "reading it", "first come, first served"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("compare output lacks %q:\n%s", want, out.String())
 		}
+	}
+	if n := strings.Count(out.String(), "✗"); n != 3 { // the two above and the legend's
+		t.Errorf("%d marks in the compare output, want the oversold's and the fair line's (and the legend's):\n%s", n, out.String())
 	}
 	for _, f := range []string{html, svg} {
 		b, err := os.ReadFile(f)

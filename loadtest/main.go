@@ -341,6 +341,8 @@ func emit(r *loadgen.Result, asJSON bool, out, html string, stdout io.Writer) er
 		}
 	} else if err := writeTable(stdout, r); err != nil {
 		return err
+	} else if err := writeLegend(stdout); err != nil {
+		return err
 	}
 	if out != "" {
 		b, err := json.MarshalIndent(r, "", "  ")

@@ -30,14 +30,14 @@ func rows(rs ...*loadgen.Result) [][]string {
 		line("succeeded (200)", func(r *loadgen.Result) string { return itoa(r.Succeeded) }),
 		line("sold out (409)", func(r *loadgen.Result) string { return itoa(r.SoldOut) }),
 		line("other answers", func(r *loadgen.Result) string { return others(r) }),
-		line("transport errors", func(r *loadgen.Result) string { return itoa(r.TransportErrors) }),
+		line("transport errors", func(r *loadgen.Result) string { return mark(r.TransportErrors > 0, itoa(r.TransportErrors)) }),
 		line("throughput (req/s)", func(r *loadgen.Result) string { return fmt.Sprintf("%.0f", r.Throughput) }),
 		line("latency p50/p90/p99 (ms)", func(r *loadgen.Result) string {
 			return fmt.Sprintf("%.0f / %.0f / %.0f", r.Latency.P50, r.Latency.P90, r.Latency.P99)
 		}),
 		line("latency max (ms)", func(r *loadgen.Result) string { return fmt.Sprintf("%.0f", r.Latency.Max) }),
 		line("stock before -> after", func(r *loadgen.Result) string { return fmt.Sprintf("%d -> %d", r.StockBefore, r.StockAfter) }),
-		line("order rows created", func(r *loadgen.Result) string { return itoa(r.OrdersCreated) }),
+		line("order rows created", func(r *loadgen.Result) string { return mark(r.OrdersCreated != r.Succeeded, itoa(r.OrdersCreated)) }),
 		line("orders expired meanwhile", func(r *loadgen.Result) string { return itoa(r.Expired) }),
 		line("lock wait p50/p99 (ms, histogram est.)", func(r *loadgen.Result) string {
 			if !r.ServerMetrics || r.LockWaitP50 == 0 && r.LockWaitP99 == 0 {
@@ -51,7 +51,7 @@ func rows(rs ...*loadgen.Result) [][]string {
 			}
 			return fmt.Sprintf("%d / %d", r.LockLost, r.Unavailable)
 		}),
-		line("OVERSOLD", func(r *loadgen.Result) string { return itoa(r.Oversold) }),
+		line("OVERSOLD", func(r *loadgen.Result) string { return mark(r.Oversold != 0, itoa(r.Oversold)) }),
 	}
 	if slices.ContainsFunc(rs, func(r *loadgen.Result) bool { return r.Fair != nil }) { // before "OVERSOLD"
 		rows := [][]string{
@@ -59,7 +59,8 @@ func rows(rs ...*loadgen.Result) [][]string {
 				if r.Fair == nil {
 					return "-"
 				}
-				return fmt.Sprintf("%d of %d (%.0f%%)", r.Fair.ToFirst, r.Fair.Sold, 100*r.Fair.Share)
+				crowd := r.Sent > r.Fair.Sold // more buyers than pieces: an order to keep
+				return mark(crowd && r.Fair.Share < unfair, fmt.Sprintf("%d of %d (%.0f%%)", r.Fair.ToFirst, r.Fair.Sold, 100*r.Fair.Share))
 			}),
 			line("patient buyers came back (times)", func(r *loadgen.Result) string {
 				if r.Fair == nil {
@@ -105,6 +106,46 @@ func rows(rs ...*loadgen.Result) [][]string {
 		out = slices.Insert(out, 1, rows...)
 	}
 	return out
+}
+
+// unfair is the share of the pieces to the first arrivals below which the
+// fair line is marked, when more buyers came than there were pieces.
+const unfair = 0.8
+
+// badMark follows a figure that is wrong (the legend says so).
+const badMark = " ✗"
+
+// mark is s, marked when bad.
+func mark(bad bool, s string) string {
+	if bad {
+		return s + badMark
+	}
+	return s
+}
+
+// legend says how to read the table: what the lines mean, what good is.
+var legend = []string{
+	"reading it (" + strings.TrimSpace(badMark) + " marks a figure that is wrong):",
+	"  succeeded: buyers told they bought; order rows created: one per success, so equal to it",
+	"  stock before -> after: down by the pieces sold (an expired order's piece comes back)",
+	"  OVERSOLD: successes the stock did not pay for: 0 under the lock; any number with it off",
+	"  fair: of the S pieces sold, how many the first S buyers to arrive got (when the shop read",
+	"    each request); 100% is first come, first served; below 80%, with more buyers than pieces, marked",
+	"  patient buyers came back: how often buyers told to wait (503, Retry-After) asked again",
+	"  throughput: answers a second, from the first request to the last answer",
+	"  open loop: goodput is the 200s a second over the window the buyers were due in, then over the",
+	"    whole run: a patient buyer told 503 comes back for --patience (1m), so sales and latencies",
+	"    (from the due time) run on past the window; --patience 0 makes a refusal final",
+}
+
+// writeLegend prints the legend.
+func writeLegend(w io.Writer) error {
+	for _, l := range legend {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func others(r *loadgen.Result) string {

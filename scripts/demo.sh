@@ -209,6 +209,7 @@ failover() {
 		sleep 0.5
 	done
 	for id in "${ids[@]}"; do log "order $id: $(field "$(get "$other" "/orders/$id")" status)"; done
+	sleep 1 # an instance counts a goods' orders at most once a second (ordersAgeMs says how long ago)
 	log "goods 1: $(get "$other" /goods/1)"
 	log "the survivor's log: $state/shop-$other.log (grep leading); make demo-stop stops it, make serve starts both again"
 }

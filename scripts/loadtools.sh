@@ -206,19 +206,34 @@ jmeter() {
 	jmeter_run 0 -Jtokens="$root/out/tokens.csv" -Jtokenheader=Authorization
 }
 
+# orders_of HOST PORT: goods 1's order rows, counted after this call began (the shop answers with
+# a count up to a second old and says how old: ordersAgeMs).
+orders_of() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys, time, urllib.request
+since = time.time()
+for _ in range(40):
+    g = json.load(urllib.request.urlopen(f"http://{sys.argv[1]}:{sys.argv[2]}/goods/1", timeout=10))
+    if time.time() - g.get("ordersAgeMs", 0) / 1000 >= since:
+        break
+    time.sleep(0.1)
+print(g["orders"])
+PY
+}
+
 # jmeter_open HOST PORT RATE SECONDS: the open-loop plan (loadtest/jmeter/seckill-open.jmx), purchases
 # of goods 1 arriving at RATE a second; every sample must pass (a 200, 409, 503 busy or 429 in time)
 # and every order row must have its 200, when the shop on HOST:PORT answers /goods/1.
 jmeter_open() {
 	local before after total ok busy failed threads=$(($3 * $4))
-	before=$(curl -sf "http://$1:$2/goods/1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["orders"])')
+	before=$(orders_of "$1" "$2")
 	rm -f out/jmeter.csv out/jmeter-summary.csv
 	java -cp "out/jmeter-launcher:$cp" -Djmeter.home=/usr/share/jmeter JMeterLauncher \
 		-n -t loadtest/jmeter/seckill-open.jmx -Jhost="$1" -Jport="$2" -Jrate="$3" -Jduration="$4" \
 		-Jresults=out/jmeter-summary.csv -l out/jmeter.csv -j out/jmeter.log
 	[ -s out/jmeter.csv ] || { log "jmeter sent nothing (see out/jmeter.log)"; exit 1; }
 	sleep 1 # a purchase under way when the plan stopped lands
-	after=$(curl -sf "http://$1:$2/goods/1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["orders"])')
+	after=$(orders_of "$1" "$2")
 	total=$(grep -c . out/jmeter.csv)
 	ok=$(awk -F, '$4 == 200' out/jmeter.csv | grep -c . || true)
 	busy=$(awk -F, '$4 == 503 || $4 == 429' out/jmeter.csv | grep -c . || true)

@@ -71,6 +71,7 @@ func TestCommandLineMistakesAreUsageErrors(t *testing.T) {
 		{[]string{"stock", "set", "--stock", "1", "--end", "soon"}, "--end"},
 		{[]string{"serve", "--lock.enabled=maybe"}, "lock.enabled"},
 		{[]string{"serve", "--demo.maxSleep", "soon"}, "demo.maxSleep"},
+		{[]string{"serve", "--purchase.maxWaiting", "abc"}, `purchase.maxWaiting (--purchase.maxWaiting): "abc" is not a positive integer`},
 		{[]string{"migrate", "--server.addr", ":1"}, "unknown flag: --server.addr"},
 		{[]string{"serve", "--lock.enabld=false"}, "unknown flag: --lock.enabld; did you mean --lock.enabled?"},
 		{[]string{"migrate", "up"}, `unknown command "up"`},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +57,7 @@ type Config struct {
 		Enabled bool
 		Path    string // may hold {goodsNo} or {stripe}
 		Stripes int
+		Order   string // arrival (zklock.ArrivalMutex) or sequence (zklock.Mutex, Curator's)
 	}
 	Purchase struct {
 		Strategy string // a name of service.Strategies
@@ -107,34 +107,51 @@ type Config struct {
 	}
 }
 
-// configFlags adds --config and a typed flag for each setting whose key
-// starts with one of prefixes (all of them when none is given) to fs. The
+// configFlags adds --config and a flag for each setting whose key starts
+// with one of prefixes (all of them when none is given) to fs. The
 // settings without a flag still come from the file and the environment.
+// A flag takes any text, as a variable does, and the one parser checks it
+// (loadConfig): a bad value names its setting however it was given.
 func configFlags(fs *pflag.FlagSet, prefixes ...string) {
 	fs.String("config", "", "config file (default: ./config.yaml when present; env SHOP_CONFIG)")
 	for _, s := range settings {
 		if len(prefixes) > 0 && !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s.key, p) }) {
 			continue
 		}
-		switch s.kind {
-		case kInt:
-			n, _ := strconv.Atoi(s.def)
-			fs.Int(s.key, n, s.usage)
-		case kBool:
-			fs.Bool(s.key, s.def == "true", s.usage)
-		case kDuration:
-			d, _ := time.ParseDuration(s.def)
-			fs.Duration(s.key, d, s.usage)
-		case kFloat:
-			f, _ := strconv.ParseFloat(s.def, 64)
-			fs.Float64(s.key, f, s.usage)
-		default:
-			fs.String(s.key, s.def, s.usage)
+		f := fs.VarPF(&settingValue{kind: s.kind, text: s.def}, s.key, "", s.usage)
+		if s.kind == kBool {
+			f.NoOptDefVal = "true" // --lock.enabled alone is true
 		}
 	}
 	if f := fs.Lookup("mysql.dsn"); f != nil {
 		f.DefValue = maskPassword(f.DefValue) // --help shows no password, not even the local stack's
 	}
+}
+
+// settingValue is a setting's flag: its text, checked by the parser.
+type settingValue struct {
+	kind kind
+	text string
+}
+
+func (v *settingValue) String() string     { return v.text }
+func (v *settingValue) Set(s string) error { v.text = s; return nil }
+
+// Type is the flag's type in --help.
+func (v *settingValue) Type() string {
+	switch v.kind {
+	case kInt:
+		return "int"
+	case kBool:
+		return "bool"
+	case kDuration:
+		return "duration"
+	case kFloat, kRate:
+		return "float"
+	case kList:
+		return "strings"
+	}
+	return "string"
 }
 
 // maskPassword is a DSN (user:password@...) with its password as ***.
@@ -169,6 +186,9 @@ func loadConfig(fs *pflag.FlagSet, env map[string]string) (Config, error) {
 	}
 	from := map[string]string{} // where each key set was set, for the errors
 	if file != "" {
+		if perm, open := writableByOthers(file); open {
+			return Config{}, fmt.Errorf("config: %s may be changed by every user of this machine (mode %04o), and it says where the shop's secrets and servers are: chmod o-w it", file, perm)
+		}
 		f := viper.New()
 		f.SetConfigFile(file)
 		if err := f.ReadInConfig(); err != nil {
@@ -181,6 +201,9 @@ func loadConfig(fs *pflag.FlagSet, env map[string]string) (Config, error) {
 			} else {
 				from[key] = "in " + file
 			}
+		}
+		if err := quotedValues(f, file); err != nil {
+			return Config{}, err
 		}
 		if len(unknown) == 1 {
 			return Config{}, fmt.Errorf("config: %s: unknown key %s", file, unknown[0])
@@ -212,6 +235,21 @@ func loadConfig(fs *pflag.FlagSet, env map[string]string) (Config, error) {
 		}
 	}
 	return parseConfig(v, from)
+}
+
+// quotedValues refuses a number or a true/false written in quotes in the
+// file ("1000"): YAML makes it text, which a reader of the file would not
+// expect the shop to take as the number.
+func quotedValues(f *viper.Viper, file string) error {
+	for _, s := range settings {
+		if s.kind != kInt && s.kind != kFloat && s.kind != kBool {
+			continue
+		}
+		if text, ok := f.Get(s.key).(string); ok {
+			return fmt.Errorf("config: %s: %s: %q is in quotes, so text: write it without them", file, s.key, text)
+		}
+	}
+	return nil
 }
 
 // scriptsEnv are the SHOP_ variables the scripts read, not the shop.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-zk/seckill-zk/internal/handler"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
@@ -326,7 +327,7 @@ func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
 			t.Fatal(err)
 		}
 		longest := c.Purchase.AcquireTimeout + c.Demo.MaxSleep + service.DefaultOutcomeTimeout
-		if w := httpLimits(c).write; w < longest+20*time.Second {
+		if w := httpLimits(c, 0).write; w < longest+20*time.Second {
 			t.Errorf("%v: write timeout %v, want at least %v (acquire %v + sleep %v + outcome %v) and 20 s for the transaction",
 				env, w, longest+20*time.Second, c.Purchase.AcquireTimeout, c.Demo.MaxSleep, service.DefaultOutcomeTimeout)
 		}
@@ -338,7 +339,7 @@ func TestTheWriteTimeoutOutlastsTheLongestPurchase(t *testing.T) {
 // settings change the same field.
 func TestEverySettingReachesItsOwnField(t *testing.T) {
 	candidates := map[kind][]string{
-		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone", "jwt", "local", "digest:user:a-password-of-at-least-32-bytes-long"},
+		kString:   {"batch", "debug", "/another/path", "127.0.0.1:9999", "someone", "jwt", "local", "sequence", "digest:user:a-password-of-at-least-32-bytes-long"},
 		kInt:      {"7"},
 		kBool:     {"false", "true"},
 		kDuration: {"77s", "7s"},
@@ -804,4 +805,80 @@ func sameValue(s setting, v string) bool {
 		return err1 == nil && err2 == nil && a == b
 	}
 	return v == s.def
+}
+
+// A number or a true/false in quotes in the file is text to YAML: the
+// shop says so rather than take it for the number a reader sees. Written
+// without quotes it is taken.
+func TestAQuotedNumberInTheFileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"purchase:\n  maxWaiting: \"1000\"\n", `purchase.maxWaiting: "1000" is in quotes`},
+		{"lock:\n  enabled: \"false\"\n", `lock.enabled: "false" is in quotes`},
+		{"purchase:\n  maxWaiting: 1000\n", ""},
+	} {
+		file := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(file, []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := load(t, map[string]string{"SHOP_CONFIG": file})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+// A public key, or the config file, that any user of the machine may
+// change is refused: one who swaps the key signs the tokens the shop
+// takes; one who edits the file points the shop at a database or a
+// ZooKeeper of theirs. Readable by all is fine for both (a public key is
+// public; the repository's config.yaml is mode 0644).
+func TestFilesEveryUserMayChangeAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, mode := range []os.FileMode{0o666, 0o602, 0o644} {
+		key := filepath.Join(dir, fmt.Sprintf("key-%o.pem", mode))
+		file := filepath.Join(dir, fmt.Sprintf("config-%o.yaml", mode))
+		for _, f := range []string{key, file} {
+			if err := os.WriteFile(f, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(f, mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refused := mode&0o002 != 0
+		_, err := load(t, map[string]string{"SHOP_AUTH_MODE": "jwt", "SHOP_AUTH_PUBLICKEYFILE": key})
+		if got := err != nil && strings.Contains(err.Error(), "may be changed by every user"); got != refused {
+			t.Errorf("a public key of mode %04o: %v; want refused %v", mode, err, refused)
+		}
+		_, err = load(t, map[string]string{"SHOP_CONFIG": file})
+		if got := err != nil && strings.Contains(err.Error(), "may be changed by every user"); got != refused {
+			t.Errorf("a config file of mode %04o: %v; want refused %v", mode, err, refused)
+		}
+	}
+}
+
+// A secret made by hand (a letter repeated, a word repeated) is refused
+// though it is long enough: ZooKeeper's password at the start, the tokens'
+// HMAC secret when the edge is built. A random one is taken.
+func TestSecretsMadeByHandAreRefused(t *testing.T) {
+	if _, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": "digest:shop:" + strings.Repeat("a", 40)}); err == nil || !strings.Contains(err.Error(), "made by hand") {
+		t.Errorf("zookeeper.auth with 40 × a: %v, want it refused", err)
+	}
+	if _, err := load(t, map[string]string{"SHOP_ZOOKEEPER_AUTH": "digest:shop:UFltCCeUBM6SBqzGEEH8PbRi1h1o5AWevGprmVitHxtO"}); err != nil {
+		t.Errorf("zookeeper.auth with a random password: %v", err)
+	}
+	dir := t.TempDir()
+	for secret, weak := range map[string]bool{strings.Repeat("password", 5): true, "8F5oLvlaptxVuXh+cLiSY2ypm8OqmGsweDpFeQnTjdiX": false} {
+		f := filepath.Join(dir, fmt.Sprintf("secret-%v", weak))
+		if err := os.WriteFile(f, []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var cfg Config
+		cfg.Auth.Mode, cfg.Auth.HMACSecretFile = "jwt", f
+		err := who(cfg, &handler.Services{})
+		if got := err != nil && strings.Contains(err.Error(), "made by hand"); got != weak {
+			t.Errorf("an HMAC secret %.12q…: %v; want refused %v", secret, err, weak)
+		}
+	}
 }

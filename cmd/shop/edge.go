@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"syscall"
@@ -33,8 +34,10 @@ type limits struct {
 // room for the transaction) and caps the connections below the open-file
 // limit, leaving room for the MySQL pool, ZooKeeper and the process's own
 // files: past the cap new connections wait in the listen backlog instead of
-// failing accept with "too many open files" and starving every buyer.
-func httpLimits(cfg Config) limits {
+// failing accept with "too many open files" and starving every buyer. With
+// a memory limit (memLimit bytes, 0: none) the cap also keeps the
+// connections within half of it (connectionsFor).
+func httpLimits(cfg Config, memLimit int64) limits {
 	l := limits{write: cfg.Server.WriteTimeout, connections: cfg.Server.MaxConnections}
 	if l.write == 0 {
 		l.write = cfg.Purchase.AcquireTimeout + cfg.Demo.MaxSleep + writeMargin
@@ -46,6 +49,9 @@ func httpLimits(cfg Config) limits {
 			// The store's pools: mysql.maxOpenConns, and mysql.saleConns
 			// per writer node (see repo.Open).
 			l.connections = max(64, int(rl.Cur)-cfg.MySQL.MaxOpenConns-3*cfg.MySQL.SaleConns-64)
+		}
+		if byMemory := connectionsFor(memLimit); byMemory > 0 {
+			l.connections = min(l.connections, byMemory)
 		}
 	}
 	l.perClient = cfg.Server.MaxConnectionsPerClient
@@ -83,7 +89,11 @@ func who(cfg Config, s *handler.Services) error {
 		opts := auth.Options{Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, ValidBuyer: handler.ValidID, MaxLifetime: cfg.Auth.MaxTokenLifetime}
 		var err error
 		if cfg.Auth.HMACSecretFile != "" {
-			opts.HMACSecret, err = auth.ReadSecret(cfg.Auth.HMACSecretFile)
+			if opts.HMACSecret, err = auth.ReadSecret(cfg.Auth.HMACSecretFile); err == nil && len(opts.HMACSecret) >= auth.MinSecretLen {
+				if werr := auth.Weak(opts.HMACSecret); werr != nil {
+					return fmt.Errorf("auth.hmacSecretFile: the secret %w", werr)
+				}
+			}
 		} else {
 			opts.PublicKey, err = auth.ReadPublicKey(cfg.Auth.PublicKeyFile)
 		}

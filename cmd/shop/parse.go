@@ -36,6 +36,9 @@ func (p *parser) fail(key, format string, args ...any) {
 			from = envName(key)
 		}
 		p.err = fmt.Errorf("config: %s (%s): %s", key, from, fmt.Sprintf(format, args...))
+		if strings.HasPrefix(from, "--") {
+			p.err = fmt.Errorf("%w: %w", errUsage, p.err) // a command-line mistake: exit status 2
+		}
 	}
 }
 
@@ -173,6 +176,26 @@ func (p *parser) privateFile(key, path string) bool {
 	return true
 }
 
+// keptFile fails key when the file at path (a public key) may be changed
+// by users outside its owner and group: one who swaps a public key signs
+// the tokens the shop takes.
+func (p *parser) keptFile(key, path string) {
+	if perm, open := writableByOthers(path); open {
+		p.fail(key, "the file it names may be changed by every user of this machine (mode %04o): chmod o-w it", perm)
+	}
+}
+
+// writableByOthers reports whether users outside the file's owner and
+// group may write it (its target, if a link); false when it cannot be
+// read: the reading says why.
+func writableByOthers(path string) (os.FileMode, bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, false
+	}
+	return st.Mode().Perm(), st.Mode().Perm()&0o002 != 0
+}
+
 // zkAuth is zookeeper.auth: "", digest:user:password or file:PATH; the
 // user:password it names. Its errors never show the value.
 func (p *parser) zkAuth(key string) string {
@@ -198,6 +221,10 @@ func (p *parser) zkAuth(key string) string {
 	if len(password) < auth.MinSecretLen {
 		p.fail(key, "the password has %d bytes, fewer than %d (every node's ACL shows its SHA-1 to anyone, so a short one is guessed offline): "+
 			"make a long random one, such as openssl rand -base64 33", len(password), auth.MinSecretLen)
+		return ""
+	}
+	if err := auth.Weak([]byte(password)); err != nil {
+		p.fail(key, "the password %v (every node's ACL shows its SHA-1 to anyone)", err)
 		return ""
 	}
 	return cred

@@ -103,7 +103,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return err
 		}
 		if elect {
-			if err := claimDatabase(ctx, store, conn, cfg.Leader.Path, db, log); err != nil {
+			if err := claimDatabase(ctx, store, conn, cfg, db, log); err != nil {
 				return err
 			}
 		}
@@ -116,6 +116,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if useLock {
 		l := coord.NewLocker(zc, paths)
+		l.ByArrival = cfg.Lock.Order == "arrival"
 		l.NoAuth = roots.NoAuth
 		locker = l
 		if msg := lockPathAdvice(st, paths); msg != "" {
@@ -245,12 +246,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("MYSQL'S CERTIFICATE IS NOT CHECKED: the DSN's tls="+mode+" encrypts but lets anyone between the shop and MySQL pose as the database "+
 			"(and take the password at the handshake); give mysql.tlsCA, the CA that signed the server's certificate, instead", "tls", mode)
 	}
+	if host := repo.PlaintextRemote(cfg.MySQL.DSN); host != "" && cfg.MySQL.TLSCA == "" {
+		log.Warn("MYSQL IS SPOKEN TO IN PLAINTEXT across the network: the password's handshake and every order can be read on the way; give mysql.tlsCA, the CA that signed the server's certificate", "host", host)
+	}
 	if cfg.Auth.Mode == "none" && !loopback(ln.Addr()) {
 		log.Warn("auth.mode=none on an address others can reach: anyone may name any buyer (X-User-ID) and read and pay any order; set auth.mode=jwt outside a demo", "addr", ln.Addr().String())
 	}
 
 	gin.SetMode(gin.ReleaseMode)
-	limits := httpLimits(cfg)
+	limits := httpLimits(cfg, memoryLimit())
 	srv := &http.Server{
 		Handler:           handler.New(services, log, checks...),
 		ReadHeaderTimeout: min(10*time.Second, cfg.Server.ReadTimeout),

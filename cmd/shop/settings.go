@@ -55,6 +55,9 @@ const (
 const (
 	autoBuyerRate  = 2
 	autoClientRate = 100
+	// autoRoomPlaces: the buyers behind one address (an office, a
+	// carrier's NAT) who may wait in one goods' room at an instance.
+	autoRoomPlaces = 64
 )
 
 // autoRateDoc is an auto rate's documentation.
@@ -87,7 +90,7 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Server.WriteTimeout = p.duration(k, true) }},
 	{"server.idleTimeout", kDuration, "60s", "a keep-alive connection idle this long is closed",
 		func(p *parser, k string, c *Config) { c.Server.IdleTimeout = p.duration(k, false) }},
-	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less mysql.maxOpenConns, three times mysql.saleConns and 64",
+	{"server.maxConnections", kInt, "0", "connections served at once, idle ones included; 0: the open-file limit less mysql.maxOpenConns, three times mysql.saleConns and 64, and with a memory limit (GOMEMLIMIT, else the cgroup's) at most half of it at 20 KiB a connection",
 		func(p *parser, k string, c *Config) { c.Server.MaxConnections = p.count(k) }},
 	{"server.maxConnectionsPerClient", kInt, "0", "connections one client address may hold at once (a trusted proxy's: any number); beyond it a new connection is closed at once; 0: half of server.maxConnections",
 		func(p *parser, k string, c *Config) { c.Server.MaxConnectionsPerClient = p.count(k) }},
@@ -131,6 +134,8 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Lock.Path = p.lockPath(k) }},
 	{"lock.stripes", kInt, "16", "how many locks a lock.path with {stripe} spreads the goods over (goodsNo mod lock.stripes)",
 		func(p *parser, k string, c *Config) { c.Lock.Stripes = p.positive(k) }},
+	{"lock.order", kString, "arrival", "the order the lock serves its waiters in: arrival (when the shop read each buyer's request, within and across instances) or sequence (when each waiter's node reached ZooKeeper: Curator's InterProcessMutex, which Java services can share the path with); every instance on a lock path must have the same",
+		func(p *parser, k string, c *Config) { c.Lock.Order = p.oneOf(k, "arrival", "sequence") }},
 	{"lock.acquireTimeout", kDuration, service.DefaultAcquireTimeout.String(), "how long a purchase waits for the lock (allot: for stock another instance holds) before answering 503",
 		func(p *parser, k string, c *Config) { c.Purchase.AcquireTimeout = p.duration(k, false) }},
 	{"purchase.saleTimeout", kDuration, "0s", "the longest a sale under the lock may take in MySQL before it is given up (rolled back, 503 unavailable) and the lock let go: a holder cut off from MySQL; 0: zookeeper.sessionTimeout + demo.maxSleep",
@@ -172,19 +177,27 @@ var settings = []setting{
 			}
 		}},
 	{"auth.publicKeyFile", kString, "", "auth.mode jwt: a PEM public key instead (RSA: RS256, ECDSA P-256: ES256, Ed25519: EdDSA)",
-		func(p *parser, k string, c *Config) { c.Auth.PublicKeyFile = p.optional(k) }},
+		func(p *parser, k string, c *Config) {
+			if c.Auth.PublicKeyFile = p.optional(k); c.Auth.PublicKeyFile != "" {
+				p.keptFile(k, c.Auth.PublicKeyFile)
+			}
+		}},
 	{"auth.issuer", kString, "", "auth.mode jwt: the iss every token must carry (empty: not checked)",
 		func(p *parser, k string, c *Config) { c.Auth.Issuer = p.optional(k) }},
 	{"auth.audience", kString, "", "auth.mode jwt: an aud every token must carry (empty: not checked)",
 		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
 	{"auth.maxTokenLifetime", kDuration, auth.DefaultMaxLifetime.String(), "auth.mode jwt: the longest a token may be valid, from its iat (or from now without one) to its exp; a longer one is refused",
 		func(p *parser, k string, c *Config) { c.Auth.MaxTokenLifetime = p.duration(k, false) }},
-	{"room.enabled", kBool, "true", "a waiting room: past capacity a buyer (X-User-ID, the token's sub, or an anonymous buyer's own X-Request-ID) gets a place in arrival order across the instances, kept while it comes back (a cookie or X-Place), and is let in in that order (503 queued); false: 503 busy, as an anonymous buyer without a request id always hears",
+	{"room.enabled", kBool, "true", "a waiting room: past capacity a buyer (X-User-ID, the token's sub, or an anonymous buyer's own X-Request-ID) gets a place in arrival order across the instances, one per buyer and goods at an instance, kept while it comes back (a cookie or X-Place), and is let in in that order (503 queued); false: 503 busy, as an anonymous buyer without a request id always hears",
 		func(p *parser, k string, c *Config) { c.Room.Enabled = p.boolean(k) }},
 	{"room.keep", kDuration, service.DefaultRoomKeep.String(), "how long a place is kept when its buyer does not come back after the time it was told",
 		func(p *parser, k string, c *Config) { c.Room.Keep = p.duration(k, false) }},
 	{"room.hold", kDuration, service.DefaultRoomHold.String(), "how long a buyer past capacity whose turn is due within it waits at the door in its own request (within its X-Request-Timeout-Ms), instead of being sent away to come back after Retry-After; 0s: never",
 		func(p *parser, k string, c *Config) { c.Room.Hold = holdOrNever(p.duration(k, true)) }},
+	{"room.placesPerClient", kRate, "auto", "places of one goods that one client address (the client a trusted proxy names, else the peer) may hold at an instance; past it a new buyer of that address hears 503 busy (0: no limit); auto: " + autoRateDoc(autoRoomPlaces) + " (a load test's buyers share one address, and anyone may be any X-User-ID)",
+		func(p *parser, k string, c *Config) {
+			c.Room.PlacesPerClient = int(p.autoRate(k, c.Auth.Mode, autoRoomPlaces))
+		}},
 	{"room.shuffle", kBool, "true", "the places given before a goods' sale starts (the pre-queue) are let in in random order at the start, as Cloudflare's and Queue-it's rooms do, rather than by arrival",
 		func(p *parser, k string, c *Config) { c.Room.Shuffle = p.boolean(k) }},
 	{"limits.buyerRate", kRate, "auto", "purchases per second one buyer may make, on average (0: no limit); beyond it 429 too_many_requests; auto: " + autoRateDoc(autoBuyerRate),

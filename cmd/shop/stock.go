@@ -77,8 +77,13 @@ func setStock(ctx context.Context, cfg Config, log *slog.Logger, stocks []goodsS
 		}
 		log.Info("stock set", append([]any{"goods", len(stocks), "totalStock", total}, attrs...)...)
 	}
-	if !wait || !reset.ClearOrders {
-		return nil // a stock or a window changed within a sale: the instances find out within a second, as documented
+	if !reset.ClearOrders {
+		// A stock or a window changed within a sale: said, not waited for.
+		log.Info("running instances see it within a second (they read their sold-out marks and sale windows again); with --clear-orders, a new sale, this command waits for them")
+		return nil
+	}
+	if !wait {
+		return nil
 	}
 	if cfg.Room.Enabled {
 		// Instances with the waiting room on say every second that they

@@ -12,6 +12,11 @@ import (
 // Version is the release, semantic versioning.
 const Version = "0.11.0"
 
+// commit and modified are what a build that does not let the Go toolchain
+// stamp the commit (GOFLAGS=-buildvcs=false) may set instead, with
+// -ldflags -X: make build does (the Makefile's LDFLAGS).
+var commit, modified string
+
 // Info is what a binary knows of its build.
 type Info struct {
 	Version  string `json:"version"`
@@ -22,7 +27,7 @@ type Info struct {
 
 // Read returns the running binary's Info.
 func Read() Info {
-	info := Info{Version: Version}
+	info := Info{Version: Version, Revision: commit, Modified: modified == "true"}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return info
@@ -52,7 +57,7 @@ func (i Info) String() string {
 	case rev != "":
 		s += fmt.Sprintf(" (commit %s", rev)
 	default:
-		s += " (commit unknown"
+		s += " (commit unknown: built without the commit stamped, as go build -buildvcs=false or outside git does; make build stamps it"
 	}
 	if i.Go != "" {
 		s += ", " + i.Go

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 	"github.com/seckill-zk/seckill-zk/internal/zk"
@@ -36,6 +37,10 @@ type Locker struct {
 	// NoAuth, if set, is told when ZooKeeper refuses a purchase's lock
 	// (zk.ErrNoAuth: a node on its path has an ACL not the shop's).
 	NoAuth func(error)
+	// ByArrival: each purchase waits in a zklock.ArrivalMutex, served by
+	// the buyer's arrival across the instances; else in a zklock.Mutex,
+	// Curator's, served by when its node reached ZooKeeper.
+	ByArrival bool
 	// ManyGoods, if set, is called once, when purchases of a second goods
 	// come: the lock paths' advice for a sale of many goods is due then,
 	// not at every start.
@@ -80,20 +85,29 @@ func (l Paths) Stripe(goodsNo int32) int32 { return int32(uint32(goodsNo) % uint
 // PerGoods reports whether each goods has a lock of its own.
 func (l Paths) PerGoods() bool { return strings.Contains(l.path, GoodsNoPlaceholder) }
 
-// Lock acquires a new mutex handle: each purchase is its own participant.
-func (l *Locker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error) {
+// Lock acquires a new mutex handle: each purchase is its own participant,
+// which arrived at arrived.
+func (l *Locker) Lock(ctx context.Context, goodsNo int32, arrived time.Time) (service.Lease, error) {
 	if l.ManyGoods != nil && !l.first.CompareAndSwap(0, goodsNo) && l.first.Load() != goodsNo {
 		l.many.Do(l.ManyGoods)
 	}
-	m := zklock.NewMutex(l.client, l.Path(goodsNo))
-	m.FetchTokenEarly() // every purchase fences its transaction with the token
-	if err := m.Acquire(ctx); err != nil {
+	var lease service.Lease
+	var err error
+	if l.ByArrival {
+		m := zklock.NewArrivalMutex(l.client, l.Path(goodsNo), arrived)
+		lease, err = arrivalLease{m}, m.Acquire(ctx)
+	} else {
+		m := zklock.NewMutex(l.client, l.Path(goodsNo))
+		m.FetchTokenEarly() // every purchase fences its transaction with the token
+		lease, err = mutexLease{m}, m.Acquire(ctx)
+	}
+	if err != nil {
 		if l.NoAuth != nil && errors.Is(err, zk.ErrNoAuth) {
 			l.NoAuth(err)
 		}
 		return nil, err
 	}
-	return mutexLease{m}, nil
+	return lease, nil
 }
 
 // Unreachable is non-nil while the ZooKeeper session is lost and no new
@@ -115,6 +129,18 @@ type mutexLease struct{ m *zklock.Mutex }
 func (l mutexLease) Lost() <-chan struct{}                    { return l.m.Lost() }
 func (l mutexLease) Token(ctx context.Context) (int64, error) { return l.m.Token(ctx) }
 func (l mutexLease) Unlock(ctx context.Context) error         { return l.m.Release(ctx) }
+
+type arrivalLease struct{ m *zklock.ArrivalMutex }
+
+func (l arrivalLease) Lost() <-chan struct{}                    { return l.m.Lost() }
+func (l arrivalLease) Token(ctx context.Context) (int64, error) { return l.m.Token(ctx) }
+func (l arrivalLease) Unlock(ctx context.Context) error         { return l.m.Release(ctx) }
+
+// NextArrival is the arrival of the earliest purchase waiting behind the
+// hold (service.ArrivalCutter).
+func (l arrivalLease) NextArrival(ctx context.Context) (time.Time, bool, error) {
+	return l.m.NextArrival(ctx)
+}
 
 // goodsOf returns the goods number whose lock lives at dir, if dir is one of
 // this locker's paths.

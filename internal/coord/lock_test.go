@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"path"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +17,14 @@ import (
 // or a session's end would): Lost must close. Fails when the lease's Lost
 // is a channel that never closes.
 func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
+	for _, byArrival := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sequence", true: "arrival"}[byArrival], func(t *testing.T) {
+			leaseLostWithItsNode(t, byArrival)
+		})
+	}
+}
+
+func leaseLostWithItsNode(t *testing.T, byArrival bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connect := func() *zklock.Client {
@@ -28,7 +37,8 @@ func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 	}
 	c, observer := connect(), connect()
 	locker := NewLocker(c, NewPaths(e2e.Path(t)+"/goods/"+GoodsNoPlaceholder, 1))
-	lease, err := locker.Lock(ctx, 7)
+	locker.ByArrival = byArrival
+	lease, err := locker.Lock(ctx, 7, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +52,7 @@ func TestALeaseIsLostWhenItsNodeGoes(t *testing.T) {
 	}
 	dir := locker.Path(7)
 	kids, _, err := observer.Conn().Children(dir)
+	kids = slices.DeleteFunc(kids, func(k string) bool { return k == "turnstile" }) // ArrivalMutex's
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("children of %s: %v, %v: want the lease's node", dir, kids, err)
 	}

@@ -85,7 +85,7 @@ func appendPurchase(dst []byte, body *Response) (_ []byte, ok bool) {
 func (r *Response) onlyPurchaseFields() bool {
 	return r.OrderRequestID == "" && r.Stock == nil && r.IsActive == nil && r.Orders == nil &&
 		r.Status == "" && r.CreatedAt == nil && r.PaidAt == nil && r.ExpiredAt == nil &&
-		r.OrdersByStatus == nil && r.SaleStart == nil && r.SaleEnd == nil &&
+		r.OrdersByStatus == nil && r.OrdersAgeMs == nil && r.SaleStart == nil && r.SaleEnd == nil &&
 		r.Leader == nil && r.LeaderID == "" && r.ParticipantID == "" && r.Goods == nil && r.Next == 0 &&
 		r.Place == "" && r.Ahead == nil && r.WaitMs == nil && r.Version == ""
 }

@@ -35,6 +35,9 @@ type Response struct {
 	PaidAt         *time.Time       `json:"paidAt,omitempty"`
 	ExpiredAt      *time.Time       `json:"expiredAt,omitempty"`
 	OrdersByStatus map[string]int64 `json:"ordersByStatus,omitempty"`
+	// OrdersAgeMs is how old the goods query's order counts are: an
+	// instance counts a goods' orders at most once a second.
+	OrdersAgeMs *int64 `json:"ordersAgeMs,omitempty"`
 	// The purchase's: a replay of an earlier answer, the sale window.
 	Replayed  bool       `json:"replayed,omitempty"`
 	UserID    string     `json:"userId,omitempty"`
@@ -64,8 +67,10 @@ type GoodsItem struct {
 	IsActive  bool       `json:"isActive"`
 	SaleStart *time.Time `json:"saleStart,omitempty"`
 	SaleEnd   *time.Time `json:"saleEnd,omitempty"`
-	// OrdersByStatus counts the goods' orders: unpaid, paid, expired.
+	// OrdersByStatus counts the goods' orders: unpaid, paid, expired;
+	// OrdersAgeMs says how old that count is.
 	OrdersByStatus map[string]int64 `json:"ordersByStatus"`
+	OrdersAgeMs    int64            `json:"ordersAgeMs"`
 }
 
 // errorTable maps the service's errors to HTTP answers. The messages the

@@ -231,7 +231,7 @@ func (h *handler) purchase(c *gin.Context) {
 	order, err := h.shop.Purchase(ctx, service.PurchaseRequest{
 		// A request id in the request got past requestID: it is the client's.
 		GoodsNo: goodsNo, RequestID: rid, ClientRequestID: len(c.Request.Header[headerRequestID]) > 0, UserID: user,
-		Place: placeOf(c, goodsNo), Arrived: start})
+		Place: placeOf(c, goodsNo), Client: c.ClientIP(), Arrived: start})
 	h.observe(goodsNo, err, start)
 	if err != nil {
 		h.fail(c, goodsNo, err)
@@ -302,66 +302,6 @@ func (h *handler) observe(goodsNo int32, err error, start time.Time) {
 		_, outcome, _ = StatusOf(err)
 	}
 	h.observer.Purchased(goodsNo, outcome, time.Since(start))
-}
-
-func (h *handler) goods(c *gin.Context) {
-	goodsNo, err := ParseGoodsNo(c.Param("goodsNo"))
-	if err != nil {
-		h.fail(c, 0, err)
-		return
-	}
-	g, err := h.shop.Stock(c.Request.Context(), goodsNo)
-	if err != nil {
-		h.fail(c, goodsNo, err)
-		return
-	}
-	active := g.IsActive != 0
-	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", GoodsNo: goodsNo, Stock: &g.Stock, IsActive: &active, Orders: &g.Orders,
-		OrdersByStatus: g.OrdersByStatus, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd)})
-}
-
-// listGoods is GET /goods?after=N&limit=M: a page of the goods on sale, in
-// goods number order; "next" is the after of the next page.
-func (h *handler) listGoods(c *gin.Context) {
-	after, limit := int64(0), int64(0)
-	q := c.Request.URL.Query()
-	// One spelling per number and each at most once: a page named two
-	// ways, or twice, is a client's mistake to hear about (-1: refused
-	// below, by the catalog, as an invalid page).
-	if v, ok := q["after"]; ok {
-		if n, ok := api.Canonical(v[0], math.MaxInt32); ok && len(v) == 1 {
-			after = n
-		} else {
-			after = -1
-		}
-	}
-	if v, ok := q["limit"]; ok {
-		if n, ok := api.Canonical(v[0], math.MaxInt32); ok && len(v) == 1 && n > 0 {
-			limit = n
-		} else {
-			limit = -1
-		}
-	}
-	goods, next, err := h.catalog.List(c.Request.Context(), int32(after), int(limit))
-	if err != nil {
-		h.fail(c, 0, err)
-		return
-	}
-	items := make([]GoodsItem, len(goods))
-	for i, g := range goods {
-		items[i] = GoodsItem{GoodsNo: g.GoodsNo, Stock: g.Stock, IsActive: g.IsActive != 0, SaleStart: utc(g.SaleStart), SaleEnd: utc(g.SaleEnd),
-			OrdersByStatus: g.OrdersByStatus}
-	}
-	answer(c, http.StatusOK, Response{Code: api.OK, Message: "ok", Goods: items, Next: next})
-}
-
-// utc is t in UTC, or nil.
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // ParseOrderID accepts a positive 64-bit decimal integer in its canonical

@@ -2,11 +2,13 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A sale of many goods: which goods each request buys, and what each goods
@@ -24,8 +26,9 @@ type GoodsResult struct {
 	Oversold      int   `json:"oversold"`
 }
 
-// readAllGoods reads every goods of the set from base, a few at a time.
-func readAllGoods(ctx context.Context, client *http.Client, base string, set []int32) ([]goods, error) {
+// readAllGoods reads every goods of the set from base, a few at a time,
+// each counted at since or later (see readGoods).
+func readAllGoods(ctx context.Context, client *http.Client, base string, set []int32, since time.Time) ([]goods, error) {
 	out := make([]goods, len(set))
 	errs := make([]error, len(set))
 	sem := make(chan struct{}, 8)
@@ -34,7 +37,7 @@ func readAllGoods(ctx context.Context, client *http.Client, base string, set []i
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i], errs[i] = readGoods(ctx, client, base, int(g))
+			out[i], errs[i] = readGoods(ctx, client, base, int(g), since)
 		})
 	}
 	wg.Wait()
@@ -116,4 +119,49 @@ func (r *Result) SoldOutGoods() int {
 		}
 	}
 	return n
+}
+
+// readGoods reads a goods from base, its order counts counted at since or
+// later: the shop answers with a count up to a second old (ordersAgeMs),
+// and a count from before the run, or from before its last answer, would
+// say orders are missing. It reads again until the count is fresh enough,
+// within 10 s.
+func readGoods(ctx context.Context, client *http.Client, base string, goodsNo int, since time.Time) (goods, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		g, err := readGoodsOnce(ctx, client, base, goodsNo)
+		if err != nil {
+			return goods{}, err
+		}
+		counted := time.Now().Add(-time.Duration(g.OrdersAgeMs) * time.Millisecond)
+		if !counted.Before(since) {
+			return g, nil
+		}
+		select {
+		case <-time.After(max(50*time.Millisecond, since.Sub(counted))):
+		case <-ctx.Done():
+			return g, nil // as fresh as the shop would say
+		}
+	}
+}
+
+func readGoodsOnce(ctx context.Context, client *http.Client, base string, goodsNo int) (goods, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/goods/%d", base, goodsNo), nil)
+	if err != nil {
+		return goods{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return goods{}, err
+	}
+	defer resp.Body.Close()
+	var g goods
+	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
+		return goods{}, fmt.Errorf("GET %s: %s, body not JSON: %w", req.URL, resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || g.Stock == nil || g.Orders == nil {
+		return goods{}, fmt.Errorf("GET %s: %s (%s)", req.URL, resp.Status, g.Code)
+	}
+	return g, nil
 }

@@ -67,7 +67,10 @@ type OpenOptions struct {
 	// DefaultOpenTimeout.
 	Timeout time.Duration
 	// SendTimeout sends X-Request-Timeout-Ms with the time the buyer has
-	// left, so that the shop sells it nothing after that.
+	// left, so that the shop sells it nothing after that: less a tenth (at
+	// most timeoutMargin), since the shop counts from when it reads the
+	// request and a commit it sent just before its deadline is answered
+	// after it: the buyer is still there to hear it.
 	SendTimeout bool
 	// Request is request i's path and header pairs (name, value, ...).
 	Request func(i int) (path string, header []string)
@@ -137,6 +140,10 @@ type OpenResult struct {
 	SchedulerLag, PoolWait *hdrhistogram.Histogram
 	Records                []Record
 }
+
+// timeoutMargin bounds how much earlier than its own deadline a buyer
+// tells the shop it leaves (OpenOptions.SendTimeout).
+const timeoutMargin = 500 * time.Millisecond
 
 // Offered is the rate asked for over the run, requests a second.
 func (r *OpenResult) Offered() float64 { return float64(r.Scheduled) / r.Profile.Duration.Seconds() }
@@ -269,7 +276,8 @@ func Open(ctx context.Context, o OpenOptions) (*OpenResult, error) {
 				}
 				header := base
 				if o.SendTimeout {
-					header = append(slices.Clip(base), "X-Request-Timeout-Ms", strconv.FormatInt(max(1, left.Milliseconds()), 10))
+					told := left - min(left/10, timeoutMargin)
+					header = append(slices.Clip(base), "X-Request-Timeout-Ms", strconv.FormatInt(max(1, told.Milliseconds()), 10))
 				}
 				rec.Sent, rec.Target = taken, fixed
 				if o.Target != nil && o.Sticky {

@@ -3,7 +3,6 @@ package loadgen
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +92,7 @@ type goods struct {
 	Stock          *int           `json:"stock"`
 	Orders         *int           `json:"orders"`
 	OrdersByStatus map[string]int `json:"ordersByStatus"` // absent before order states: nothing expired
+	OrdersAgeMs    int64          `json:"ordersAgeMs"`    // how old the counts are (absent: fresh)
 }
 
 type counters struct {
@@ -138,7 +138,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 			}
 		}
 	}
-	before, err := readAllGoods(ctx, client, o.Targets[0], o.Goods)
+	before, err := readAllGoods(ctx, client, o.Targets[0], o.Goods, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("stock before the run: %w", err)
 	}
@@ -237,7 +237,7 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	// first read may come late on a flooded server), then the state after.
 	r.Samples = append([]Sample{{T: 0, Stock: r.StockBefore}}, <-sampled...)
 
-	after, err := readAllGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.Goods)
+	after, err := readAllGoods(context.WithoutCancel(ctx), client, o.Targets[0], o.Goods, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("stock after the run: %w", err)
 	}
@@ -327,7 +327,7 @@ func settle(ctx context.Context, client *http.Client, o RunOptions, last []goods
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(250 * time.Millisecond)
-		now, err := readAllGoods(ctx, client, o.Targets[0], o.Goods)
+		now, err := readAllGoods(ctx, client, o.Targets[0], o.Goods, time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -337,28 +337,6 @@ func settle(ctx context.Context, client *http.Client, o RunOptions, last []goods
 		last = now
 	}
 	return last, nil
-}
-
-func readGoods(ctx context.Context, client *http.Client, base string, goodsNo int) (goods, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/goods/%d", base, goodsNo), nil)
-	if err != nil {
-		return goods{}, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return goods{}, err
-	}
-	defer resp.Body.Close()
-	var g goods
-	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
-		return goods{}, fmt.Errorf("GET %s: %s, body not JSON: %w", req.URL, resp.Status, err)
-	}
-	if resp.StatusCode != http.StatusOK || g.Stock == nil || g.Orders == nil {
-		return goods{}, fmt.Errorf("GET %s: %s (%s)", req.URL, resp.Status, g.Code)
-	}
-	return g, nil
 }
 
 // sample reads the stock every o.Sample until stopped, for the chart: the
@@ -373,7 +351,7 @@ func sample(ctx context.Context, client *http.Client, o RunOptions, ordersBefore
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if gs, err := readAllGoods(ctx, client, o.Targets[0], o.Goods); err == nil {
+		if gs, err := readAllGoods(ctx, client, o.Targets[0], o.Goods, time.Time{}); err == nil {
 			s := Sample{T: time.Since(start).Seconds(), Orders: -ordersBefore, Succeeded: int(c.succeeded.Load())}
 			for _, g := range gs {
 				s.Stock += *g.Stock

@@ -249,59 +249,6 @@ func (s *Store) pending(ctx context.Context, t *tx, lease int64, g service.Grant
 	return rows.Close()
 }
 
-// wantedMax bounds a lease's wanted list: once longer, asks are dropped
-// until its owner reads it (the askers ask again while their buyers wait).
-// One ask appends at most about wantedAsk bytes: the column holds 2048.
-const (
-	wantedMax = 1536
-	wantedAsk = 500
-)
-
-// WantBack asks each lease of want for the goods listed: it appends them
-// to the lease's wanted list, which its owner reads (Wanted). Each lease's
-// row is written on its own, outside any other lock.
-func (s *Store) WantBack(ctx context.Context, want map[int64][]int32) error {
-	for lease, goodsNos := range want {
-		var b []byte
-		for _, no := range goodsNos {
-			if len(b) > wantedAsk {
-				break // the rest is asked for again, if still wanted
-			}
-			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(no), 10)
-		}
-		_, err := s.sales[0].sql.ExecContext(ctx,
-			"UPDATE stock_lease SET wanted = CONCAT(wanted, ?) WHERE id = ? AND open = 1 AND LENGTH(wanted) < ?",
-			string(b), lease, wantedMax)
-		if err != nil {
-			return fmt.Errorf("repo: ask lease %d for its stock: %w", lease, err)
-		}
-	}
-	return nil
-}
-
-// Wanted reads and clears the goods other leases asked the lease for. An
-// ask that comes between the read and the clear stays for the next read.
-func (s *Store) Wanted(ctx context.Context, lease int64) ([]int32, error) {
-	var text string
-	err := s.sales[0].sql.QueryRowContext(ctx, "SELECT wanted FROM stock_lease WHERE id = ?", lease).Scan(&text)
-	if err != nil || text == "" {
-		return nil, err
-	}
-	if _, err := s.sales[0].sql.ExecContext(ctx, "UPDATE stock_lease SET wanted = '' WHERE id = ? AND wanted = ?", lease, text); err != nil {
-		return nil, err
-	}
-	var out []int32
-	for _, e := range strings.Split(strings.TrimPrefix(text, ","), ",") {
-		no, err := strconv.ParseInt(e, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("repo: lease %d's wanted list %q: %w", lease, text, err)
-		}
-		out = append(out, int32(no))
-	}
-	return out, nil
-}
-
 // leaseWriteSQL is the lease's write that ends a grant's or a return's
 // packet, and the check of it (arguments: the allotted text and the lease).
 const leaseWriteSQL = leaseWrite + rowCountSQL

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/seckill-zk/seckill-zk/internal/service"
 )
@@ -73,14 +74,16 @@ func TestLeaseGrantsSellsAndPutsBack(t *testing.T) {
 	if len(gb.Holders) != 1 || len(gb.Holders[a]) != 1 || gb.Holders[a][0] != 1 {
 		t.Fatalf("b's grant names holders %v, want lease %d for goods 1", gb.Holders, a)
 	}
-	if err := s.WantBack(ctx, gb.Holders); err != nil {
+	waits := time.UnixMicro(time.Now().UnixMicro())
+	if err := s.WantBack(ctx, map[int64][]service.Ask{a: {{GoodsNo: 1, Arrived: waits}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WantBack(ctx, gb.Holders); err != nil { // its buyers still wait
+	if err := s.WantBack(ctx, map[int64][]service.Ask{a: {{GoodsNo: 1}}}); err != nil { // its buyers still wait; an ask without a time
 		t.Fatal(err)
 	}
-	if got, err := s.Wanted(ctx, a); err != nil || len(got) != 2 || got[0] != 1 || got[1] != 1 {
-		t.Fatalf("a's wanted list = %v, %v; want goods 1 asked twice", got, err)
+	want := []service.Ask{{GoodsNo: 1, Arrived: waits}, {GoodsNo: 1}}
+	if got, err := s.Wanted(ctx, a); err != nil || len(got) != 2 || got[0].GoodsNo != 1 || !got[0].Arrived.Equal(waits) || got[1] != want[1] {
+		t.Fatalf("a's wanted list = %v, %v; want %v", got, err, want)
 	}
 	if got, err := s.Wanted(ctx, a); err != nil || len(got) != 0 {
 		t.Fatalf("a's wanted list read again = %v, %v; want it cleared", got, err)

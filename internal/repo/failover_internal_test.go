@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,34 @@ func TestEveryInstanceFindsTheSameWriter(t *testing.T) {
 	i := slices.Index(list, goneAddr)
 	if got := dial(writers[i]); got != addrs[0] {
 		t.Errorf("the writer of a gone node dials %s, want %s", got, addrs[0])
+	}
+}
+
+// A DSN the driver refuses is named by its setting, with the form it
+// takes: the driver's own words ("default addr for network … unknown")
+// name neither.
+func TestABadDSNNamesItsSettingAndForm(t *testing.T) {
+	_, err := DatabaseOf("seckill:seckill@localhost:3306/seckill")
+	if err == nil || !strings.Contains(err.Error(), "mysql.dsn") || !strings.Contains(err.Error(), "tcp(host:port)") {
+		t.Fatalf("DatabaseOf of a DSN without tcp(...): %v, want mysql.dsn and the form named", err)
+	}
+}
+
+// A DSN that reaches a host off this machine without TLS is named; one to
+// loopback, or with tls set, is not.
+func TestPlaintextRemoteNamesTheHost(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"u:p@tcp(127.0.0.1:3306)/db":                "",
+		"u:p@tcp(localhost:3306)/db":                "",
+		"u:p@tcp([::1]:3306)/db":                    "",
+		"u:p@tcp(db.example:3306)/db":               "db.example:3306",
+		"u:p@tcp(10.0.0.5:3306)/db?tls=false":       "10.0.0.5:3306",
+		"u:p@tcp(10.0.0.5:3306)/db?tls=true":        "",
+		"u:p@tcp(127.0.0.1:1,10.0.0.6:3306)/db":     "10.0.0.6:3306",
+		"u:p@tcp(10.0.0.5:3306)/db?tls=skip-verify": "", // said by UnverifiedTLS
+	} {
+		if got := PlaintextRemote(dsn); got != want {
+			t.Errorf("PlaintextRemote(%q) = %q, want %q", dsn, got, want)
+		}
 	}
 }

@@ -29,7 +29,7 @@ type memLocker struct {
 
 func newMemLocker() *memLocker { return &memLocker{held: map[int32]chan struct{}{}} }
 
-func (l *memLocker) Lock(ctx context.Context, goodsNo int32) (service.Lease, error) {
+func (l *memLocker) Lock(ctx context.Context, goodsNo int32, _ time.Time) (service.Lease, error) {
 	l.mu.Lock()
 	sem, ok := l.held[goodsNo]
 	if !ok {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -78,12 +79,18 @@ type Store struct {
 	now       func() time.Time
 }
 
+// dsnError is a DSN the driver refused, with the setting it came from and
+// the form it takes.
+func dsnError(err error) error {
+	return fmt.Errorf("repo: mysql.dsn: %w (the form is user:password@tcp(host:port)/database)", err)
+}
+
 // DatabaseOf is the name of the database a DSN names ("" for none).
 func DatabaseOf(dsn string) (string, error) {
 	dsn, _ = splitAddrs(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return "", fmt.Errorf("repo: mysql dsn: %w", err)
+		return "", dsnError(err)
 	}
 	return cfg.DBName, nil
 }
@@ -100,6 +107,31 @@ func UnverifiedTLS(dsn string) string {
 	switch cfg.TLSConfig {
 	case "skip-verify", "preferred":
 		return cfg.TLSConfig
+	}
+	return ""
+}
+
+// PlaintextRemote names a server the DSN reaches in plaintext (no tls
+// parameter, or tls=false) on a host other than this one, "" when there
+// is none: the password's handshake and every order cross a network.
+// Options.TLSCA, when set, encrypts whatever the DSN says.
+func PlaintextRemote(dsn string) string {
+	dsn, addrs := splitAddrs(dsn)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil || cfg.Net != "tcp" || cfg.TLSConfig != "" && cfg.TLSConfig != "false" {
+		return ""
+	}
+	if addrs == nil {
+		addrs = []string{cfg.Addr}
+	}
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			host = a
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return a
+		}
 	}
 	return ""
 }
@@ -123,7 +155,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	dsn, addrs := splitAddrs(dsn)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+		return nil, dsnError(err)
 	}
 	if opts.Password != "" {
 		cfg.Passwd = opts.Password
@@ -171,7 +203,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	// the failover's dial function.
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("repo: mysql dsn: %w", err)
+		return nil, dsnError(err)
 	}
 	var pool *sql.DB
 	if cluster && fo != nil { // a node out of the Primary Component is passed over (primaryconn.go)

@@ -27,8 +27,9 @@ func (s *Store) RoomKey(ctx context.Context, fresh []byte) ([]byte, error) {
 
 // Horizons reads the rooms of goods and of every goods whose queue is open
 // (latest beyond horizon); a goods without a room is missing. The table
-// has a row per goods that ever had a queue: a scan, one a tick (twenty a
-// second) per instance.
+// has a row per goods whose queue is open or closed lately (ForgetRooms
+// deletes the others; a goods that does not exist never gets a place): a
+// scan of those, one a tick (twenty a second) per instance.
 func (s *Store) Horizons(ctx context.Context, goods []int32) (map[int32]service.RoomMark, error) {
 	out := make(map[int32]service.RoomMark, len(goods))
 	q, args := "SELECT goods_no, horizon, latest FROM room_horizon WHERE latest > horizon", []any{}
@@ -58,6 +59,15 @@ func (s *Store) AdvanceRoom(ctx context.Context, goodsNo int32, m service.RoomMa
 	return translate(s.db.WithContext(ctx).Exec("INSERT INTO room_horizon (goods_no, horizon, latest) VALUES (?, ?, ?) "+
 		"ON DUPLICATE KEY UPDATE horizon = GREATEST(horizon, VALUES(horizon)), latest = GREATEST(latest, VALUES(latest))",
 		goodsNo, m.Horizon, m.Latest).Error)
+}
+
+// ForgetRooms deletes the rooms whose every place was let in and whose
+// latest place is before before (microseconds since 1970), a bounded
+// number a call: the rows of goods whose queues closed long ago, which
+// every tick would read. A scan, once a minute per instance.
+func (s *Store) ForgetRooms(ctx context.Context, before int64) (int64, error) {
+	res := s.db.WithContext(ctx).Exec("DELETE FROM room_horizon WHERE latest <= horizon AND latest < ? LIMIT 10000", before)
+	return res.RowsAffected, translate(res.Error)
 }
 
 // RoomMembers records member as seen now and counts the members seen

@@ -52,3 +52,35 @@ func TestClearingTheOrdersVoidsThePlaces(t *testing.T) {
 		t.Errorf("the open queues: %v, want goods 4's alone", open)
 	}
 }
+
+// The rooms whose every place was let in, the latest long ago, are
+// deleted, and only those: a queue still open stays however old, and a
+// lately closed one stays. Before, nothing deleted a row, and each tick of
+// each instance read them all (#75 item 3).
+func TestClosedRoomsAreForgotten(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := openMigrated(t, e2e.Database(t))
+	marks := map[int32]service.RoomMark{
+		1: {Horizon: 50, Latest: 50},   // closed, long ago
+		2: {Horizon: 60, Latest: 40},   // closed (the horizon passed it), long ago
+		3: {Horizon: 10, Latest: 50},   // open, long ago
+		4: {Horizon: 900, Latest: 900}, // closed lately
+	}
+	for g, m := range marks {
+		if err := s.AdvanceRoom(ctx, g, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.ForgetRooms(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.Horizons(ctx, []int32{1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || len(left) != 2 || left[3] != marks[3] || left[4] != marks[4] {
+		t.Errorf("forgot %d rooms, left %v; want 2 forgotten, goods 3's and 4's left", n, left)
+	}
+}

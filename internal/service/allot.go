@@ -29,8 +29,17 @@ type AllotStore interface {
 	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
 	// WantBack asks other leases for goods they hold (Grant.Holders);
 	// Wanted reads, and clears, what others asked the lease for.
-	WantBack(ctx context.Context, want map[int64][]int32) error
-	Wanted(ctx context.Context, lease int64) ([]int32, error)
+	WantBack(ctx context.Context, want map[int64][]Ask) error
+	Wanted(ctx context.Context, lease int64) ([]Ask, error)
+}
+
+// Ask is one lease's ask of another for a goods' stock: its earliest buyer
+// of the goods who waits for it arrived at Arrived (zero: not said, an
+// older shop's ask). The owner sells the goods then only to its buyers who
+// arrived before that, and gives the rest back (see Allot.yield).
+type Ask struct {
+	GoodsNo int32
+	Arrived time.Time
 }
 
 // LeaseNodes are the ZooKeeper nodes whose lives are the leases': one per
@@ -91,16 +100,20 @@ type Allot struct {
 	waiting buyerQueue
 
 	// The worker's own.
-	lease    int64
-	node     string
-	lost     <-chan struct{}
-	held     map[int32]Allotment
-	goods    map[int32]Goods
-	used     map[int32]time.Time
-	wanted   map[int32]time.Time // when another lease last asked for the goods
-	lastReap time.Time
-	lastRead time.Time // of the held goods' windows
-	lastAsks time.Time // of the lease's wanted list
+	lease  int64
+	node   string
+	lost   <-chan struct{}
+	held   map[int32]Allotment
+	goods  map[int32]Goods
+	used   map[int32]time.Time
+	wanted map[int32]time.Time // when another lease last asked for the goods
+	// waitsSince is, per goods, the earliest arrival another lease said
+	// its buyers wait since, and when it said so (see yield).
+	waitsSince map[int32]askedAt
+	yielded    map[int32]time.Time // when a batch last left buyers to another lease's earlier ones
+	lastReap   time.Time
+	lastRead   time.Time // of the held goods' windows
+	lastAsks   time.Time // of the lease's wanted list
 	// lastHousekeep is the last housekeep.
 	lastHousekeep time.Time
 }
@@ -134,7 +147,8 @@ func NewAllot(store AllotStore, nodes LeaseNodes, cfg AllotConfig, env Env) *All
 	a := &Allot{store: store, nodes: nodes, soldOut: env.Marks, cfg: env.Config, keep: cfg.Keep, log: env.Log, windows: env.windows,
 		waiting: buyerQueue{marks: env.Marks},
 		wake:    make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		held: map[int32]Allotment{}, goods: map[int32]Goods{}, used: map[int32]time.Time{}, wanted: map[int32]time.Time{}}
+		held: map[int32]Allotment{}, goods: map[int32]Goods{}, used: map[int32]time.Time{}, wanted: map[int32]time.Time{},
+		waitsSince: map[int32]askedAt{}, yielded: map[int32]time.Time{}}
 	go a.run()
 	return a
 }
@@ -241,7 +255,7 @@ func (a *Allot) housekeep(now time.Time) {
 func (a *Allot) take(now time.Time) []*waiter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.waiting.take(a.cfg.BatchMax, now)
+	return a.waiting.take(a.cfg.BatchMax, now, time.Time{})
 }
 
 // requeue puts buyers who wait for stock other leases hold back at the
@@ -292,6 +306,10 @@ func (a *Allot) sell(batch []*waiter) {
 		answer(batch, err)
 		return
 	}
+	batch = a.yield(batch, time.Now())
+	if len(batch) == 0 {
+		return
+	}
 	need := map[int32]int32{}
 	for _, x := range batch {
 		need[x.order.GoodsNo]++
@@ -313,7 +331,7 @@ func (a *Allot) sell(batch []*waiter) {
 			return
 		}
 		if len(g.Holders) > 0 {
-			a.ask(g.Holders)
+			a.ask(g.Holders, earliest(batch))
 		}
 		for no := range want {
 			goods, ok := g.Goods[no]

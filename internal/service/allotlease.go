@@ -47,6 +47,8 @@ func (a *Allot) dropLease(ctx context.Context) {
 	clear(a.goods)
 	clear(a.used)
 	clear(a.wanted)
+	clear(a.waitsSince)
+	clear(a.yielded)
 }
 
 // failed brings the worker's view of the lease in line with the store
@@ -79,9 +81,15 @@ func (a *Allot) failed(ctx context.Context, err error) {
 // aside, at most one at a time: a holder's row may be locked by its batch
 // in flight, or by a transaction of a stalled owner, and the worker does
 // not wait for it. An ask not sent is sent with the next retry.
-func (a *Allot) ask(want map[int64][]int32) {
+func (a *Allot) ask(holders map[int64][]int32, first map[int32]time.Time) {
 	if !a.asking.CompareAndSwap(false, true) {
 		return
+	}
+	want := map[int64][]Ask{}
+	for lease, goodsNos := range holders {
+		for _, no := range goodsNos {
+			want[lease] = append(want[lease], Ask{GoodsNo: no, Arrived: first[no]})
+		}
 	}
 	a.asks.Add(1)
 	go func() {
@@ -104,14 +112,14 @@ func (a *Allot) readWanted(now time.Time) {
 	a.lastAsks = now
 	ctx, cancel := a.opContext()
 	defer cancel()
-	goodsNos, err := a.store.Wanted(ctx, a.lease)
+	asks, err := a.store.Wanted(ctx, a.lease)
 	if err != nil {
 		a.log.Warn("allot: the lease's wanted list not read", "lease", a.lease, "err", err)
 		return
 	}
-	for _, no := range goodsNos {
-		if a.left(no) > 0 {
-			a.wanted[no] = now
+	for _, ask := range asks {
+		if a.left(ask.GoodsNo) > 0 {
+			a.noteAsk(ask, now)
 		}
 	}
 }
@@ -129,7 +137,7 @@ func (a *Allot) returnIdle(now time.Time) {
 		idle := now.Sub(a.used[no])
 		asked, ok := a.wanted[no]
 		wanted := ok && now.Sub(asked) < a.keep
-		if n := a.left(no); n > 0 && (idle >= a.keep || wanted && idle >= allotIdle) {
+		if n := a.left(no); n > 0 && (idle >= a.keep || wanted && idle >= allotIdle || a.yieldedLately(no, now)) {
 			back[no] = n
 		}
 	}
@@ -137,7 +145,7 @@ func (a *Allot) returnIdle(now time.Time) {
 		if a.left(no) <= 0 && now.Sub(a.used[no]) >= allotIdle {
 			delete(a.goods, no) // nothing held: the next grant reads the row again
 			delete(a.used, no)
-			delete(a.wanted, no)
+			a.forgetAsks(no)
 		}
 	}
 	if len(back) == 0 {
@@ -160,7 +168,7 @@ func (a *Allot) returnIdle(now time.Time) {
 		}
 		delete(a.goods, no)
 		delete(a.used, no)
-		delete(a.wanted, no)
+		a.forgetAsks(no)
 	}
 }
 

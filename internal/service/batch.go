@@ -148,18 +148,20 @@ func (b *Batch) work(key string, q *batchQueue) {
 	defer b.wg.Done()
 	ctx := context.Background() // a batch outlives any one buyer's request
 	for {
-		goodsNo, waiting, ok := b.head(key, q)
+		head, waiting, ok := b.head(key, q)
 		if !ok {
 			return
 		}
-		lease, err := b.lock(ctx, goodsNo) // every goods of the queue is under this lock
+		goodsNo := head.GoodsNo
+		lease, err := b.lock(ctx, goodsNo, head.Arrived) // every goods of the queue is under this lock
 		if err != nil {
 			// The buyers who waited for this lock hear why; those who came
 			// while it was asked for wait for the next ask.
 			b.fail(q, waiting, err)
 			continue
 		}
-		batch := b.take(q)
+		cut := b.cut(ctx, lease)
+		batch := b.take(q, cut)
 		if len(batch) == 0 { // every buyer gave up or was answered from a mark meanwhile
 			b.unlock(ctx, lease, goodsNo)
 			continue
@@ -168,7 +170,7 @@ func (b *Batch) work(key string, q *batchQueue) {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			b.sell(ctx, q, batch, lease, next)
+			b.sell(ctx, q, batch, lease, cut, next)
 		}()
 		<-next
 	}
@@ -177,15 +179,15 @@ func (b *Batch) work(key string, q *batchQueue) {
 // head answers the buyers at the head of q who gave up or whose goods is
 // marked sold out, and returns the goods of the first buyer left and how
 // many wait; false when nobody is left, and then the worker of key ends.
-func (b *Batch) head(key string, q *batchQueue) (goodsNo int32, waiting int, ok bool) {
+func (b *Batch) head(key string, q *batchQueue) (head *Order, waiting int, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if x := q.head(); x != nil {
-		return x.order.GoodsNo, q.len(), true
+		return x.order, q.len(), true
 	}
 	q.running = false
 	delete(b.queues, key)
-	return 0, 0, false
+	return nil, 0, false
 }
 
 // fail answers the first n buyers of q with err.
@@ -195,12 +197,36 @@ func (b *Batch) fail(q *batchQueue, n int, err error) {
 	q.failFirst(n, err)
 }
 
-// take forms a batch of the buyers waiting in q, at most BatchMax (see
-// buyerQueue.take).
-func (b *Batch) take(q *batchQueue) []*waiter {
+// take forms a batch of the buyers waiting in q who arrived no later than
+// cut (zero: any), at most BatchMax (see buyerQueue.take).
+func (b *Batch) take(q *batchQueue, cut time.Time) []*waiter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return q.take(b.cfg.BatchMax, time.Now())
+	return q.take(b.cfg.BatchMax, time.Now(), cut)
+}
+
+// batchCutSlack is how long after the next participant's arrival a batch
+// still takes buyers: a hand-off of the lock costs about a millisecond
+// here, and a cut finer than a few would pass the lock back and forth for
+// a buyer or two at a time while both instances' buyers come.
+const batchCutSlack = 5 * time.Millisecond
+
+// cut is the latest arrival a batch under lease may sell to: that of the
+// earliest participant waiting behind it, and batchCutSlack; zero when the
+// lock does not serve by arrival, nobody waits, or the listing failed (the
+// batch then takes whoever waits, as before).
+func (b *Batch) cut(ctx context.Context, lease Lease) time.Time {
+	c, ok := lease.(ArrivalCutter)
+	if !ok {
+		return time.Time{}
+	}
+	lctx, cancel := context.WithTimeout(ctx, b.cfg.AcquireTimeout)
+	defer cancel()
+	next, ok, err := c.NextArrival(lctx)
+	if err != nil || !ok {
+		return time.Time{}
+	}
+	return next.Add(batchCutSlack)
 }
 
 // takeLate takes out of q, for a batch under way, at most n of the buyers
@@ -217,7 +243,7 @@ func (b *Batch) takeLate(q *batchQueue, accept func(*Order) bool, n int) []*wait
 // closes next when the next batch may ask for the lock: when the release of
 // this one has begun, or, if this batch may sell a goods' last piece, when
 // it has answered.
-func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease Lease, next chan<- struct{}) {
+func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease Lease, cut time.Time, next chan<- struct{}) {
 	var nextOnce sync.Once
 	letNextGo := func() { nextOnce.Do(func() { close(next) }) }
 	defer letNextGo()
@@ -243,7 +269,8 @@ func (b *Batch) sell(ctx context.Context, q *batchQueue, batch []*waiter, lease 
 	// Buyers who come once the rows are claimed join the batch, where
 	// RunBatch takes them: the batch's answers below are theirs too.
 	join := func(accept func(*Order) bool) []*Order {
-		late := b.takeLate(q, accept, b.cfg.BatchMax-len(batch))
+		inTime := func(o *Order) bool { return !after(o, cut) && accept(o) }
+		late := b.takeLate(q, inTime, b.cfg.BatchMax-len(batch))
 		batch = append(batch, late...)
 		return sale.take(late)
 	}

@@ -28,7 +28,7 @@ type gateLocker struct {
 	max   atomic.Int32
 }
 
-func (g *gateLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
+func (g *gateLocker) Lock(ctx context.Context, _ int32, _ time.Time) (service.Lease, error) {
 	g.asked.Add(1)
 	g.once.Do(func() { <-g.gate })
 	g.init.Do(func() { g.sem = make(chan struct{}, 1) })
@@ -612,11 +612,12 @@ func TestTheNextBatchQueuesForTheLockDuringTheCommit(t *testing.T) {
 	}
 }
 
-// The batch's claims keep the Shop's sale windows fresh: the Shop lets a
-// buyer of a goods whose window it has not read in without a read (the
-// claim reads the row), so the claims are what tells it a window, and once
-// a sale has ended its later buyers are refused before the lock. Without
-// the claims' refresh every later batch holds the lock to hear it.
+// The batch's claims keep the Shop's sale windows fresh: the Shop reads a
+// goods' window once, for its first buyers, and then lets buyers of a
+// stale window that admits in without a read (the claim reads the row), so
+// the claims are what tells it a window, and once a sale has ended its
+// later buyers are refused before the lock. Without the claims' refresh
+// every later batch holds the lock to hear it.
 func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 	end := time.Now().Add(200 * time.Millisecond)
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 1, GoodsNo: 1, Stock: 100000, IsActive: 1, SaleEnd: &end}}}
@@ -641,8 +642,8 @@ func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := store.reads.Load(); n != 0 {
-		t.Errorf("%d reads of the goods' row before the lock, want none: the claims read it", n)
+	if n := store.reads.Load(); n != 1 {
+		t.Errorf("%d reads of the goods' row before the lock, want the first buyers' one: the claims read it", n)
 	}
 	// Once a claim after the end has read the window, every buyer who
 	// comes is refused before the lock. Those who passed the Shop's check
@@ -656,9 +657,11 @@ func TestBatchClaimsKeepTheSaleWindowsFresh(t *testing.T) {
 }
 
 // A buyer of a goods whose window the Shop never read, before the sale's
-// start, is refused not_started with the start by the batch's claim, and
-// the next buyer before the lock.
-func TestABatchRefusesABuyerBeforeTheStartWithoutTheShopsRead(t *testing.T) {
+// start, is refused not_started with the start after one read, before the
+// lock and the claim, and the next buyer from that read. (Before, the
+// first buyer reached the claim unread: a made-up goods number reached the
+// lock, a ZooKeeper node each with a lock per goods.)
+func TestABatchRefusesABuyerBeforeTheStartBeforeTheLock(t *testing.T) {
 	start := time.Now().Add(time.Hour).Truncate(time.Second)
 	store := &fakeStore{goods: map[int32]service.Goods{1: {ID: 1, GoodsNo: 1, Stock: 5, IsActive: 1, SaleStart: &start}}}
 	var claims atomic.Int64
@@ -671,11 +674,11 @@ func TestABatchRefusesABuyerBeforeTheStartWithoutTheShopsRead(t *testing.T) {
 			t.Fatalf("buyer %d before the start: %v, want not started at %v", i, err, start)
 		}
 	}
-	if n := claims.Load(); n != 1 {
-		t.Errorf("%d claims for two buyers before the start, want 1: the first claim's window refuses the second", n)
+	if n := claims.Load(); n != 0 {
+		t.Errorf("%d claims for two buyers before the start, want none: the Shop's read refuses them", n)
 	}
-	if n := store.reads.Load(); n != 0 {
-		t.Errorf("%d reads before the lock, want none", n)
+	if n := store.reads.Load(); n != 1 {
+		t.Errorf("%d reads before the lock, want 1", n)
 	}
 	if len(store.orders) != 0 {
 		t.Errorf("%d orders before the start", len(store.orders))
@@ -697,7 +700,7 @@ func buyerOf(shop *service.Shop, results chan<- error) func(id string) {
 // for concurrent use (the batch has a worker per goods).
 type tokenLocker struct{ token atomic.Int64 }
 
-func (l *tokenLocker) Lock(context.Context, int32) (service.Lease, error) {
+func (l *tokenLocker) Lock(context.Context, int32, time.Time) (service.Lease, error) {
 	return tokenLease(l.token.Add(1)), nil
 }
 
@@ -714,7 +717,7 @@ type failFirstLocker struct {
 	fail  chan struct{}
 }
 
-func (l *failFirstLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
+func (l *failFirstLocker) Lock(ctx context.Context, _ int32, _ time.Time) (service.Lease, error) {
 	if l.asked.Add(1) == 1 {
 		<-l.fail
 		return nil, fmt.Errorf("%w: lock: zk: connection closed", service.ErrUnavailable)

@@ -22,11 +22,11 @@ func TestSoldOutMarksAreBoundedAndQueuesGoWithTheirLastWaiter(t *testing.T) {
 	if !m.seen(3 * maxMarks) {
 		t.Fatal("the newest mark was forgotten")
 	}
-	ctx, done := m.whileInStock(7)
-	_, done2 := m.whileInStock(7)
+	_, done := m.whileInStock(7)
+	ctx2, done2 := m.whileInStock(7)
 	done()
-	if _, queues := m.remembered(); queues != 1 || ctx.Err() != nil {
-		t.Fatalf("with a waiter left: %d queues, ctx %v", queues, ctx.Err())
+	if _, queues := m.remembered(); queues != 1 || ctx2.Err() != nil {
+		t.Fatalf("with a waiter left: %d queues, its ctx %v", queues, ctx2.Err())
 	}
 	done2()
 	if _, queues := m.remembered(); queues != 0 {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // CatalogStore is what the catalog needs of the database.
@@ -14,17 +15,22 @@ type CatalogStore interface {
 	OrderCounts(ctx context.Context, goodsNos []int32) (map[int32]map[string]int64, error)
 }
 
-// Listed is a goods of the catalog: its row and its orders by status.
+// Listed is a goods of the catalog: its row and its orders by status, as
+// counted at CountedAt (at most a second before: counts.go).
 type Listed struct {
 	Goods
 	OrdersByStatus map[string]int64
+	CountedAt      time.Time
 }
 
 // Catalog lists the goods on sale, a page at a time (GET /goods).
-type Catalog struct{ store CatalogStore }
+type Catalog struct {
+	store  CatalogStore
+	counts *orderCounts
+}
 
 // NewCatalog returns the catalog of store.
-func NewCatalog(store CatalogStore) *Catalog { return &Catalog{store: store} }
+func NewCatalog(store CatalogStore) *Catalog { return &Catalog{store: store, counts: newOrderCounts()} }
 
 // The pages of the catalog: DefaultPage goods unless asked, at most MaxPage.
 const (
@@ -57,17 +63,17 @@ func (c *Catalog) List(ctx context.Context, after int32, limit int) (page []List
 	for i, g := range goods {
 		nos[i] = g.GoodsNo
 	}
-	counts, err := c.store.OrderCounts(ctx, nos) // one read for the page
+	counts, err := c.counts.get(ctx, c.store, nos) // at most one read for the page
 	if err != nil {
 		return nil, 0, err
 	}
 	page = make([]Listed, len(goods))
 	for i, g := range goods {
 		byStatus := map[string]int64{OrderUnpaid: 0, OrderPaid: 0, OrderExpired: 0}
-		for st, n := range counts[g.GoodsNo] {
+		for st, n := range counts[g.GoodsNo].ByStatus {
 			byStatus[st] = n
 		}
-		page[i] = Listed{Goods: g, OrdersByStatus: byStatus}
+		page[i] = Listed{Goods: g, OrdersByStatus: byStatus, CountedAt: counts[g.GoodsNo].At}
 	}
 	if len(goods) == limit {
 		next = goods[len(goods)-1].GoodsNo

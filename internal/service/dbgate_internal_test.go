@@ -77,3 +77,23 @@ func TestTheDatabaseGate(t *testing.T) {
 		}
 	}
 }
+
+// A sale cut off by its buyer's own deadline (a commit whose outcome is
+// unknown because the request ended) does not shut the gate; the same
+// failure while the request lives, or a sale cut by purchase.saleTimeout,
+// does.
+func TestTheBuyersOwnDeadlineDoesNotShutTheGate(t *testing.T) {
+	l := locking{cfg: Config{SaleTimeout: time.Minute}, gate: newDBGate(&pingStore{}, time.Minute)}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, done := l.selling(ctx)
+	cancel() // the buyer's request ended mid-commit
+	done(fmt.Errorf("%w: the commit was cut off", ErrCommitUnknown))
+	if l.gate.shut.Load() {
+		t.Fatal("shut by a sale its buyer's own deadline cut off")
+	}
+	_, done = l.selling(context.Background())
+	done(fmt.Errorf("%w: the connection broke", ErrCommitUnknown))
+	if !l.gate.shut.Load() {
+		t.Fatal("not shut by a commit cut off while its request lived")
+	}
+}

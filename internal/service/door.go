@@ -39,7 +39,7 @@ import (
 // come back. So the instance never idles while a place waits at its door,
 // and a client that comes back a whole second later (Retry-After) loses
 // nothing to the return.
-func (r *Room) enter(ctx context.Context, goodsNo int32, who, token string, startsAt *time.Time, now time.Time, inStock <-chan struct{}, admit func() bool) (bool, error) {
+func (r *Room) enter(ctx context.Context, goodsNo int32, who, client, token string, startsAt *time.Time, now time.Time, inStock <-chan struct{}, admit func() bool) (bool, error) {
 	hold := holdFor(ctx, r.cfg.Hold, time.Now())
 	select {
 	case <-r.draining:
@@ -47,7 +47,7 @@ func (r *Room) enter(ctx context.Context, goodsNo int32, who, token string, star
 	default:
 	}
 	r.mu.Lock()
-	in, turn, err := r.decideLocked(goodsNo, who, token, startsAt, now, hold, admit)
+	in, turn, err := r.decideLocked(goodsNo, who, client, token, startsAt, now, hold, admit)
 	r.mu.Unlock()
 	if turn == nil {
 		return in, err
@@ -62,7 +62,7 @@ func (r *Room) enter(ctx context.Context, goodsNo int32, who, token string, star
 	defer r.mu.Unlock()
 	q := r.queueLocked(goodsNo, time.Now())
 	q.blocked.add(1)
-	return false, r.queuedLocked(q, turn.place, who, turn.eff, time.Now(), true)
+	return false, r.queuedLocked(q, turn.place, who, client, turn.eff, time.Now(), true)
 }
 
 // turnTicket is a buyer whose turn has come and who found the admission
@@ -75,8 +75,11 @@ type turnTicket struct {
 
 // decideLocked is enter's decision under r.mu: in, a refusal, or a ticket
 // to wait for the admission with.
-func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Time, now time.Time, hold time.Duration, admit func() bool) (bool, *turnTicket, error) {
+func (r *Room) decideLocked(goodsNo int32, who, client, token string, startsAt *time.Time, now time.Time, hold time.Duration, admit func() bool) (bool, *turnTicket, error) {
 	pl, ok := r.signer.read(token, goodsNo, who, now)
+	if !ok {
+		pl, ok = r.held.of(goodsNo, who, now) // came without the place it holds
+	}
 	started := startsAt == nil || !now.Before(*startsAt)
 	if !ok && started && r.queues[goodsNo] == nil && admit() {
 		// No queue of this goods here, nor at any instance as last read
@@ -90,6 +93,9 @@ func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Tim
 	if !ok {
 		if started && r.emptyLocked(q) && admit() {
 			return true, nil, nil // nobody waits: straight in
+		}
+		if r.held.full(goodsNo, client, r.cfg.PlacesPerClient) {
+			return false, nil, ErrBusy // the address holds its share of places
 		}
 		pl = Place{GoodsNo: goodsNo, At: now}
 		eff := r.effective(pl, who, startsAt)
@@ -112,6 +118,7 @@ func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Tim
 				return false, nil, err
 			}
 			if r.holdsLocked(q, eff, hold) {
+				r.held.give(who, client, pl, now.Add(hold+r.cfg.Keep))
 				return false, &turnTicket{place: pl, eff: eff}, nil
 			}
 		}
@@ -120,7 +127,7 @@ func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Tim
 			bucket = min(bucket, q.horizon/roomBucket.Microseconds()+roomMaxBuckets)
 		}
 		q.hist[bucket]++
-		return false, nil, r.queuedLocked(q, pl, who, eff, now, false)
+		return false, nil, r.queuedLocked(q, pl, who, client, eff, now, false)
 	}
 	eff := r.effective(pl, who, startsAt)
 	if started && eff <= q.horizon {
@@ -132,7 +139,7 @@ func (r *Room) decideLocked(goodsNo int32, who, token string, startsAt *time.Tim
 	if started && r.holdsLocked(q, eff, hold) {
 		return false, &turnTicket{place: pl, eff: eff}, nil
 	}
-	return false, nil, r.queuedLocked(q, pl, who, eff, now, false)
+	return false, nil, r.queuedLocked(q, pl, who, client, eff, now, false)
 }
 
 // turnWaiter is a buyer waiting for the admission.

@@ -31,7 +31,7 @@ func (s *slots) admit() bool {
 func enterAsync(r *Room, who string, at time.Time, inStock <-chan struct{}, admit func() bool) <-chan error {
 	out := make(chan error, 1)
 	go func() {
-		in, err := r.enter(context.Background(), 1, who, "", nil, at, inStock, admit)
+		in, err := r.enter(context.Background(), 1, who, "", "", nil, at, inStock, admit)
 		if in {
 			err = nil
 		} else if err == nil {
@@ -115,7 +115,7 @@ func TestTheDoorEndsOnSoldOutAndOnShutdown(t *testing.T) {
 	if err := <-waiting; !errors.As(err, &q) || q.Token == "" {
 		t.Errorf("at the door at shutdown: %v, want sent away with its place", err)
 	}
-	if in, err := r.enter(context.Background(), 1, "u:after", "", nil, time.Now(), nil, full); in || !errors.As(err, &q) {
+	if in, err := r.enter(context.Background(), 1, "u:after", "", "", nil, time.Now(), nil, full); in || !errors.As(err, &q) {
 		t.Errorf("a buyer after the shutdown began: in %t, %v; want sent away at once", in, err)
 	}
 }

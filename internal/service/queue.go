@@ -95,16 +95,17 @@ func (q *buyerQueue) failFirst(n int, err error) {
 func (q *buyerQueue) failAll(err error) { q.failFirst(len(q.waiting), err) }
 
 // take forms a batch of at most n buyers from the head, of those who may
-// be taken at now, answering those it finds settled. A buyer under the
+// be taken at now and arrived no later than cut (zero: any), answering
+// those it finds settled. A buyer under the
 // one-per-buyer rule who is twice in the queue for one goods buys once per
 // batch: the second stays for the next batch, which finds the first's
 // order. The buyers not taken keep their order.
-func (q *buyerQueue) take(n int, now time.Time) []*waiter {
+func (q *buyerQueue) take(n int, now, cut time.Time) []*waiter {
 	var batch []*waiter
 	kept := q.waiting[:0]
 	buyers := onePerBuyer{}
 	for _, x := range q.waiting {
-		if len(batch) >= n || now.Before(x.notBefore) {
+		if len(batch) >= n || now.Before(x.notBefore) || after(x.order, cut) {
 			kept = append(kept, x)
 			continue
 		}
@@ -122,6 +123,9 @@ func (q *buyerQueue) take(n int, now time.Time) []*waiter {
 	q.waiting = kept
 	return batch
 }
+
+// after reports whether o arrived after cut (zero: never).
+func after(o *Order, cut time.Time) bool { return !cut.IsZero() && o.Arrived.After(cut) }
 
 // takeIf takes, for a batch under way, at most n of the buyers whose
 // orders accept takes, in their order, leaving the others where they were;

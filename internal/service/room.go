@@ -53,6 +53,10 @@ type RoomConfig struct {
 	// back: one whose turn is due within it waits. Default DefaultRoomHold;
 	// negative: every such buyer is sent away.
 	Hold time.Duration
+	// PlacesPerClient bounds the places of one goods one client address
+	// holds at an instance (roomheld.go); past it a new buyer of that
+	// address hears ErrBusy. 0: no bound.
+	PlacesPerClient int
 }
 
 // DefaultRoomKeep: a buyer who stops coming back loses its place after
@@ -86,6 +90,13 @@ const (
 	roomMaxBuckets = 1 << 16
 	// roomIdle: a goods nobody asked for this long leaves the room's memory.
 	roomIdle = 30 * time.Second
+	// roomForget: a goods' shared room whose every place was let in, the
+	// latest given this long ago, is deleted (checked every
+	// roomForgetEvery): no instance remembers it (roomIdle), and a new
+	// queue starts as if it had never had one. The table then holds the
+	// goods with queues open or lately closed, which each tick reads.
+	roomForget      = 10 * time.Minute
+	roomForgetEvery = time.Minute
 	// roomTurnRetry is when a buyer whose turn has come but found the
 	// admission full (after roomTurnWait) comes back.
 	roomTurnRetry = 250 * time.Millisecond
@@ -126,6 +137,9 @@ type RoomStore interface {
 	// RoomMembers records member as serving the room now and counts the
 	// members seen within the last within.
 	RoomMembers(ctx context.Context, member string, within time.Duration) (int, error)
+	// ForgetRooms deletes the rooms whose every place was let in (latest
+	// at or before the horizon) and whose latest place is before before.
+	ForgetRooms(ctx context.Context, before int64) (int64, error)
 }
 
 // RoomMark is a goods' room as the instances share it, in microseconds
@@ -185,6 +199,7 @@ type Room struct {
 	// is the latest place put at the door, by goods, while any waits.
 	turnsOf    map[int32]int64
 	doorLatest map[int32]int64
+	held       heldPlaces    // the places given, by buyer (roomheld.go)
 	poke       chan struct{} // a queue opened here: Run tells the others now
 	// draining is closed by Drain: the instance is shutting down, and the
 	// door holds nobody more.
@@ -268,7 +283,7 @@ func NewRoom(ctx context.Context, store RoomStore, cfg RoomConfig, log *slog.Log
 		return nil, fmt.Errorf("service: the waiting room's key: %w", err)
 	}
 	return &Room{cfg: cfg, store: store, signer: placeSigner{key: key}, log: log,
-		queues: map[int32]*roomQueue{}, members: 1, poke: make(chan struct{}, 1), draining: make(chan struct{})}, nil
+		queues: map[int32]*roomQueue{}, members: 1, held: newHeldPlaces(), poke: make(chan struct{}, 1), draining: make(chan struct{})}, nil
 }
 
 // attach gives the room the Shop's admission and store.
@@ -279,7 +294,10 @@ func (r *Room) attach(a *admission, shop Store) {
 }
 
 // roomWho is whom a place is bound to: the buyer, or an anonymous buyer's
-// own request id; "" (no place possible) for an anonymous buyer without one.
+// own request id; "" (no place possible) for an anonymous buyer without
+// one. (Named by its client address instead, every anonymous buyer behind
+// one address would share a place and go in together at its turn: the
+// overload and pre-queue tests showed it.)
 func roomWho(p PurchaseRequest) string {
 	switch {
 	case p.UserID != "":
@@ -288,6 +306,20 @@ func roomWho(p PurchaseRequest) string {
 		return "r:" + p.RequestID
 	}
 	return ""
+}
+
+// arrivalOf is a buyer's position in its goods' order of arrival: its
+// place's (effective) time when it came back with a valid place, else now,
+// its request's arrival.
+func (r *Room) arrivalOf(goodsNo int32, who, token string, startsAt *time.Time, now time.Time) time.Time {
+	if token == "" {
+		return now
+	}
+	pl, ok := r.signer.read(token, goodsNo, who, now)
+	if !ok {
+		return now
+	}
+	return time.UnixMicro(r.effective(pl, who, startsAt))
 }
 
 // effective is a place's position in its goods' order, in microseconds:
@@ -310,9 +342,10 @@ func (r *Room) effective(pl Place, who string, startsAt *time.Time) int64 {
 }
 
 // queuedLocked is the answer to a buyer who waits at eff: its place renewed
-// until it is due back plus Keep, the count ahead, the wait; or ErrSoldOut
-// when the count ahead is beyond what is left.
-func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now time.Time, turn bool) error {
+// until it is due back plus Keep (and held for the buyer so long, for a
+// request of its that comes without it), the count ahead, the wait; or
+// ErrSoldOut when the count ahead is beyond what is left.
+func (r *Room) queuedLocked(q *roomQueue, pl Place, who, client string, eff int64, now time.Time, turn bool) error {
 	members := max(1, r.members)
 	ahead := 0
 	if !turn {
@@ -347,6 +380,7 @@ func (r *Room) queuedLocked(q *roomQueue, pl Place, who string, eff int64, now t
 		starts = q.startsAt
 	}
 	pl.Expires = now.Add(retry + r.cfg.Keep)
+	r.held.give(who, client, pl, pl.Expires)
 	return &QueuedError{Token: r.signer.sign(pl, who), Ahead: ahead, Wait: wait, RetryAfter: retry, StartsAt: starts}
 }
 

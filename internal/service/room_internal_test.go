@@ -59,6 +59,19 @@ func (f *fakeRoomStore) RoomMembers(context.Context, string, time.Duration) (int
 	return 1, nil
 }
 
+func (f *fakeRoomStore) ForgetRooms(_ context.Context, before int64) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for g, h := range f.horizons {
+		if h.Latest <= h.Horizon && h.Latest < before {
+			delete(f.horizons, g)
+			n++
+		}
+	}
+	return n, nil
+}
+
 // newTestRoom is a room on a fake store; unless cfg says otherwise, it
 // holds nobody at the door (Hold -1), so that a buyer past capacity hears
 // its place at once.
@@ -127,7 +140,7 @@ func TestPlacesGoInInOrderOfTheHorizon(t *testing.T) {
 	now := time.Now()
 	enter := func(who, token string, at time.Time, admit func() bool) (bool, *QueuedError) {
 		t.Helper()
-		in, err := r.enter(context.Background(), 1, who, token, nil, at, nil, admit)
+		in, err := r.enter(context.Background(), 1, who, "", token, nil, at, nil, admit)
 		var q *QueuedError
 		if !in && !errors.As(err, &q) {
 			t.Fatalf("%s: entered %t, %v; want a place", who, in, err)
@@ -170,7 +183,7 @@ func TestTheHorizonMovesAtTheRateTheShopServes(t *testing.T) {
 	r.attach(newAdmission(0, 4, time.Now()), nil) // limit 4, not measured: 12 a second
 	now := time.Now()
 	for i := range 40 { // 40 places, 10 ms apart
-		r.enter(context.Background(), 1, "u:"+string(rune('a'+i)), "", nil, now.Add(time.Duration(i)*roomBucket), nil, func() bool { return false })
+		r.enter(context.Background(), 1, "u:"+string(rune('a'+i)), "", "", nil, now.Add(time.Duration(i)*roomBucket), nil, func() bool { return false })
 	}
 	r.tick(context.Background(), now.Add(time.Second))
 	want := int64(12 * roomLetIn.Seconds()) // 6 places
@@ -197,7 +210,7 @@ func TestTheRoomLetsInAtTheRateOfWork(t *testing.T) {
 	coldThenTrickle(t, a, &now)
 	r.attach(a, nil)
 	for i := range 3000 { // 3000 places, a millisecond apart
-		r.enter(context.Background(), 1, fmt.Sprintf("u:%d", i), "", nil, now.Add(time.Duration(i)*time.Millisecond), nil, func() bool { return false })
+		r.enter(context.Background(), 1, fmt.Sprintf("u:%d", i), "", "", nil, now.Add(time.Duration(i)*time.Millisecond), nil, func() bool { return false })
 	}
 	r.tick(context.Background(), now.Add(3*time.Second))
 	passed := (store.horizons[1].Horizon - now.UnixMicro()) / time.Millisecond.Microseconds()
@@ -219,18 +232,18 @@ func TestAQueueOpenedAtOneInstanceIsKeptAtTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	in, err := b.enter(context.Background(), 1, "u:early", "", nil, now, nil, func() bool { return false })
+	in, err := b.enter(context.Background(), 1, "u:early", "", "", nil, now, nil, func() bool { return false })
 	if in || !errors.Is(err, ErrQueued) {
 		t.Fatalf("b, admission full: in %t, %v; want a place", in, err)
 	}
 	b.publish(context.Background())
 	a.tick(context.Background(), now.Add(roomTick))
-	in, err = a.enter(context.Background(), 1, "u:late", "", nil, now.Add(2*roomTick), nil, func() bool { return true })
+	in, err = a.enter(context.Background(), 1, "u:late", "", "", nil, now.Add(2*roomTick), nil, func() bool { return true })
 	if in || !errors.Is(err, ErrQueued) {
 		t.Errorf("a later buyer at a, its admission free: in %t, %v; want a place behind b's", in, err)
 	}
 	// Another goods, with no queue anywhere, goes straight in.
-	if in, err := a.enter(context.Background(), 2, "u:other", "", nil, now.Add(2*roomTick), nil, func() bool { return true }); !in || err != nil {
+	if in, err := a.enter(context.Background(), 2, "u:other", "", "", nil, now.Add(2*roomTick), nil, func() bool { return true }); !in || err != nil {
 		t.Errorf("goods 2, no queue: in %t, %v; want straight in", in, err)
 	}
 }
@@ -243,7 +256,7 @@ func TestThePreQueueIsShuffledAtTheStart(t *testing.T) {
 	r, _ := newTestRoom(t, RoomConfig{Shuffle: true})
 	start := time.Now().Add(time.Minute)
 	now := time.Now()
-	in, err := r.enter(context.Background(), 1, "u:early", "", &start, now, nil, func() bool { return true })
+	in, err := r.enter(context.Background(), 1, "u:early", "", "", &start, now, nil, func() bool { return true })
 	var q *QueuedError
 	if in || !errors.As(err, &q) || q.StartsAt == nil || q.RetryAfter < 59*time.Second {
 		t.Fatalf("a buyer before the start: in %t, %+v; want a place and to come back at the start", in, err)
@@ -283,7 +296,7 @@ func TestAPlaceBeyondWhatIsLeftIsToldSoldOut(t *testing.T) {
 	r.queues[1].left = 10 // ten pieces (stock and unpaid) left, as read at the tick
 	r.queues[1].leftRead = now.Add(time.Second)
 	r.mu.Unlock()
-	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("y", 100), last.Token, nil, now.Add(time.Second), nil, full); !errors.Is(err, ErrSoldOut) {
+	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("y", 100), "", last.Token, nil, now.Add(time.Second), nil, full); !errors.Is(err, ErrSoldOut) {
 		t.Errorf("the 100th place with 10 pieces left: %v, want sold out", err)
 	}
 }
@@ -299,7 +312,7 @@ func hundredPlaces(t *testing.T, c string) (r *Room, now time.Time, last *Queued
 	now = time.Now()
 	full := func() bool { return false }
 	for i := range 100 {
-		_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat(c, i+1), "", nil, now.Add(time.Duration(i)*roomBucket), nil, full)
+		_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat(c, i+1), "", "", nil, now.Add(time.Duration(i)*roomBucket), nil, full)
 		errors.As(err, &last)
 	}
 	r.tick(context.Background(), now.Add(time.Second))
@@ -317,7 +330,7 @@ func TestAStaleReadingOfWhatIsLeftRefusesNobody(t *testing.T) {
 	r.queues[1].left = 0                              // the sale before the restock sold out
 	r.queues[1].leftRead = now.Add(-10 * time.Second) // read then; restocked since
 	r.mu.Unlock()
-	_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("z", 100), last.Token, nil, now.Add(time.Second), nil, full)
+	_, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("z", 100), "", last.Token, nil, now.Add(time.Second), nil, full)
 	if errors.Is(err, ErrSoldOut) {
 		t.Fatalf("a place refused sold out by a reading 10 s old: %v", err)
 	}
@@ -336,7 +349,7 @@ func TestAReadingIsAsOldAsItIs(t *testing.T) {
 	r.queues[1].left = 0 // what the last reading, long ago, said
 	r.mu.Unlock()
 	full := func() bool { return false }
-	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("v", 100), last.Token, nil, now.Add(time.Second), nil, full); errors.Is(err, ErrSoldOut) {
+	if _, err := r.enter(context.Background(), 1, "u:"+strings.Repeat("v", 100), "", last.Token, nil, now.Add(time.Second), nil, full); errors.Is(err, ErrSoldOut) {
 		t.Fatalf("a place refused by a reading asked for but not made: %v", err)
 	}
 }
@@ -357,7 +370,7 @@ func TestASoldOutGoodsKeepsNoPlacesAhead(t *testing.T) {
 	r.queues[1].leftRead = now.Add(time.Second + roomTick)
 	r.mu.Unlock()
 	full := func() bool { return false }
-	_, err := r.enter(context.Background(), 1, "u:late", "", nil, now.Add(time.Second+2*roomTick), nil, full)
+	_, err := r.enter(context.Background(), 1, "u:late", "", "", nil, now.Add(time.Second+2*roomTick), nil, full)
 	var q *QueuedError
 	switch {
 	case errors.Is(err, ErrSoldOut):
@@ -376,13 +389,13 @@ func TestThePlacesKeptAreBoundedByTime(t *testing.T) {
 	r, _ := newTestRoom(t, RoomConfig{})
 	now := time.Now()
 	full := func() bool { return false }
-	_, err := r.enter(context.Background(), 1, "u:real", "", nil, now, nil, full)
+	_, err := r.enter(context.Background(), 1, "u:real", "", "", nil, now, nil, full)
 	var real *QueuedError
 	if !errors.As(err, &real) {
 		t.Fatalf("the real buyer: %v, want a place", err)
 	}
 	for i := range 20_000 { // a flood within one second
-		r.enter(context.Background(), 1, "u:bot-"+strconv.Itoa(i), "", nil, now.Add(time.Duration(i)*50*time.Microsecond), nil, full)
+		r.enter(context.Background(), 1, "u:bot-"+strconv.Itoa(i), "", "", nil, now.Add(time.Duration(i)*50*time.Microsecond), nil, full)
 	}
 	r.mu.Lock()
 	buckets := len(r.queues[1].hist)
@@ -391,7 +404,7 @@ func TestThePlacesKeptAreBoundedByTime(t *testing.T) {
 		t.Errorf("20 000 places within a second kept in %d buckets, want at most 101", buckets)
 	}
 	r.tick(context.Background(), now.Add(time.Second))
-	if _, err := r.enter(context.Background(), 1, "u:real", real.Token, nil, now.Add(time.Second), nil, full); errors.As(err, &real) && real.Ahead != 0 {
+	if _, err := r.enter(context.Background(), 1, "u:real", "", real.Token, nil, now.Add(time.Second), nil, full); errors.As(err, &real) && real.Ahead != 0 {
 		t.Errorf("the real buyer after the flood has %d ahead, want none: the flood came after it", real.Ahead)
 	}
 	// Far beyond the horizon: the last bucket.
@@ -399,7 +412,7 @@ func TestThePlacesKeptAreBoundedByTime(t *testing.T) {
 	q := r.queues[1]
 	q.horizon = now.UnixMicro()
 	r.mu.Unlock()
-	r.enter(context.Background(), 1, "u:far", "", nil, now.Add(24*time.Hour), nil, full)
+	r.enter(context.Background(), 1, "u:far", "", "", nil, now.Add(24*time.Hour), nil, full)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for b := range q.hist {

@@ -19,6 +19,7 @@ func (r *Room) Run(ctx context.Context, member string) error {
 	t := time.NewTicker(roomTick)
 	defer t.Stop()
 	var lastMembers time.Time
+	lastForget, lastHeld := time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -26,6 +27,16 @@ func (r *Room) Run(ctx context.Context, member string) error {
 		case <-r.poke:
 			r.publish(ctx)
 		case now := <-t.C:
+			if now.Sub(lastForget) >= roomForgetEvery {
+				lastForget = now
+				r.forget(ctx, now)
+			}
+			if now.Sub(lastHeld) >= time.Second {
+				lastHeld = now
+				r.mu.Lock()
+				r.held.forget(now)
+				r.mu.Unlock()
+			}
 			if now.Sub(lastMembers) >= time.Second {
 				lastMembers = now
 				if n, err := r.store.RoomMembers(ctx, member, 3*time.Second); err == nil {
@@ -38,6 +49,15 @@ func (r *Room) Run(ctx context.Context, member string) error {
 			}
 			r.tick(ctx, now)
 		}
+	}
+}
+
+// forget deletes the shared rooms closed for roomForget.
+func (r *Room) forget(ctx context.Context, now time.Time) {
+	if n, err := r.store.ForgetRooms(ctx, now.Add(-roomForget).UnixMicro()); err != nil {
+		r.log.Debug("room: forgetting closed rooms", "err", err)
+	} else if n > 0 {
+		r.log.Debug("room: forgot closed rooms", "rooms", n)
 	}
 }
 

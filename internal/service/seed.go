@@ -55,7 +55,7 @@ func (p *Seed) Close() {}
 // token.
 func (p *Seed) Purchase(ctx context.Context, order *Order) error {
 	goodsNo := order.GoodsNo
-	lease, err := p.lockWhileInStock(ctx, goodsNo)
+	lease, err := p.lockWhileInStock(ctx, goodsNo, order.Arrived)
 	if err != nil {
 		return err
 	}
@@ -125,11 +125,11 @@ func (p *Seed) sell(ctx context.Context, order *Order, token int64, lost <-chan 
 // lockWhileInStock takes the lock of goodsNo, unless the goods is marked
 // sold out meanwhile: then the buyer leaves the queue (its node is deleted)
 // and hears ErrSoldOut at once, as a buyer who comes after the mark does.
-func (p *Seed) lockWhileInStock(ctx context.Context, goodsNo int32) (Lease, error) {
+func (p *Seed) lockWhileInStock(ctx context.Context, goodsNo int32, arrived time.Time) (Lease, error) {
 	inStock, done := p.soldOut.whileInStock(goodsNo)
 	defer done()
 	if inStock == nil {
-		return p.lock(ctx, goodsNo)
+		return p.lock(ctx, goodsNo, arrived)
 	}
 	if p.soldOut.seen(goodsNo) {
 		return nil, ErrSoldOut // marked since the shop checked
@@ -137,7 +137,7 @@ func (p *Seed) lockWhileInStock(ctx context.Context, goodsNo int32) (Lease, erro
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(inStock, func() { cancel(ErrSoldOut) })()
-	lease, err := p.lock(lctx, goodsNo)
+	lease, err := p.lock(lctx, goodsNo, arrived)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), ErrSoldOut) {
 		return nil, ErrSoldOut
 	}

@@ -45,6 +45,9 @@ type StockInfo struct {
 	Goods
 	Orders         int64            // all order rows
 	OrdersByStatus map[string]int64 // by OrderUnpaid, OrderPaid, OrderExpired
+	// CountedAt is when the orders were counted (at most a second before
+	// the read: counts.go); the goods' row is read fresh.
+	CountedAt time.Time
 }
 
 // SaleTotals is a sale across every goods: the goods' rows, how many of
@@ -73,7 +76,12 @@ type Order struct {
 	NewRequestID bool
 	// Replayed: the purchase was made before, under the same request id;
 	// this is its order (not stored).
-	Replayed  bool
+	Replayed bool
+	// Arrived is the buyer's place in the order of arrival: when the shop
+	// read its request, or the first request of the place it came back
+	// with (the waiting room's). A Locker that orders its waiters by
+	// arrival serves them by it. Not stored.
+	Arrived   time.Time
 	Status    string // OrderUnpaid, OrderPaid or OrderExpired
 	CreatedAt time.Time
 	PaidAt    *time.Time
@@ -120,9 +128,11 @@ type Store interface {
 }
 
 // Locker hands out the distributed lock that serialises purchases of one
-// goods number across all instances.
+// goods number across all instances. arrived is when the buyer the lock is
+// for arrived (a batch's: its earliest buyer's); a Locker whose waiters are
+// served by arrival (lock.order) serves them in its order.
 type Locker interface {
-	Lock(ctx context.Context, goodsNo int32) (Lease, error)
+	Lock(ctx context.Context, goodsNo int32, arrived time.Time) (Lease, error)
 }
 
 // LockKeyer is what a Locker may also tell: which goods share one lock.
@@ -141,6 +151,15 @@ type Lease interface {
 	Token(ctx context.Context) (int64, error)
 	// Unlock releases the lock.
 	Unlock(ctx context.Context) error
+}
+
+// ArrivalCutter is what a Lease may also tell, when its lock serves its
+// waiters by arrival: the arrival of the earliest one waiting behind the
+// hold (ok false: none). A batch sells under the hold only the buyers who
+// arrived before it (and within batchCutSlack after), so that the order of
+// arrival holds across the instances.
+type ArrivalCutter interface {
+	NextArrival(ctx context.Context) (at time.Time, ok bool, err error)
 }
 
 // Purchaser is one purchase strategy: it sells one piece of order.GoodsNo
@@ -171,6 +190,7 @@ type Shop struct {
 	// closedOrders: the orders of goods whose sale refuses buyers, for
 	// what a refused buyer holds.
 	closedOrders *orderIndex
+	counts       *orderCounts
 	room         *Room // nil: no waiting room
 	// inProgress: the buyers with a purchase under way here.
 	inProgress inProgress
@@ -198,7 +218,7 @@ func New(st Strategy, d Deps) (*Shop, error) {
 	}
 	s := &Shop{store: d.Store, purchaser: p, cfg: d.Config, log: d.Log, soldOut: d.Marks, windows: d.windows,
 		admission: newAdmission(d.Config.QueueTarget, d.Config.MaxWaiting, time.Now()), known: newKnownOrders(d.Config.KnownFor), room: d.Room,
-		closedOrders: newOrderIndex(d.Config.KnownFor)}
+		closedOrders: newOrderIndex(d.Config.KnownFor), counts: newOrderCounts()}
 	if s.room != nil {
 		s.room.attach(s.admission, d.Store)
 	}
@@ -233,8 +253,9 @@ func (s *Shop) Stock(ctx context.Context, goodsNo int32) (StockInfo, error) {
 }
 
 // Stocks is Stock of several goods in two reads whatever their number (the
-// dashboard's sampler reads every tracked goods each second); a goods
-// without a row is missing from the answer.
+// dashboard's sampler reads every tracked goods each second), the second a
+// count of their orders at most a second old (counts.go); a goods without
+// a row is missing from the answer, and costs no count.
 func (s *Shop) Stocks(ctx context.Context, goodsNos []int32) (map[int32]StockInfo, error) {
 	ctx, cancel := boundRead(ctx)
 	defer cancel()
@@ -242,17 +263,21 @@ func (s *Shop) Stocks(ctx context.Context, goodsNos []int32) (map[int32]StockInf
 	if err != nil {
 		return nil, readErr(ctx, err)
 	}
-	counts, err := s.store.OrderCounts(ctx, goodsNos)
+	found := make([]int32, 0, len(goods))
+	for no := range goods {
+		found = append(found, no) // a goods without a row costs no count
+	}
+	counts, err := s.counts.get(ctx, s.store, found)
 	if err != nil {
 		return nil, readErr(ctx, err)
 	}
 	infos := make(map[int32]StockInfo, len(goods))
 	for no, g := range goods {
 		var n int64
-		for _, c := range counts[no] {
+		for _, c := range counts[no].ByStatus {
 			n += c
 		}
-		infos[no] = StockInfo{Goods: g, Orders: n, OrdersByStatus: counts[no]}
+		infos[no] = StockInfo{Goods: g, Orders: n, OrdersByStatus: counts[no].ByStatus, CountedAt: counts[no].At}
 	}
 	return infos, nil
 }
@@ -278,6 +303,10 @@ type PurchaseRequest struct {
 	UserID string
 	// Place is the waiting room's place the buyer sent back, if any.
 	Place string
+	// Client is the client's address (the connection's peer, or the client
+	// a trusted proxy names): the waiting room bounds the places one
+	// address holds.
+	Client string
 	// Arrived is when the shop read the request (zero: now): a new
 	// place's time, the buyer's rank in first come, first served.
 	Arrived time.Time
@@ -335,17 +364,17 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 		defer s.inProgress.leave(key)
 	}
 	admit := func() bool { return s.admission.admit(time.Now()) }
+	arrival := p.Arrived
+	if arrival.IsZero() {
+		arrival = time.Now()
+	}
 	if who != "" {
-		arrived := p.Arrived
-		if arrived.IsZero() {
-			arrived = time.Now()
-		}
 		inStock, done := s.soldOut.whileInStock(p.GoodsNo)
 		var marked <-chan struct{}
 		if inStock != nil {
 			marked = inStock.Done()
 		}
-		entered, err := s.room.enter(ctx, p.GoodsNo, who, p.Place, startsAt, arrived, marked, admit)
+		entered, err := s.room.enter(ctx, p.GoodsNo, who, p.Client, p.Place, startsAt, arrival, marked, admit)
 		done()
 		if errors.Is(err, ErrSoldOut) {
 			return s.refuse(ctx, p, err)
@@ -353,12 +382,13 @@ func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 		if !entered {
 			return nil, err
 		}
+		arrival = s.room.arrivalOf(p.GoodsNo, who, p.Place, startsAt, arrival)
 	} else if !admit() {
 		return nil, ErrBusy
 	}
 	defer func() { s.admission.done(time.Now()); s.room.freed() }()
 	order := &Order{GoodsNo: p.GoodsNo, RequestID: p.RequestID, UserID: p.UserID, OnePerBuyer: p.UserID != "" && s.cfg.OnePerBuyer,
-		NewRequestID: !p.ClientRequestID}
+		NewRequestID: !p.ClientRequestID, Arrived: arrival}
 	since := time.Now()
 	bought, err := s.purchase(ctx, order)
 	if errors.Is(err, ErrSoldOut) {

@@ -402,7 +402,7 @@ type fakeLocker struct {
 	unlockCtx error         // ctx.Err() of the last Unlock
 }
 
-func (f *fakeLocker) Lock(ctx context.Context, _ int32) (service.Lease, error) {
+func (f *fakeLocker) Lock(ctx context.Context, _ int32, _ time.Time) (service.Lease, error) {
 	if f.deadline {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -687,11 +687,11 @@ type blockingLocker struct {
 	mu      sync.Mutex
 }
 
-func (b *blockingLocker) Lock(ctx context.Context, n int32) (service.Lease, error) {
+func (b *blockingLocker) Lock(ctx context.Context, n int32, at time.Time) (service.Lease, error) {
 	b.entered <- struct{}{}
 	<-b.release
 	b.mu.Lock()
-	if _, err := b.fakeLocker.Lock(ctx, n); err != nil {
+	if _, err := b.fakeLocker.Lock(ctx, n, at); err != nil {
 		b.mu.Unlock()
 		return nil, err
 	}
@@ -807,13 +807,13 @@ type queueLocker struct {
 	entered chan struct{}
 }
 
-func (q *queueLocker) Lock(ctx context.Context, n int32) (service.Lease, error) {
+func (q *queueLocker) Lock(ctx context.Context, n int32, at time.Time) (service.Lease, error) {
 	q.mu.Lock()
 	first := !q.held
 	q.held = true
 	q.mu.Unlock()
 	if first {
-		return q.fakeLocker.Lock(ctx, n)
+		return q.fakeLocker.Lock(ctx, n, at)
 	}
 	q.entered <- struct{}{}
 	<-ctx.Done()

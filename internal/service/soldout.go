@@ -31,8 +31,8 @@ type SoldOutMarks struct {
 	probes singleflight.Group
 
 	mu     sync.Mutex
-	until  map[int32]time.Time     // at most maxMarks (see mark)
-	queued map[int32]*queuedBuyers // per goods, the buyers waiting for its lock; gone with the last
+	until  map[int32]time.Time    // at most maxMarks (see mark)
+	queued map[int32]queuedBuyers // per goods, the buyers waiting for its lock; gone with the last
 
 	expiry   expiryHorizon
 	horizons singleflight.Group
@@ -67,12 +67,14 @@ const horizonEvery = 250 * time.Millisecond
 // again.
 const maxMarks = 4096
 
-// queuedBuyers ends, when a goods is marked sold out, the context of the
-// buyers that were waiting for its lock then.
-type queuedBuyers struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
-	waiters int
+// queuedBuyers are the buyers waiting for a goods' lock, each with the
+// time it began to wait: a mark tells those who waited across the
+// observation (see mark).
+type queuedBuyers map[*queuedBuyer]struct{}
+
+type queuedBuyer struct {
+	since  time.Time
+	cancel context.CancelFunc
 }
 
 // NewSoldOutMarks returns the marks of one instance, each trusted for ttl
@@ -118,33 +120,56 @@ func (m *SoldOutMarks) Expiring(payTimeout time.Duration, oldestUnpaid func(ctx 
 }
 
 // mark records that goodsNo was seen sold out by a read that began after
-// since. The buyers queued for its lock then are told at once; later
-// buyers are answered from the mark until ttl or the expiry horizon.
+// since. The buyers queued for its lock since before then are told at
+// once: they waited across the observation, sold out is their answer.
+// Later buyers, those who queued since and those who come, are answered
+// from the mark until ttl or the expiry horizon, and not at all when the
+// horizon has passed: the read may have come back late (a packet lost on
+// the way), after a piece came back and they came. The history checker
+// caught that: a buyer told sold out 50 ms after a read of the stock
+// showed 3, the read that told it having begun 200 ms before.
 func (m *SoldOutMarks) mark(goodsNo int32, since time.Time) {
 	if m == nil || m.ttl < 0 {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q, ok := m.queued[goodsNo]; ok {
-		q.cancel()                // they waited across the observation: sold out is their answer
-		delete(m.queued, goodsNo) // whoever queues from now on waits on a fresh one
+	until, trusted := m.untilLocked(goodsNo, since)
+	for b := range m.queued[goodsNo] {
+		if trusted || !b.since.After(since) {
+			b.cancel()
+			delete(m.queued[goodsNo], b)
+		}
+	}
+	if !trusted {
+		return
 	}
 	now := time.Now()
-	until := now.Add(m.ttl)
-	if h, ok := m.horizonLocked(since); !ok {
-		return
-	} else if h.Before(until) {
-		until = h
-	}
-	if !until.After(now) {
-		delete(m.until, goodsNo) // a piece may be back by now
-		return
-	}
 	if _, ok := m.until[goodsNo]; !ok && len(m.until) >= maxMarks {
 		forgetOne(m.until, func(until time.Time) bool { return now.After(until) })
 	}
 	m.until[goodsNo] = until
+}
+
+// untilLocked is how long an observation of goodsNo sold out by a read
+// that began after since may be trusted: ttl, and not past the expiry
+// horizon; trusted is false when that is not after now (goodsNo's mark is
+// then deleted: a piece may be back by now) or no horizon is known.
+func (m *SoldOutMarks) untilLocked(goodsNo int32, since time.Time) (until time.Time, trusted bool) {
+	now := time.Now()
+	until = now.Add(m.ttl)
+	h, ok := m.horizonLocked(since)
+	if !ok {
+		return time.Time{}, false
+	}
+	if h.Before(until) {
+		until = h
+	}
+	if !until.After(now) {
+		delete(m.until, goodsNo)
+		return time.Time{}, false
+	}
+	return until, true
 }
 
 // horizonLocked is the expiry horizon of the newest reading that began
@@ -210,35 +235,33 @@ func forgetOne[V any](m map[int32]V, stale func(V) bool) {
 }
 
 // whileInStock returns a context that ends when goodsNo is next marked sold
-// out: the buyers waiting for its lock then leave the queue at once,
-// instead of each taking the lock in turn to hear "sold out" (with a
-// thousand in the queue, seconds of hand-offs after the last piece). The
-// buyer calls done when it no longer waits; the goods' entry goes with its
-// last waiter. nil when m is nil.
+// out by a read that began after now: the buyers waiting for its lock then
+// leave the queue at once, instead of each taking the lock in turn to hear
+// "sold out" (with a thousand in the queue, seconds of hand-offs after the
+// last piece). The buyer calls done when it no longer waits; the goods'
+// entry goes with its last waiter. nil when m is nil.
 func (m *SoldOutMarks) whileInStock(goodsNo int32) (ctx context.Context, done func()) {
 	if m == nil {
 		return nil, func() {}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &queuedBuyer{since: time.Now(), cancel: cancel}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	q, ok := m.queued[goodsNo]
-	if !ok {
-		ctx, cancel := context.WithCancel(context.Background())
-		q = &queuedBuyers{ctx: ctx, cancel: cancel}
-		if m.queued == nil {
-			m.queued = map[int32]*queuedBuyers{}
-		}
-		m.queued[goodsNo] = q
+	if m.queued == nil {
+		m.queued = map[int32]queuedBuyers{}
 	}
-	q.waiters++
-	return q.ctx, func() {
+	if m.queued[goodsNo] == nil {
+		m.queued[goodsNo] = queuedBuyers{}
+	}
+	m.queued[goodsNo][b] = struct{}{}
+	return ctx, func() {
+		cancel()
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if q.waiters--; q.waiters == 0 {
-			q.cancel()
-			if m.queued[goodsNo] == q {
-				delete(m.queued, goodsNo)
-			}
+		delete(m.queued[goodsNo], b)
+		if len(m.queued[goodsNo]) == 0 {
+			delete(m.queued, goodsNo)
 		}
 	}
 }

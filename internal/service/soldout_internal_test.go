@@ -9,8 +9,10 @@ import (
 // A sold-out mark is trusted until ttl and never past the moment an unpaid
 // order's piece could be back (its placing time plus the pay timeout, less
 // ClockSkew), as read before the observation; without a reading made
-// before it, an observation marks nothing, though the buyers queued then
-// are still told.
+// before it, an observation marks nothing, though the buyers queued before
+// it began are still told; the buyers who queued after it began are told
+// only when it marks (the read may have come back late, after a piece came
+// back).
 func TestASoldOutMarkEndsBeforeAnExpiredPieceCanBeBack(t *testing.T) {
 	const payTimeout = 10 * time.Second
 	for _, tc := range []struct {
@@ -29,12 +31,17 @@ func TestASoldOutMarkEndsBeforeAnExpiredPieceCanBeBack(t *testing.T) {
 				return time.Now().Add(-tc.oldest), tc.oldest >= 0, nil
 			})
 			m.readHorizon()
-			since := time.Now()
 			inStock, done := m.whileInStock(1)
 			defer done()
+			since := time.Now()
+			later, laterDone := m.whileInStock(1)
+			defer laterDone()
 			m.mark(1, since)
 			if inStock.Err() == nil {
 				t.Error("the buyers queued across the observation were not told")
+			}
+			if (later.Err() != nil) != tc.marked {
+				t.Errorf("a buyer who queued after the observation began told sold out %v, want %v (as marked)", later.Err() != nil, tc.marked)
 			}
 			if m.seen(1) != tc.marked {
 				t.Fatalf("marked %v, want %v", m.seen(1), tc.marked)

@@ -24,12 +24,13 @@ type Strategy struct {
 	// to serve, checks the sale window on that row and refreshes the Shop's
 	// cache of it (batch: its claim of the batch's rows; allot: its grants
 	// and its reads of the held goods' rows). The Shop then lets in a buyer
-	// of a goods whose window it has not read, or whose stale window
-	// admits, without reading it: that read would only repeat the
-	// strategy's, once per goods and instance, on the path of the goods'
-	// first buyers. A stale window that refuses is still read again before
-	// the buyer is refused. Not seed: it sells one buyer per lock hold, so
-	// every buyer of a closed goods would hold the lock to hear it.
+	// of a goods whose stale window admits without reading it: that read
+	// would only repeat the strategy's. A goods whose window it has not read
+	// is read first all the same (once per goods and instance): a made-up
+	// goods number must hear 404 before the lock. A stale window that
+	// refuses is read again before the buyer is refused. Not seed: it
+	// sells one buyer per lock hold, so every buyer of a closed goods would
+	// hold the lock to hear it.
 	ReadsRowsPerBatch bool
 	// BatchesAcrossGoods: under a lock that several goods share, one hold
 	// sells the waiting buyers of all of them in one transaction (batch).

@@ -33,8 +33,10 @@ const readTimeout = 5 * time.Second
 type saleWindows struct {
 	ttl   time.Duration
 	reads singleflight.Group
-	// admitUnread: a goods without a window, or with a stale one that
-	// admits, is admitted without a read (see Strategy.ReadsRowsPerBatch).
+	// admitUnread: a goods with a stale window that admits is admitted
+	// without a read (see Strategy.ReadsRowsPerBatch). A goods without a
+	// window is read first, whatever the strategy: a made-up goods number
+	// never reaches the lock (with a lock per goods, a ZooKeeper node each).
 	admitUnread bool
 
 	mu sync.Mutex
@@ -78,7 +80,7 @@ func (w *saleWindows) check(ctx context.Context, store Store, goodsNo int32, now
 	if ok && time.Since(sw.read) < w.ttl {
 		return sw.at(now)
 	}
-	if w.admitUnread && (!ok || sw.at(now) == nil) {
+	if w.admitUnread && ok && sw.at(now) == nil {
 		return nil
 	}
 	ch := w.reads.DoChan(strconv.Itoa(int(goodsNo)), func() (any, error) {

@@ -384,3 +384,30 @@ func (c *Client) deleteProtectedOrphans(parent, prefix string, s *Session) {
 		}
 	})
 }
+
+// SetAndDelete writes data into setPath at version and deletes owner's node,
+// in one atomic request (a multi): both or neither. It reports whether
+// both were done; on a refusal (ErrBadVersion, ErrNoNode) or connection
+// trouble neither may have been, and the caller deletes the node as it
+// would alone (DeleteNode, Release).
+func (c *Client) SetAndDelete(ctx context.Context, setPath string, data []byte, version int32, node string, owner *Session) bool {
+	return c.multiDelete(ctx, node, owner, &gozk.SetDataRequest{Path: setPath, Data: data, Version: version})
+}
+
+// DeleteBoth deletes p at version and owner's node in one atomic request,
+// as SetAndDelete writes and deletes.
+func (c *Client) DeleteBoth(ctx context.Context, p string, version int32, node string, owner *Session) bool {
+	return c.multiDelete(ctx, node, owner, &gozk.DeleteRequest{Path: p, Version: version})
+}
+
+// multiDelete sends op and the delete of owner's node as one multi.
+func (c *Client) multiDelete(ctx context.Context, node string, owner *Session, op any) bool {
+	_, err := call(ctx, func() ([]gozk.MultiResponse, error) {
+		return c.conn.Multi(op, &gozk.DeleteRequest{Path: node, Version: -1})
+	}, nil)
+	if err != nil {
+		return false
+	}
+	owner.deleted(node)
+	return true
+}

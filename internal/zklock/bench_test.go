@@ -218,3 +218,48 @@ func contend(b *testing.B, waiters int, target int64, newLock func(w int) (lock,
 	wg.Wait()
 	return done.Load(), time.Since(start)
 }
+
+// BenchmarkArrivalContended is BenchmarkContended for ArrivalMutex against
+// Mutex, over two sessions, in alternating slices: what serving by arrival
+// costs a hand-off (its listing and the turnstile's read and write).
+func BenchmarkArrivalContended(b *testing.B) {
+	b.Run("waiters=20", func(b *testing.B) { benchArrival(b, 20) })
+}
+
+func benchArrival(b *testing.B, waiters int) {
+	const slices = 8
+	clients := []*zklock.Client{connect(b), connect(b)}
+	path := e2e.Path(b)
+	ctx := context.Background()
+	mutex := func(w int) (func() error, func() error) {
+		m := zklock.NewMutex(clients[w%2], path+"/mutex")
+		return func() error { return m.Acquire(ctx) }, func() error { return m.Release(ctx) }
+	}
+	arrival := func(w int) (func() error, func() error) {
+		var m *zklock.ArrivalMutex
+		lock := func() error {
+			m = zklock.NewArrivalMutex(clients[w%2], path+"/arrival", time.Now())
+			return m.Acquire(ctx)
+		}
+		return lock, func() error { return m.Release(ctx) }
+	}
+	per := max(int64(b.N)/slices, 100)
+	contend(b, waiters, per, mutex) // warm-up, untimed
+	contend(b, waiters, per, arrival)
+	var mN, aN int64
+	var mT, aT time.Duration
+	b.ResetTimer()
+	for i := range slices {
+		runs := []func(){
+			func() { n, d := contend(b, waiters, per, mutex); mN, mT = mN+n, mT+d },
+			func() { n, d := contend(b, waiters, per, arrival); aN, aT = aN+n, aT+d },
+		}
+		runs[i%2]()
+		runs[1-i%2]()
+	}
+	b.StopTimer()
+	mRate, aRate := float64(mN)/mT.Seconds(), float64(aN)/aT.Seconds()
+	b.ReportMetric(mRate, "mutex-handoffs/s")
+	b.ReportMetric(aRate, "arrival-handoffs/s")
+	b.ReportMetric(aRate/mRate, "arrival/mutex")
+}

@@ -48,6 +48,9 @@ type Client struct {
 
 	localMu sync.Mutex
 	locals  map[*zk.Session]map[string]*localNode // queue nodes each live session created (handoff.go)
+
+	arrivalMu sync.Mutex
+	arriving  map[string]int // per lock path, this client's ArrivalMutex participants (arrival.go)
 }
 
 // New returns the recipes' client on zc.

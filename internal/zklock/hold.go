@@ -70,6 +70,14 @@ func (h *hold) end(ctx context.Context) error {
 	return err
 }
 
+// ended is end for a hold whose node its owner has deleted already (with
+// another write, in one request): the watcher stops without reporting a
+// loss.
+func (h *hold) ended() {
+	close(h.stop)
+	h.c.untrack(h.sess, h.node)
+}
+
 // fenceToken is a hold's fencing token, set once: by the hold's watcher, or
 // by an early read.
 type fenceToken struct {

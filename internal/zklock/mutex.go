@@ -196,11 +196,25 @@ func (m *Mutex) Release(ctx context.Context) error {
 // happened before that first call are reported all the same.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
+	h := m.hold
+	m.mu.Unlock()
+	return lostOf(h)
+}
+
+// lostOf is Lost of a handle whose hold is h (nil: none held).
+func lostOf(h *hold) <-chan struct{} {
+	if h == nil {
 		return closedChan
 	}
-	return m.hold.Lost()
+	return h.Lost()
+}
+
+// tokenOf is Token of a handle whose hold is h (nil: none held).
+func tokenOf(ctx context.Context, h *hold) (int64, error) {
+	if h == nil {
+		return 0, ErrNotHeld
+	}
+	return h.Token(ctx)
 }
 
 // Token returns the fencing token of the current hold: the create zxid
@@ -222,10 +236,7 @@ func (m *Mutex) Token(ctx context.Context) (int64, error) {
 	m.mu.Lock()
 	h := m.hold
 	m.mu.Unlock()
-	if h == nil {
-		return 0, ErrNotHeld
-	}
-	return h.Token(ctx)
+	return tokenOf(ctx, h)
 }
 
 // FetchTokenEarly makes this handle read the fencing token of each of its

@@ -190,13 +190,23 @@ export default function () {
 }
 
 // The goods' rows before the sale, and after it: every goods' new order rows
-// equal the pieces its stock went down by, or the run fails.
+// equal the pieces its stock went down by, or the run fails. The shop counts a
+// goods' orders at most once a second and says how old its count is
+// (ordersAgeMs): each read waits for a count made after it began.
 function readGoods() {
   const out = {};
+  const since = Date.now();
   for (const g of goods) {
-    const r = http.get(`${bases[0]}/goods/${g}`);
-    if (r.status !== 200) throw new Error(`GET /goods/${g}: ${r.status}`);
-    out[g] = { stock: r.json('stock'), orders: r.json('orders') };
+    for (let i = 0; ; i++) {
+      const r = http.get(`${bases[0]}/goods/${g}`);
+      if (r.status !== 200) throw new Error(`GET /goods/${g}: ${r.status}`);
+      const counted = Date.now() - (r.json('ordersAgeMs') || 0);
+      if (counted >= since || i >= 40) {
+        out[g] = { stock: r.json('stock'), orders: r.json('orders') };
+        break;
+      }
+      sleep(Math.max(0.05, (since - counted) / 1000));
+    }
   }
   return out;
 }

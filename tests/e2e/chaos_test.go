@@ -545,7 +545,7 @@ func chaosTable(cfg chaosConfig, rows []chaosRow) string {
 	}
 	b.WriteString("\nrecover s: from the fault's start to the next sale asked for after it (a server down for 1s is in it).\n" +
 		"sold: the stock at the start less at the end, plus the pieces expired orders gave back. ops: purchases, payments, reads\n" +
-		"of the goods and of orders, with the final rows, checked against a model of the shop by porcupine\n" +
+		"of the goods and of orders, with the final rows, checked against a model of the shop by a linearizability search\n" +
 		"(tests/framework/history); legal: the history is linearizable (?: undecided, the checker ran out of time); check s: the checker's time.\n")
 	return b.String()
 }

@@ -57,14 +57,13 @@ func (d demo) run(t *testing.T, args ...string) string {
 
 // make demo, the README's first command: the unlocked run oversells, both
 // locked runs are exact, the report is written, the instances are stopped.
-// The locked seed run sells in the order the buyers arrived (the lock's
-// queue is Curator's, in the order the shop read the requests): most of
-// its pieces go to its first arrivals. An order lost on the way (the
-// buyers counted in the load tool's own numbering, which the Go scheduler
-// sends in reverse more often than not) gave 0-49%; an even spread gives
-// 7%. The README's figure is about 0.9 or more (the generator pinned); the
-// test asks for 0.5, so that a machine busy with other suites keeps its
-// margin.
+// The locked runs sell in the order the buyers arrived (lock.order arrival:
+// the lock serves its waiters by when the shop read each request, within
+// and across the instances): the seed run sells at least 90 of its 100
+// pieces to the first 100 arrivals. With the waiters in the order their
+// nodes reached ZooKeeper (lock.order sequence, Curator's) it sold 74-100
+// in 16 runs here (100 in 14 of 14 by arrival): two instances' lock requests reach ZooKeeper tens of
+// milliseconds apart in the burst, at 15 arrivals a millisecond.
 func TestMakeDemo(t *testing.T) {
 	d := newDemo(t, e2e.NewStack(t))
 	out := d.run(t, "compare")
@@ -81,8 +80,8 @@ func TestMakeDemo(t *testing.T) {
 	if err := json.Unmarshal(raw, &on); err != nil {
 		t.Fatal(err)
 	}
-	if on.Fair == nil || on.Fair.Sold != 100 || on.Fair.Share < 0.5 {
-		t.Errorf("the locked seed run's fair line: %+v, want 100 sold, at least half of them to the first 100 arrivals:\n%s", on.Fair, out)
+	if on.Fair == nil || on.Fair.Sold != 100 || on.Fair.Share < 0.9 {
+		t.Errorf("the locked seed run's fair line: %+v, want 100 sold, at least 90 of them to the first 100 arrivals:\n%s", on.Fair, out)
 	}
 	t.Logf("the locked seed run: %d of its %d pieces to the first %d arrivals", on.Fair.ToFirst, on.Fair.Sold, on.Fair.Sold)
 }

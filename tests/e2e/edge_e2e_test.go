@@ -117,26 +117,7 @@ func TestOneClientCannotHoldEveryConnection(t *testing.T) {
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "5", "--clear-orders")
 	in := s.Serve(t)
 	addr := strings.TrimPrefix(in.URL, "http://")
-	held, cut := 0, 0
-	for range 40 {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: shop\r\n\r\n")); err != nil {
-			cut++
-			continue
-		}
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			cut++
-			continue
-		}
-		resp.Body.Close()
-		held++ // answered, and kept open, idle
-	}
+	held, cut := holdIdle(t, addr, 40)
 	if held != 10 || cut != 30 {
 		t.Fatalf("one address's 40 connections: %d held, %d cut; want its share of 10 held, 30 cut", held, cut)
 	}
@@ -158,6 +139,52 @@ func TestOneClientCannotHoldEveryConnection(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a buyer from another address: %d", resp.StatusCode)
 	}
+}
+
+// With a memory limit (GOMEMLIMIT, as the chart sets it from the pod's
+// limits.memory) and no server.maxConnections, the cap keeps the
+// connections within half of it at 20 KiB each: 16 MiB holds 409, 204 of
+// them one address's, and that address's 250th connection is cut. Before,
+// the cap followed the open-file limit alone (one address held 8 000 idle
+// connections, 150 MB, in a pod of 256 Mi; #75 item 6).
+func TestTheConnectionCapFollowsTheMemoryLimit(t *testing.T) {
+	s := e2e.NewStack(t, e2e.WithEnv("GOMEMLIMIT=16MiB"), e2e.WithSetting("server.idleTimeout", "60s"))
+	s.Shop(t, "migrate")
+	in := s.Serve(t)
+	if !strings.Contains(in.Logs(), "maxConnections=409 maxConnectionsPerClient=204") {
+		t.Fatalf("the listening line does not say the memory's cap (409, 204 a client):\n%s", in.Logs())
+	}
+	held, _ := holdIdle(t, strings.TrimPrefix(in.URL, "http://"), 250)
+	if held != 204 {
+		t.Errorf("one address's 250 connections: %d held, want its share of the memory's cap, 204", held)
+	}
+}
+
+// holdIdle opens n connections to addr from one address, one after
+// another, each asking GET /healthz with keep-alive: held were answered
+// and are kept open, idle (closed at the test's end), cut were closed.
+func holdIdle(t *testing.T, addr string, n int) (held, cut int) {
+	t.Helper()
+	for range n {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: shop\r\n\r\n")); err != nil {
+			cut++
+			continue
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			cut++
+			continue
+		}
+		resp.Body.Close()
+		held++
+	}
+	return held, cut
 }
 
 // Request ids that differ in case are two purchases; the same id twice is

@@ -238,7 +238,7 @@ auth: {mode: jwt}
 zookeeperAuth: true
 mysqlTLS: true
 secrets:
-  jwtHmacSecret: kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk
+  jwtHmacSecret: UFltCCeUBM6SBqzGEEH8PbRi1h1o5AWevGprmVitHxtO
   zookeeperAuth: digest:shop:s3cret-long-enough-for-the-shop-rule
   mysqlCA: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 `, nil, []string{"Deployment", "Secret -secrets", "MariaDB -mariadb"}},
@@ -252,10 +252,90 @@ zookeeper: {enabled: false, servers: ["zk1.example:2181", "zk2.example:2181", "z
 mariadb: {operator: false, dsn: "seckill@tcp(db1.example:3306,db2.example:3306,db3.example:3306)/seckill"}
 secrets: {mysqlPassword: seckill}
 `, nil, []string{"Deployment", "Job -migrate-1", "Secret -secrets"}},
+	{"production (values-production.yaml)", productionValues(), productionPins, []string{"Deployment", "Service", "Service -metrics", "MariaDB -mariadb", "NetworkPolicy"}},
 	{"operator Galera of 5 and the Prometheus Operator", `
 mariadb: {replicas: 5, storage: {size: 50Gi, storageClassName: fast}}
 shop: {replicas: 6}
 `, []string{"--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"}, []string{"Deployment", "MariaDB -mariadb", "ServiceMonitor"}},
+}
+
+// productionValues is values-production.yaml; productionPins are what an
+// installer adds to it: the images' digests and a Secret of its own.
+func productionValues() string {
+	b, err := os.ReadFile("../../" + chartDir + "/values-production.yaml")
+	if err != nil {
+		panic(err) // the file is the chart's: a test run without it is no run
+	}
+	return string(b)
+}
+
+var productionPins = []string{
+	"--set", "shop.image.digest=sha256:" + strings.Repeat("a", 64),
+	"--set", "zookeeper.image=zookeeper:3.8@sha256:" + strings.Repeat("b", 64),
+	"--set", "mariadb.image=mariadb:11.4@sha256:" + strings.Repeat("c", 64),
+	"--set", "secrets.existingSecret=my-shop-secrets",
+}
+
+// The production values hold what docs/kubernetes.md says a production
+// needs (#75 item 7): buyers by token, TLS to MySQL, no proxy trusted until
+// named, every image by digest (the render refuses a tag), the metrics port
+// to one namespace's Prometheus; and with a LoadBalancer the Service keeps
+// each buyer's address and does not expose /metrics (a Service of its own).
+func TestTheProductionValuesAreAProductions(t *testing.T) {
+	objs, err := render(t, productionValues(), append(slices.Clone(productionPins), "--set", "shop.service.type=LoadBalancer")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := shopConfig(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"auth.mode": "jwt", "mysql.tlsCA": "/etc/seckill/secrets/mysql-ca.pem", "server.trustedProxies": "[]"} {
+		if got := setting(cfg, key); got != want {
+			t.Errorf("config.yaml's %s: %q, want %q", key, got, want)
+		}
+	}
+	for _, o := range objs {
+		for _, c := range podContainers(o.Obj) {
+			if !strings.Contains(c.Image, "@sha256:") {
+				t.Errorf("%s %s runs %s: an image by tag", o.Kind, o.Name, c.Image)
+			}
+		}
+	}
+	api, _ := find[*corev1.Service](objs, "Service", "sale-seckill")
+	if api == nil || api.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal || len(api.Spec.Ports) != 1 || api.Spec.Ports[0].Name != "http" {
+		t.Errorf("the buyers' LoadBalancer: %+v, want the http port alone, externalTrafficPolicy Local", api)
+	}
+	if m, ok := find[*corev1.Service](objs, "Service", "sale-seckill-metrics"); !ok || m.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("no ClusterIP Service sale-seckill-metrics")
+	}
+	np, _ := find[*networkingv1.NetworkPolicy](objs, "NetworkPolicy", "sale-seckill")
+	for _, rule := range np.Spec.Ingress {
+		for _, peer := range rule.From {
+			if peer.NamespaceSelector != nil && len(peer.NamespaceSelector.MatchLabels) == 0 && len(peer.NamespaceSelector.MatchExpressions) == 0 {
+				t.Errorf("the shop's NetworkPolicy admits %v from every namespace", peer.PodSelector)
+			}
+		}
+	}
+	if _, err := render(t, productionValues(), "--set", "secrets.existingSecret=my-shop-secrets"); err == nil || !strings.Contains(err.Error(), "requireDigests") {
+		t.Errorf("the production values without digests: %v, want a refusal naming requireDigests", err)
+	}
+}
+
+// podContainers are the containers (init ones too) of a workload object.
+func podContainers(obj any) []corev1.Container {
+	var spec *corev1.PodSpec
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		spec = &o.Spec.Template.Spec
+	case *appsv1.StatefulSet:
+		spec = &o.Spec.Template.Spec
+	case *batchv1.Job:
+		spec = &o.Spec.Template.Spec
+	default:
+		return nil
+	}
+	return append(slices.Clone(spec.InitContainers), spec.Containers...)
 }
 
 // TestTheHelmChartRendersValidObjects renders the chart with each value set
@@ -719,6 +799,18 @@ func checkChart(objs []object, shopImage image, known map[string]bool) []string 
 	}
 	if sm, ok := find[*monitoringv1.ServiceMonitor](objs, "ServiceMonitor", ""); ok && len(sm.Spec.Endpoints) > 0 && sm.Spec.Endpoints[0].Port != "metrics" {
 		bad("the ServiceMonitor scrapes port %s, not metrics", sm.Spec.Endpoints[0].Port)
+	}
+	// The buyers' Service: the API's port alone (a LoadBalancer would
+	// expose /metrics to the world), and the buyer's address kept.
+	if s, ok := find[*corev1.Service](objs, "Service", "sale-seckill"); ok {
+		for _, p := range s.Spec.Ports {
+			if p.TargetPort.String() == "metrics" || p.Name == "metrics" {
+				bad("the buyers' Service %s exposes the metrics port", s.Name)
+			}
+		}
+		if s.Spec.Type != corev1.ServiceTypeClusterIP && s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+			bad("the buyers' %s Service %s hops through other nodes (externalTrafficPolicy %q): the limits would count nodes, not buyers", s.Spec.Type, s.Name, s.Spec.ExternalTrafficPolicy)
+		}
 	}
 
 	// No password in the ConfigMap: a DSN's user:password@ is refused.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,8 +215,9 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	}
 
 	// The refusals of a shop with tokens, limits and a sale not yet open.
+	const hmacKey = "8F5oLvlaptxVuXh+cLiSY2ypm8OqmGsweDpFeQnTjdiX" // random: the shop refuses a secret made by hand
 	secret := filepath.Join(t.TempDir(), "hs256.secret")
-	if err := os.WriteFile(secret, []byte(strings.Repeat("k", 40)), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte(hmacKey), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	jin := s.Serve(t, e2e.WithSetting("auth.mode", "jwt"), e2e.WithSetting("auth.hmacSecretFile", secret), e2e.WithSetting("limits.buyerRate", "0.01"), e2e.WithSetting("limits.buyerBurst", "1"))
@@ -225,9 +225,10 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	if router, err = gorillamux.NewRouter(doc); err != nil {
 		t.Fatal(err)
 	}
+	earlier := []*e2e.Instance{in, jin} // stopped before the last instance's other orders.payTimeout
 	in = jin
 	token := func(buyer string) string {
-		tok, err := auth.MintHS256([]byte(strings.Repeat("k", 40)), buyer, "", "", time.Now(), time.Hour)
+		tok, err := auth.MintHS256([]byte(hmacKey), buyer, "", "", time.Now(), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,6 +260,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	// With limits.clientRate, order reads and payments are paced per
 	// client address too: one at once here, then none for a long while.
 	in = s.Serve(t, e2e.WithSetting("auth.mode", "jwt"), e2e.WithSetting("auth.hmacSecretFile", secret), e2e.WithSetting("limits.clientRate", "0.01"), e2e.WithSetting("limits.clientBurst", "1"))
+	earlier = append(earlier, in)
 	doc.Servers = openapi3.Servers{{URL: in.URL}}
 	if router, err = gorillamux.NewRouter(doc); err != nil {
 		t.Fatal(err)
@@ -291,6 +293,13 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 	// beyond purchase.maxWaiting meanwhile (busy), one whose COMMIT's answer
 	// is lost with MySQL gone (outcome_unknown), one while MySQL is gone
 	// (unavailable), and the payment of an order past orders.payTimeout.
+	// The instances of one database must agree on orders.payTimeout: the
+	// earlier ones, with a minute, stop first.
+	for _, e := range earlier {
+		if err := e.Stop(t); err != nil {
+			t.Errorf("stopping an earlier instance: %v", err)
+		}
+	}
 	db, zkp := e2e.NewMySQLProxy(t, e2e.MySQLAddr(t, s.DSN)), e2e.NewProxy(t, s.ZKServers[0])
 	s.Shop(t, "stock", "set", "--goods", "5", "--stock", "5", "--clear-orders")
 	in = s.Serve(t, e2e.WithSetting("mysql.dsn", e2e.ViaProxy(t, s.DSN, db.Addr())), e2e.WithSetting("zookeeper.servers", zkp.Addr()), e2e.WithStrategy("seed"),

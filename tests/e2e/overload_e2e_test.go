@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,32 +9,31 @@ import (
 	"testing"
 	"time"
 
-	gozk "github.com/go-zookeeper/zk"
-
 	"github.com/seckill-zk/seckill-zk/internal/loadgen"
+	"github.com/seckill-zk/seckill-zk/internal/zk"
+	"github.com/seckill-zk/seckill-zk/internal/zklock"
 	"github.com/seckill-zk/seckill-zk/tests/framework/e2e"
 )
 
-// holdLock queues a node of the test's own first on the stack's lock, as a
-// holder that never finishes: the shop's buyers wait behind it until
-// release deletes it.
+// holdLock takes the stack's lock as a participant of the test's own, as
+// the shop's (lock.order arrival) does, and keeps it, a holder that never
+// finishes: the shop's buyers wait behind it until release lets it go.
 func holdLock(t testing.TB, s e2e.Stack) (release func()) {
 	t.Helper()
-	conn := e2e.ZKConn(t, s.ZKServers)
-	path := ""
-	for _, part := range strings.Split(strings.Trim(s.LockPath, "/"), "/") {
-		path += "/" + part
-		if _, err := conn.Create(path, nil, 0, gozk.WorldACL(gozk.PermAll)); err != nil && !errors.Is(err, gozk.ErrNodeExists) {
-			t.Fatalf("create %s: %v", path, err)
-		}
-	}
-	node, err := conn.Create(s.LockPath+"/_c_test-holder-lock-", nil, gozk.FlagEphemeralSequential, gozk.WorldACL(gozk.PermAll))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := zk.Connect(ctx, s.ZKServers, zk.Options{SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(conn.Close)
+	m := zklock.NewArrivalMutex(zklock.New(conn, zklock.Options{}), s.LockPath, time.Now())
+	if err := m.Acquire(ctx); err != nil {
+		t.Fatalf("the test's hold of %s: %v", s.LockPath, err)
+	}
 	return func() {
-		if err := conn.Delete(node, -1); err != nil && !errors.Is(err, gozk.ErrNoNode) {
-			t.Fatalf("release the test's lock node: %v", err)
+		if err := m.Release(context.Background()); err != nil {
+			t.Fatalf("release the test's hold: %v", err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,4 +167,114 @@ func TestThePreQueueOpensAtTheStart(t *testing.T) {
 		t.Errorf("%d bought, want the 5 pieces sold", ok)
 	}
 	s.CheckNoOversell(t, 5, r.Answers...)
+}
+
+// A flood of fake places does not empty the room (#75 item 2): while 150
+// patient buyers (standard clients, each its own address behind a trusted
+// proxy) come over five seconds for 60 pieces at two instances, one
+// address sends, a second into the sale, 300 requests
+// as one buyer without its cookie, another 300 requests of made-up buyers,
+// a third 1 000 of made-up goods; none of them comes back. The one buyer
+// holds one place per instance, the made-up buyers of one address their
+// share (room.placesPerClient), the made-up goods none; every piece is
+// sold, all to the patient buyers, each of whom is answered. Before, the
+// one buyer's requests made 162 places, each a buyer ahead of the later
+// ones (the issue saw them hear sold_out with pieces left).
+func TestAFloodOfFakePlacesDoesNotEmptyTheRoom(t *testing.T) {
+	e2e.Integration(t)
+	const stock, buyers, rate = 60, 150, 30.0 // about 30 arrive before the flood, 120 after it
+	env := append(append([]e2e.Option{}, roomEnv...), e2e.WithSetting("room.placesPerClient", "16"), e2e.WithSetting("server.trustedProxies", "127.0.0.1"))
+	s := e2e.NewStack(t, env...)
+	s.Shop(t, "migrate")
+	s.Shop(t, "stock", "set", "--goods", "1", "--stock", strconv.Itoa(stock), "--clear-orders")
+	a, b := s.Serve(t), s.Serve(t)
+	bases := []string{a.URL, b.URL}
+	floods := make(chan []flooded)
+	go func() {
+		time.Sleep(time.Second) // the patient buyers' queue is open
+		floods <- []flooded{
+			flood(bases, 300, 1, func(i int) (string, []string) { // one at a time: two at once are refused 429
+				return "/goods-stock/1", []string{"X-User-ID", "mallory", "X-Request-Timeout-Ms", "300", "X-Forwarded-For", "10.9.9.1"}
+			}),
+			flood(bases, 300, 20, func(i int) (string, []string) {
+				return "/goods-stock/1", []string{"X-User-ID", fmt.Sprintf("made-up-%d", i), "X-Request-Timeout-Ms", "300", "X-Forwarded-For", "10.9.9.2"}
+			}),
+			flood(bases, 1000, 20, func(i int) (string, []string) {
+				return fmt.Sprintf("/goods-stock/%d", 2_000_000+i), []string{"X-User-ID", fmt.Sprintf("made-up-goods-%d", i), "X-Forwarded-For", "10.9.9.3"}
+			}),
+		}
+	}()
+	r, err := loadgen.Open(context.Background(), loadgen.OpenOptions{
+		Target:   func(i int) string { return bases[i%2] },
+		Profile:  loadgen.Profile{Rate: rate, Duration: time.Duration(float64(buyers) / rate * float64(time.Second))},
+		Timeout:  2 * time.Minute,
+		Patience: 2 * time.Minute,
+		Record:   true,
+		Request: func(i int) (string, []string) {
+			return "/goods-stock/1", []string{"X-User-ID", fmt.Sprintf("patient-%d", i), "X-Forwarded-For", fmt.Sprintf("10.1.%d.%d", i/200, i%200+1)}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := <-floods
+	t.Logf("one buyer's 300: %v, %d places; 300 made-up buyers of one address: %v, %d places; 1 000 made-up goods: %v",
+		fl[0].codes, len(fl[0].places), fl[1].codes, len(fl[1].places), fl[2].codes)
+	if len(fl[0].places) > 2 {
+		t.Errorf("one buyer's 300 requests without its cookie got %d places, want one per instance (2)", len(fl[0].places))
+	}
+	if len(fl[1].places) > 2*16 {
+		t.Errorf("300 made-up buyers of one address got %d places, want at most room.placesPerClient (16) per instance", len(fl[1].places))
+	}
+	if len(fl[2].places) > 0 || fl[2].codes["404 goods_not_found"] != 1000 {
+		t.Errorf("1 000 made-up goods: %v, %d places; want 404 each, no place", fl[2].codes, len(fl[2].places))
+	}
+	bought := 0
+	for _, rec := range r.Records {
+		switch {
+		case rec.Err != nil || rec.Sent.IsZero():
+			t.Errorf("patient buyer %d: no last answer (%v)", rec.Index, rec.Err)
+		case rec.Status == http.StatusOK:
+			bought++
+		case rec.Code != "sold_out":
+			t.Errorf("patient buyer %d: last answer %d %s, want 200 or sold_out", rec.Index, rec.Status, rec.Code)
+		}
+	}
+	left, orders := s.Counts(t)
+	t.Logf("%d patient buyers bought %d of %d pieces; stock left %d, order rows %d", buyers, bought, stock, left, orders)
+	if bought != stock || left != 0 || orders != stock {
+		t.Errorf("the patient buyers bought %d of %d pieces, %d left, %d order rows: want every piece sold to them", bought, stock, left, orders)
+	}
+}
+
+// flooded is what a flood was answered: how many each status and code,
+// and the distinct places given.
+type flooded struct {
+	codes  map[string]int
+	places map[string]bool
+}
+
+// flood sends n requests, conc at once, alternating bases, and never
+// comes back.
+func flood(bases []string, n, conc int, req func(i int) (string, []string)) flooded {
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	f := flooded{codes: map[string]int{}, places: map[string]bool{}}
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			path, header := req(i)
+			a := e2e.Ask(http.MethodGet, bases[i%2]+path, header...)
+			mu.Lock()
+			defer mu.Unlock()
+			f.codes[fmt.Sprintf("%d %s", a.Status, a.Code)]++
+			if p := a.Header.Get("X-Place"); p != "" {
+				f.places[p] = true
+			}
+		})
+	}
+	wg.Wait()
+	return f
 }

@@ -302,22 +302,50 @@ func TestTwoDeploymentsOfOneDatabaseNameDoNotShareAnElection(t *testing.T) {
 func TestOneDatabaseIsServedUnderOneSetOfPaths(t *testing.T) {
 	a := e2e.NewStack(t, e2e.WithPayTimeout(time.Minute))
 	a.Shop(t, "migrate")
-	first := a.Serve(t)
 	b := e2e.NewStackOn(t, a.DSN, a.ZKServers, e2e.WithPayTimeout(time.Minute)) // the same database, paths of its own
-	out, code := serveExit(t, b)
-	if code != 1 || !strings.Contains(out, "sold and swept under other ZooKeeper paths") || !strings.Contains(out, leaderPathOf(a)) {
-		t.Fatalf("an instance under other paths while the database's first instance runs: exit %d, want 1 and a line naming the first's paths:\n%s", code, out)
+	takesOver(t, a, b, takeover{
+		refused: []string{"sold and swept under other ZooKeeper paths", leaderPathOf(a)},
+		logged:  "the database moves to this instance's ZooKeeper paths",
+		back:    []string{leaderPathOf(b)},
+	})
+}
+
+// takeover is what a second stack on a database hears: refused while the
+// first's instance runs (each of refused in its output), then started once
+// it stopped (logged), and then the first refused (back).
+type takeover struct {
+	refused []string
+	logged  string
+	back    []string
+}
+
+// takesOver starts an instance of a, checks that one of b is refused
+// while it runs and starts once it stopped, and that a's is refused then.
+func takesOver(t *testing.T, a, b e2e.Stack, want takeover) {
+	t.Helper()
+	first := a.Serve(t)
+	if out, code := serveExit(t, b); code != 1 || !containsAll(out, want.refused) {
+		t.Fatalf("a second instance while the database's first runs: exit %d, want 1 and a line with %q:\n%s", code, want.refused, out)
 	}
 	if err := first.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	moved := b.Serve(t)
-	if !strings.Contains(moved.Logs(), "the database moves to this instance's ZooKeeper paths") {
-		t.Errorf("the move to new paths was not logged:\n%s", moved.Logs())
+	second := b.Serve(t)
+	if !strings.Contains(second.Logs(), want.logged) {
+		t.Errorf("the takeover was not logged (%q):\n%s", want.logged, second.Logs())
 	}
-	if out, code := serveExit(t, a); code != 1 || !strings.Contains(out, leaderPathOf(b)) {
-		t.Errorf("the first paths' instance, once the database moved: exit %d, want 1 naming the new paths:\n%s", code, out)
+	if out, code := serveExit(t, a); code != 1 || !containsAll(out, want.back) {
+		t.Errorf("the first stack's instance, once the second took over: exit %d, want 1 and a line with %q:\n%s", code, want.back, out)
 	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // leaderPathOf is the stack's leader.path.
@@ -328,4 +356,20 @@ func leaderPathOf(s e2e.Stack) string {
 		}
 	}
 	return ""
+}
+
+// Two instances of one database with two pay timeouts: one expired an
+// order that the other then took payment for. The database records the
+// settings its instances must agree on (orders.payTimeout, lock.order)
+// with its paths; an instance with others refuses to start while
+// instances queue in the election, naming the setting and both values,
+// and records its own once none does.
+func TestTheInstancesOfOneDatabaseAgreeOnThePayTimeout(t *testing.T) {
+	a := e2e.NewStack(t, e2e.WithPayTimeout(time.Minute))
+	a.Shop(t, "migrate")
+	takesOver(t, a, a.With(t, e2e.WithPayTimeout(2*time.Minute)), takeover{
+		refused: []string{"orders.payTimeout is 1m0s, this instance's 2m0s"},
+		logged:  "the database's instances change settings",
+		back:    []string{"orders.payTimeout is 2m0s, this instance's 1m0s"},
+	})
 }

@@ -195,22 +195,30 @@ type Code string
 // Goods GET /goods/{goodsNo}
 type Goods struct {
 	// Code the answer's code, for machines (internal/api's list)
-	Code           Code           `json:"code"`
-	GoodsNo        int            `json:"goodsNo"`
-	IsActive       bool           `json:"isActive"`
-	Message        string         `json:"message"`
-	Orders         int            `json:"orders"`
+	Code     Code   `json:"code"`
+	GoodsNo  int    `json:"goodsNo"`
+	IsActive bool   `json:"isActive"`
+	Message  string `json:"message"`
+	Orders   int    `json:"orders"`
+
+	// OrdersAgeMs how old the order counts are: an instance counts a goods' orders at most once a second and answers with that count meanwhile
+	OrdersAgeMs    int            `json:"ordersAgeMs"`
 	OrdersByStatus map[string]int `json:"ordersByStatus"`
 	RequestId      *string        `json:"requestId,omitempty"`
 	SaleEnd        *time.Time     `json:"saleEnd,omitempty"`
 	SaleStart      *time.Time     `json:"saleStart,omitempty"`
-	Stock          int            `json:"stock"`
+
+	// Stock read fresh
+	Stock int `json:"stock"`
 }
 
 // GoodsItem defines model for GoodsItem.
 type GoodsItem struct {
-	GoodsNo        int                      `json:"goodsNo"`
-	IsActive       bool                     `json:"isActive"`
+	GoodsNo  int  `json:"goodsNo"`
+	IsActive bool `json:"isActive"`
+
+	// OrdersAgeMs how old the order counts are (at most about a second)
+	OrdersAgeMs    int                      `json:"ordersAgeMs"`
 	OrdersByStatus GoodsItem_OrdersByStatus `json:"ordersByStatus"`
 	SaleEnd        *time.Time               `json:"saleEnd,omitempty"`
 	SaleStart      *time.Time               `json:"saleStart,omitempty"`

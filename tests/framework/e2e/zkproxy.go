@@ -18,6 +18,7 @@ const (
 	ZKOpCreateContainer int32 = 19
 	zkOpCloseSession    int32 = -11
 	ZKOpGetData         int32 = 4
+	ZKOpSetData         int32 = 5
 	zkOpPing            int32 = 11
 	zkXidPing           int32 = -2
 )

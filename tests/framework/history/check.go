@@ -96,26 +96,19 @@ func Check(ops []Op, initial map[int32]int32, final Final, timeout time.Duration
 	for _, g := range goods {
 		h, n := byGoods[g], indexOrders(byGoods[g])
 		r.Ops += len(h)
-		m := model(initial[g], n)
-		res, info := porcupine.CheckOperationsVerbose(m, h, timeout)
-		if res == porcupine.Ok {
+		res := check(h, initial[g], n, timeout)
+		if res == linearizable {
 			continue
 		}
 		r.Legal = false
 		what := "not linearizable"
-		if res == porcupine.Unknown {
+		if res == timedOut {
 			what = fmt.Sprintf("not decided within %v", timeout)
 			undecided++
 		}
 		r.Problems = append(r.Problems, fmt.Sprintf("goods %d: the history of %d operations is %s", g, len(h), what))
 		if htmlDir != "" {
-			if err := os.MkdirAll(htmlDir, 0o755); err == nil {
-				p := filepath.Join(htmlDir, fmt.Sprintf("goods-%d.html", g))
-				if err := porcupine.VisualizePath(m, info, p); err == nil {
-					r.HTML = append(r.HTML, p)
-				}
-				writeOps(filepath.Join(htmlDir, fmt.Sprintf("goods-%d.txt", g)), h)
-			}
+			r.HTML = append(r.HTML, visualize(htmlDir, g, h, initial[g], n)...)
 		}
 	}
 	if len(r.Problems) > 0 {
@@ -126,6 +119,34 @@ func Check(ops []Op, initial map[int32]int32, final Final, timeout time.Duration
 	r.Undecided = undecided > 0 && undecided == len(r.Problems)
 	r.Took = time.Since(start)
 	return r
+}
+
+// check searches for a linearization of a goods' history h, of n orders,
+// from its initial stock.
+func check(h []porcupine.Operation, stock int32, n int, timeout time.Duration) verdict {
+	ops := make([]modelOp, len(h))
+	calls, rets := make([]int64, len(h)), make([]int64, len(h))
+	for i, o := range h {
+		ops[i], calls[i], rets[i] = o.Input.(modelOp), o.Call, o.Return
+	}
+	return linearize(ops, calls, rets, start(stock, n), time.Now().Add(timeout))
+}
+
+// visualize writes a failing goods' history: porcupine's visualisation
+// (from porcupine's own search, given a few seconds: the longest prefixes
+// it could place) and the operations as text. It returns the HTML's path.
+func visualize(dir string, g int32, h []porcupine.Operation, stock int32, n int) []string {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil
+	}
+	writeOps(filepath.Join(dir, fmt.Sprintf("goods-%d.txt", g)), h)
+	m := model(stock, n)
+	_, info := porcupine.CheckOperationsVerbose(m, h, 5*time.Second)
+	p := filepath.Join(dir, fmt.Sprintf("goods-%d.html", g))
+	if err := porcupine.VisualizePath(m, info, p); err != nil {
+		return nil
+	}
+	return []string{p}
 }
 
 // complete turns the recorded ops into porcupine's, per goods: outcomes the

@@ -1,7 +1,8 @@
 // Package history records what the clients of a faulted sale did and heard
 // — every purchase, payment and read, with its call and return times — and
-// checks the history against a model of the shop with porcupine, a
-// linearizability checker, as etcd's robustness tests and Jepsen do.
+// checks the history against a model of the shop for linearizability, as
+// etcd's robustness tests and Jepsen do: with porcupine's search and one
+// rule more (linearize.go), and porcupine's visualisation of a failure.
 //
 // The model (model.go) is a goods' stock and its orders' states. A client
 // that never learned how its operation ended (no answer, outcome_unknown)

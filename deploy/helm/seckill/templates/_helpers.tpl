@@ -23,6 +23,17 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{- define "seckill.image" -}}
+{{- if .Values.requireDigests -}}
+{{- if not .Values.shop.image.digest -}}
+{{- fail "shop.image.digest: requireDigests wants every image by digest (sha256:...), which no push can change" -}}
+{{- end -}}
+{{- if and .Values.zookeeper.enabled (not (contains "@sha256:" .Values.zookeeper.image)) -}}
+{{- fail "zookeeper.image: requireDigests wants it by digest (zookeeper:3.8@sha256:...)" -}}
+{{- end -}}
+{{- if and .Values.mariadb.operator (not (contains "@sha256:" .Values.mariadb.image)) -}}
+{{- fail "mariadb.image: requireDigests wants it by digest (mariadb:11.4@sha256:...)" -}}
+{{- end -}}
+{{- end -}}
 {{- if .Values.shop.image.digest -}}
 {{ .Values.shop.image.repository }}@{{ .Values.shop.image.digest }}
 {{- else -}}
