@@ -220,8 +220,11 @@ func TestAFloodOfFakePlacesDoesNotEmptyTheRoom(t *testing.T) {
 	fl := <-floods
 	t.Logf("one buyer's 300: %v, %d places; 300 made-up buyers of one address: %v, %d places; 1 000 made-up goods: %v",
 		fl[0].codes, len(fl[0].places), fl[1].codes, len(fl[1].places), fl[2].codes)
-	if len(fl[0].places) > 2 {
-		t.Errorf("one buyer's 300 requests without its cookie got %d places, want one per instance (2)", len(fl[0].places))
+	// A place whose turn came is used up: its request went in (and, on a
+	// busy machine, may have been cut off by its 300 ms, 503 timeout), and
+	// the buyer's next request is a new arrival.
+	if wentIn := fl[0].codes["503 timeout"]; len(fl[0].places) > 2+wentIn {
+		t.Errorf("one buyer's 300 requests without its cookie got %d places, want one per instance (2) and one per request that went in (%d)", len(fl[0].places), wentIn)
 	}
 	if len(fl[1].places) > 2*16 {
 		t.Errorf("300 made-up buyers of one address got %d places, want at most room.placesPerClient (16) per instance", len(fl[1].places))
