@@ -258,14 +258,7 @@ func TestArrivalMutexTurnstileAnswerLost(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Acquire(ctx) }()
 	awaitFault(t, fault, "the turnstile's write")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Acquire after its turnstile write's answer was lost: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Acquire did not return within 30s of the lost answer")
-	}
+	acquiredWithin30s(t, done, "after its turnstile write's answer was lost")
 	other := zklock.NewArrivalMutex(observer, lockPath, base(2))
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
@@ -340,15 +333,22 @@ func TestArrivalMutexTurnstileTidiedBetweenReadAndWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	read.Release()
+	acquiredWithin30s(t, done, "when the turnstile went between its read and its write")
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// acquiredWithin30s fails t unless done, an Acquire's result, comes
+// without an error within 30 s; when says in what case.
+func acquiredWithin30s(t *testing.T, done <-chan error, when string) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("Acquire when the turnstile went between its read and its write: %v", err)
+			t.Fatalf("Acquire %s: %v", when, err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("Acquire did not return within 30s")
-	}
-	if err := m.Release(ctx); err != nil {
-		t.Fatal(err)
+		t.Fatalf("Acquire %s did not return within 30s", when)
 	}
 }
