@@ -188,7 +188,7 @@ var settings = []setting{
 		func(p *parser, k string, c *Config) { c.Auth.Audience = p.optional(k) }},
 	{"auth.maxTokenLifetime", kDuration, auth.DefaultMaxLifetime.String(), "auth.mode jwt: the longest a token may be valid, from its iat (or from now without one) to its exp; a longer one is refused",
 		func(p *parser, k string, c *Config) { c.Auth.MaxTokenLifetime = p.duration(k, false) }},
-	{"room.enabled", kBool, "true", "a waiting room: past capacity a buyer (X-User-ID, the token's sub, or an anonymous buyer's own X-Request-ID) gets a place in arrival order across the instances, one per buyer and goods at an instance, kept while it comes back (a cookie or X-Place), and is let in in that order (503 queued); false: 503 busy, as an anonymous buyer without a request id always hears",
+	{"room.enabled", kBool, "true", "a waiting room: past capacity a buyer (X-User-ID, the token's sub, an anonymous buyer's own X-Request-ID, else an id its place carries) gets a place in arrival order across the instances, one per buyer and goods at an instance, kept while it comes back (a cookie or X-Place), and is let in in that order (503 queued); false: 503 busy",
 		func(p *parser, k string, c *Config) { c.Room.Enabled = p.boolean(k) }},
 	{"room.keep", kDuration, service.DefaultRoomKeep.String(), "how long a place is kept when its buyer does not come back after the time it was told",
 		func(p *parser, k string, c *Config) { c.Room.Keep = p.duration(k, false) }},

@@ -2,9 +2,11 @@ package service
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"strings"
 	"time"
 )
 
@@ -20,23 +22,39 @@ type Place struct {
 	Expires time.Time // the place lapses unless its buyer comes back before
 }
 
-// placeVersion starts every token; a token of another form is no place.
-const placeVersion = "p1."
+// Two forms of token, told apart by how they start; a token of any other
+// form is no place. A named buyer's (p1) is bound to the buyer's id or
+// request id; an anonymous buyer's (p2) also carries the id the shop made
+// for it (anonymousWho), which is whom it is bound to.
+const (
+	placeVersion     = "p1."
+	anonPlaceVersion = "p2."
+)
 
-// placeMACSize is the signature's length in a token (of SHA-256's 32).
-const placeMACSize = 16
+const (
+	placeMACSize  = 16 // the signature's length in a token (of SHA-256's 32)
+	placeBodySize = 4 + 8 + 8
+	anonIDSize    = 12                                                                  // the shop-made id of an anonymous buyer
+	anonPrefix    = "a:"                                                                // an anonymous buyer's who: anonPrefix + its id in base64
+	placeMaxToken = len(anonPlaceVersion) + (placeBodySize+anonIDSize+placeMACSize)*4/3 // a p2 token's length, the longest
+)
 
 // placeSigner signs and reads places with the room's key.
 type placeSigner struct{ key []byte }
 
 // sign is p's token for buyer who.
 func (s placeSigner) sign(p Place, who string) string {
-	var raw [4 + 8 + 8 + placeMACSize]byte
+	var raw [placeBodySize + anonIDSize + placeMACSize]byte
 	binary.BigEndian.PutUint32(raw[0:], uint32(p.GoodsNo))
 	binary.BigEndian.PutUint64(raw[4:], uint64(p.At.UnixMicro()))
 	binary.BigEndian.PutUint64(raw[12:], uint64(p.Expires.Unix()))
-	copy(raw[20:], s.mac(raw[:20], who))
-	return placeVersion + base64.RawURLEncoding.EncodeToString(raw[:])
+	body, version := raw[:placeBodySize], placeVersion
+	if id, ok := anonID(who); ok {
+		copy(raw[placeBodySize:], id)
+		body, version = raw[:placeBodySize+anonIDSize], anonPlaceVersion
+	}
+	token := append(body, s.mac(body, who)...)
+	return version + base64.RawURLEncoding.EncodeToString(token)
 }
 
 // read is the place token holds for buyer who and goodsNo, if it is one
@@ -44,14 +62,15 @@ func (s placeSigner) sign(p Place, who string) string {
 // malformed, forged, another buyer's or goods', lapsed — is no place: its
 // bearer is a new arrival, told nothing more.
 func (s placeSigner) read(token string, goodsNo int32, who string, now time.Time) (Place, bool) {
-	if len(token) <= len(placeVersion) || token[:len(placeVersion)] != placeVersion || len(token) > 64 {
+	raw, ok := placeRaw(token)
+	if !ok {
 		return Place{}, false
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(token[len(placeVersion):])
-	if err != nil || len(raw) != 20+placeMACSize {
-		return Place{}, false
+	body := raw[:len(raw)-placeMACSize]
+	if len(body) > placeBodySize && anonPrefix+encodeAnonID(body[placeBodySize:]) != who {
+		return Place{}, false // another anonymous buyer's place
 	}
-	if !hmac.Equal(raw[20:], s.mac(raw[:20], who)) {
+	if !hmac.Equal(raw[len(body):], s.mac(body, who)) {
 		return Place{}, false
 	}
 	p := Place{
@@ -65,6 +84,25 @@ func (s placeSigner) read(token string, goodsNo int32, who string, now time.Time
 	return p, true
 }
 
+// placeRaw is token's bytes if it has the form of a p1 or a p2 token;
+// nothing in it is verified yet.
+func placeRaw(token string) ([]byte, bool) {
+	size := placeBodySize + placeMACSize
+	switch {
+	case len(token) > placeMaxToken:
+		return nil, false
+	case strings.HasPrefix(token, anonPlaceVersion):
+		size += anonIDSize
+	case !strings.HasPrefix(token, placeVersion):
+		return nil, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token[len(placeVersion):])
+	if err != nil || len(raw) != size {
+		return nil, false
+	}
+	return raw, true
+}
+
 func (s placeSigner) mac(body []byte, who string) []byte {
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte("seckill place\x00"))
@@ -72,3 +110,28 @@ func (s placeSigner) mac(body []byte, who string) []byte {
 	m.Write([]byte(who))
 	return m.Sum(nil)[:placeMACSize]
 }
+
+// anonymousWho names a buyer with neither a buyer id nor a request id of
+// its own, so that it too holds one place and comes back to it: by the id
+// its place token carries, else by a new random id (a new arrival). The id
+// is taken unverified here; read checks it against the token's signature,
+// so a made-up or altered id is a new arrival's, like a missing one.
+func anonymousWho(token string) string {
+	if raw, ok := placeRaw(token); ok && len(raw) == placeBodySize+anonIDSize+placeMACSize {
+		return anonPrefix + encodeAnonID(raw[placeBodySize:placeBodySize+anonIDSize])
+	}
+	var id [anonIDSize]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24)
+	return anonPrefix + encodeAnonID(id[:])
+}
+
+// anonID is the id in an anonymous buyer's who.
+func anonID(who string) ([]byte, bool) {
+	if !strings.HasPrefix(who, anonPrefix) {
+		return nil, false
+	}
+	id, err := base64.RawURLEncoding.DecodeString(who[len(anonPrefix):])
+	return id, err == nil && len(id) == anonIDSize
+}
+
+func encodeAnonID(id []byte) string { return base64.RawURLEncoding.EncodeToString(id) }

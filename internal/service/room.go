@@ -294,10 +294,11 @@ func (r *Room) attach(a *admission, shop Store) {
 }
 
 // roomWho is whom a place is bound to: the buyer, or an anonymous buyer's
-// own request id; "" (no place possible) for an anonymous buyer without
-// one. (Named by its client address instead, every anonymous buyer behind
-// one address would share a place and go in together at its turn: the
-// overload and pre-queue tests showed it.)
+// own request id; for an anonymous buyer without one, the id its place
+// carries or a new one (anonymousWho). (Named by its client address
+// instead, every anonymous buyer behind one address would share a place
+// and go in together at its turn: the overload and pre-queue tests showed
+// it.)
 func roomWho(p PurchaseRequest) string {
 	switch {
 	case p.UserID != "":
@@ -305,7 +306,7 @@ func roomWho(p PurchaseRequest) string {
 	case p.ClientRequestID:
 		return "r:" + p.RequestID
 	}
-	return ""
+	return anonymousWho(p.Place)
 }
 
 // arrivalOf is a buyer's position in its goods' order of arrival: its

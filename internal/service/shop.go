@@ -338,9 +338,10 @@ func (s *Shop) Purchase(ctx context.Context, p PurchaseRequest) (*Order, error) 
 // buy is Purchase past what was known: the sale window, the sold-out mark,
 // one purchase at a time per buyer, the admission, the strategy.
 //
-// With the waiting room, a buyer it can name (roomWho) goes into the
-// admission when its turn has come, else hears its place (QueuedError);
-// one who comes before the sale's start gets a place in the pre-queue.
+// With the waiting room, every buyer, named or anonymous (roomWho), goes
+// into the admission when its turn has come, else hears its place
+// (QueuedError); one who comes before the sale's start gets a place in the
+// pre-queue.
 func (s *Shop) buy(ctx context.Context, p PurchaseRequest) (*Order, error) {
 	who := ""
 	if s.room != nil {

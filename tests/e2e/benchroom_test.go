@@ -176,7 +176,7 @@ func benchRoom(b *testing.B, rounds int) (map[roomKey]map[bool][]roomRun, map[bo
 // place.
 func refusalCost(b *testing.B, on bool) float64 {
 	s, in1, in2, stop := roomPair(b, 1000000, e2e.WithQueueTarget(300*time.Millisecond), e2e.WithSetting("purchase.maxWaiting", "50"), e2e.WithAcquireTimeout(time.Minute),
-		e2e.WithStrategy("seed"), e2e.WithSetting("room.enabled", strconv.FormatBool(on)))
+		e2e.WithStrategy("seed"), e2e.WithRoom(on))
 	defer stop()
 	release := holdLock(b, s)
 	defer release()
@@ -239,7 +239,7 @@ func roomCapacity(b *testing.B, sale roomSale) (float64, float64) {
 // case rc.
 func roomSpike(b *testing.B, sale roomSale, rc roomCase, on bool, c, perPurchase float64) roomRun {
 	s, in1, in2, stop := roomPair(b, roomStock, append([]e2e.Option{e2e.WithQueueTarget(300 * time.Millisecond), e2e.WithAcquireTimeout(time.Minute),
-		e2e.WithPayTimeout(0), e2e.WithSetting("room.enabled", strconv.FormatBool(on))}, sale.env...)...)
+		e2e.WithPayTimeout(0), e2e.WithRoom(on)}, sale.env...)...)
 	defer stop()
 	closedLoadOf([]string{in1.URL, in2.URL}, 500, 100, func(int) int32 { return 2 }) // warm-up, another goods (absent: 404)
 	bases := []string{in1.URL, in2.URL}

@@ -162,7 +162,7 @@ func spikeOf(b *testing.B, sale spikeSale, secs int) spikeResult {
 	dsn := e2e.Database(b)
 	// The admission alone: (k) measures the waiting room in front of it.
 	s := e2e.NewStackOn(b, dsn, e2e.ZooKeeper(b), append([]e2e.Option{e2e.WithLogLevel("info"), e2e.WithQueueTarget(300 * time.Millisecond),
-		e2e.WithAcquireTimeout(time.Minute), e2e.WithSetting("room.enabled", "false")}, sale.env...)...)
+		e2e.WithAcquireTimeout(time.Minute), e2e.WithRoom(false)}, sale.env...)...)
 	s.Binary = e2e.ShopBinaryNoRace(b)
 	s.Shop(b, "migrate")
 	s.Shop(b, "stock", "set", "--goods", "1", "--stock", "10000000", "--clear-orders")

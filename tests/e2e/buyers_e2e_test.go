@@ -169,13 +169,18 @@ func TestSaleWindowEdges(t *testing.T) {
 
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
+// windowOnly is the sale window without the waiting room: a buyer before
+// the start hears 409 not_started, not a place in the room's pre-queue
+// (room_e2e_test.go tests that).
+var windowOnly = e2e.WithRoom(false)
+
 // windowedSale serves goods 1, stock 10, on an instance of a stack with env,
 // its sale window from start to end (stock set's --start and --end), and
 // checks that a buyer before the start hears 409 not_started and when it
 // starts. It returns the stack, a buyer of goods 1 and the start.
 func windowedSale(t *testing.T, start, end string, env ...e2e.Option) (e2e.Stack, func() buyerAnswer, time.Time) {
 	t.Helper()
-	s := e2e.NewStack(t, env...)
+	s := e2e.NewStack(t, append([]e2e.Option{windowOnly}, env...)...)
 	s.Shop(t, "migrate")
 	in := s.Serve(t)
 	// --no-wait: the window is seconds away; the goods never sold out, so
@@ -198,7 +203,7 @@ func TestTheRowsSaleWindowDecidesUnderEveryStrategy(t *testing.T) {
 	for _, strategy := range []string{"seed", "batch", "atomic"} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel() // each on a database and lock paths of its own; most of it is sleeps
-			s := e2e.NewStack(t, e2e.WithStrategy(strategy))
+			s := e2e.NewStack(t, e2e.WithStrategy(strategy), windowOnly)
 			s.Shop(t, "migrate")
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "none", "--end", "none")
 			in := s.Serve(t)
@@ -296,7 +301,7 @@ func TestAnExpiredOrderFreesTheBuyer(t *testing.T) {
 // stock set --start none and --end none clear their side of the window
 // (and leave the other as it was).
 func TestStockSetNoneClearsItsSideOfTheWindow(t *testing.T) {
-	s := e2e.NewStack(t)
+	s := e2e.NewStack(t, windowOnly)
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "10", "--clear-orders", "--start", "+1h", "--end", "+2h")
 	in := s.Serve(t)

@@ -23,7 +23,7 @@ const skewPayTimeout = 4 * time.Second
 
 func newSkewedPair(t *testing.T, skew time.Duration, source string) skewedPair {
 	t.Helper()
-	st := e2e.NewStack(t, e2e.WithSetting("orders.payTimeout", skewPayTimeout.String()), e2e.WithSweepInterval(200*time.Millisecond), e2e.WithLogLevel("info"))
+	st := e2e.NewStack(t, e2e.WithSetting("orders.payTimeout", skewPayTimeout.String()), e2e.WithSweepInterval(200*time.Millisecond), e2e.WithLogLevel("info"), windowOnly)
 	st.Shop(t, "migrate")
 	p := skewedPair{Stack: st, n: st.Serve(t)}
 	if !e2e.WaitUntil(30*time.Second, func() bool { return strings.Contains(p.n.Logs(), "leading: this instance sweeps") }) {

@@ -135,7 +135,7 @@ func TestTheOpenAPIDescriptionMatchesALiveInstance(t *testing.T) {
 		header       []string
 		status       int
 	}{
-		{http.MethodGet, "/goods-stock/3", false, nil, 409},                                                          // not_started: an anonymous buyer without a request id gets no place
+		{http.MethodGet, "/goods-stock/3", false, nil, 503},                                                          // queued: a place in the pre-queue, an anonymous buyer's too
 		{http.MethodPost, "/goods-stock/1", false, []string{"X-Request-ID", "openapi-1", "X-User-ID", "alice"}, 200}, // the replay
 		{http.MethodGet, "/goods-stock/1", false, nil, 409},                                                          // sold out
 		{http.MethodGet, "/goods-stock/2", false, []string{"X-Request-Timeout-Ms", "5000", "X-User-ID", "bob"}, 200},

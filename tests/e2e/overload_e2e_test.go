@@ -105,7 +105,7 @@ func TestABuyerWhoLeftBeforeTheCommitIsNotSold(t *testing.T) {
 // patience: they time out, and some of those are sold to.
 func TestPastCapacityTheExcessIsRefusedFast(t *testing.T) {
 	s := e2e.NewStack(t, e2e.WithStrategy("seed"), e2e.WithMaxSleep(4*time.Millisecond), e2e.WithQueueTarget(300*time.Millisecond),
-		e2e.WithAcquireTimeout(time.Minute))
+		e2e.WithAcquireTimeout(time.Minute), e2e.WithRoom(false)) // the admission alone; room_e2e_test.go has the room past capacity
 	s.Binary = e2e.ShopBinaryNoRace(t) // the race detector's cost would be the capacity measured
 	s.Shop(t, "migrate")
 	s.Shop(t, "stock", "set", "--goods", "1", "--stock", "1000000", "--clear-orders")

@@ -60,6 +60,11 @@ func WithQueueTarget(d time.Duration) Option { return WithSetting("purchase.queu
 // WithLockPath is lock.path, the ZooKeeper path of the goods' locks.
 func WithLockPath(path string) Option { return WithSetting("lock.path", path) }
 
+// WithRoom is room.enabled, the waiting room (on by default). Off, a buyer
+// past capacity hears 503 busy and one before the sale's start 409
+// not_started, rather than a place.
+func WithRoom(on bool) Option { return WithSetting("room.enabled", on) }
+
 // String is the option as the shop's environment receives it.
 func (o Option) String() string {
 	if o.env != "" {
