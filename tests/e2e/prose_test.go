@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// maxSentenceWords is the longest sentence the README and docs/ may hold:
+// a newcomer reads a page once (#78).
+const maxSentenceWords = 40
+
+// The pages whose prose has had its plain-words pass. The others have
+// not yet; each joins the list when it has.
+var plainPages = []string{"README.md", "CONTRIBUTING.md", "docs/configuration.md", "docs/demo.md", "docs/faults.md", "docs/galera.md",
+	"docs/kubernetes.md", "docs/lock.md", "docs/operations.md", "docs/orders.md", "docs/security.md", "docs/testing.md"}
+
+// No sentence of the README's and docs' prose is over maxSentenceWords
+// words. Code blocks, tables and headings are not prose; code spans and
+// link targets count as one word.
+func TestTheDocsSentencesAreShort(t *testing.T) {
+	for _, name := range plainPages {
+		b, err := os.ReadFile(filepath.Join("../..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range longSentences(string(b), maxSentenceWords) {
+			t.Errorf("%s:%d: a sentence of %d words, over %d: %q", name, s.line, s.words, maxSentenceWords, s.text)
+		}
+	}
+}
+
+type sentence struct {
+	line, words int
+	text        string
+}
+
+var (
+	codeSpanRE   = regexp.MustCompile("`[^`]*`")
+	linkTargetRE = regexp.MustCompile(`\]\([^)]*\)`)
+	listItemRE   = regexp.MustCompile(`^\s*([-*]|\d+\.) `)
+	// A sentence ends at . ! ? : or ; (a closing bracket or quote may
+	// follow), before a space, or at a link list's " · ".
+	sentenceEndRE = regexp.MustCompile(`[.!?:;]["')\]]*\s+|\s+·\s+`)
+)
+
+// longSentences are the sentences of markdown text with more than max words.
+func longSentences(text string, max int) []sentence {
+	var out []sentence
+	for _, p := range paragraphs(text) {
+		body := linkTargetRE.ReplaceAllString(codeSpanRE.ReplaceAllString(p.text, "code"), "]")
+		for _, s := range sentenceEndRE.Split(body, -1) {
+			if n := len(strings.Fields(s)); n > max {
+				out = append(out, sentence{p.line, n, s})
+			}
+		}
+	}
+	return out
+}
+
+// paragraphs are text's prose paragraphs and list items, each with its
+// first line; code blocks, tables, headings and HTML are left out.
+func paragraphs(text string) []sentence {
+	var out []sentence
+	var cur []string
+	start, code := 0, false
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, sentence{line: start, text: strings.Join(cur, " ")})
+		}
+		cur = nil
+	}
+	for i, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "```"):
+			code = !code
+			flush()
+			continue
+		case code || trimmed == "" || strings.HasPrefix(trimmed, "|") || strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "<"):
+			flush()
+			continue
+		case listItemRE.MatchString(line):
+			flush()
+			trimmed = strings.TrimSpace(listItemRE.ReplaceAllString(line, ""))
+		}
+		if len(cur) == 0 {
+			start = i + 1
+		}
+		cur = append(cur, trimmed)
+	}
+	flush()
+	return out
+}
