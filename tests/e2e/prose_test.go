@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,4 +93,51 @@ func paragraphs(text string) []sentence {
 	}
 	flush()
 	return out
+}
+
+// glossaryTerms are the words the README's glossary defines, as they
+// show in prose.
+var glossaryTerms = map[string]*regexp.Regexp{
+	"the seed":      regexp.MustCompile(`(?i)\bseed\b`),
+	"strategy":      regexp.MustCompile(`(?i)strateg`),
+	"fencing token": regexp.MustCompile(`(?i)fenc`),
+	"claim":         regexp.MustCompile(`(?i)\bclaim`),
+	"admission":     regexp.MustCompile(`(?i)admission`),
+	"waiting room":  regexp.MustCompile(`(?i)waiting room`),
+	"arrival":       regexp.MustCompile(`(?i)\barrival`),
+	"oversold":      regexp.MustCompile(`(?i)oversel|oversold`),
+	"sweeper":       regexp.MustCompile(`(?i)sweeper`),
+}
+
+// Each page of docs/ links the README's glossary before it uses any of
+// the glossary's words (below its title), and names the words it uses
+// there, so that a newcomer who lands on the page knows where they are
+// defined (#78 item 1).
+func TestTheDocsLinkTheGlossaryBeforeItsWords(t *testing.T) {
+	const link = "(../README.md#words-used-below)"
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range docs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		at := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, link) })
+		for at > 0 && strings.TrimSpace(lines[at-1]) != "" {
+			at-- // the link's paragraph
+		}
+		for term, re := range glossaryTerms {
+			first := slices.IndexFunc(lines[1:], re.MatchString) + 1
+			switch {
+			case first == 0: // not used
+			case at < 0 || first < at:
+				t.Errorf("%s:%d uses %q before the page links the glossary %s", filepath.Base(name), first+1, term, link)
+			case !strings.Contains(strings.Join(lines[at:at+3], " "), term):
+				t.Errorf("%s uses %q, and the line that links the glossary does not name it", filepath.Base(name), term)
+			}
+		}
+	}
 }
