@@ -38,12 +38,27 @@ func readmeDocs(t *testing.T) []string {
 // shellLines returns the command lines of one markdown file's ```sh blocks.
 func shellLines(t *testing.T, name string) []string {
 	t.Helper()
+	var lines []string
+	for _, c := range shellCommands(t, name) {
+		lines = append(lines, c.line)
+	}
+	return lines
+}
+
+// A shellCommand is a command line of a ```sh block and the answer its
+// comment shows, if the comment is a JSON answer ("# {...}").
+type shellCommand struct{ line, answer string }
+
+// shellCommands returns the commands of one markdown file's ```sh blocks,
+// continuation lines joined, comments dropped but for a JSON answer.
+func shellCommands(t *testing.T, name string) []shellCommand {
+	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var lines []string
+	var out []shellCommand
 	in, cont := false, ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -64,14 +79,34 @@ func shellLines(t *testing.T, name string) []string {
 			continue
 		}
 		cont = ""
+		answer := ""
 		if c := strings.Index(line, "  #"); c >= 0 {
+			if comment := strings.TrimSpace(line[c+3:]); strings.HasPrefix(comment, "{") {
+				answer = comment
+			}
 			line = strings.TrimSpace(line[:c])
 		}
 		if line != "" && !strings.HasPrefix(line, "#") {
-			lines = append(lines, line)
+			out = append(out, shellCommand{line, answer})
 		}
 	}
-	return lines
+	return out
+}
+
+// answerPairRE is a "key":value pair of a documented answer whose value is
+// a literal: a string, a number, true or false (not N, not ...).
+var answerPairRE = regexp.MustCompile(`"[A-Za-z]+":("[^"]*"|-?[0-9]+|true|false)(?:[,}])`)
+
+// contradicts is the first pair of the documented answer that out does
+// not hold, or "".
+func contradicts(answer string, out []byte) string {
+	for _, m := range answerPairRE.FindAllStringSubmatch(answer, -1) {
+		pair := strings.TrimRight(m[0], ",}")
+		if !strings.Contains(string(out), pair) {
+			return pair
+		}
+	}
+	return ""
 }
 
 var (
@@ -82,7 +117,9 @@ var (
 // Every command the README and docs/ show runs as shown: the shop's and the load
 // tester's commands and the curl examples run here, in order, against two
 // instances of the test's own (the README's ports 8081 and 8082 replaced by
-// theirs), and each exits 0; a make target it names exists. Not run here:
+// theirs), and each exits 0 and answers what its comment shows when the
+// comment is a JSON answer (each literal "key":value of it); a make target
+// it names exists. Not run here:
 // `bin/shop serve` (every end-to-end test runs it), the load tools against
 // a deployment (TestTheReadmesLoadToolCommandsRunAndFailLoudly), make's
 // targets (make test is CI's; TestMakeDemo and TestMakeFailoverTwice run
@@ -110,13 +147,14 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 	ports := map[string]string{"8080": a.URL, "8081": a.URL, "8082": b.URL}
 	work := t.TempDir()
 	ran := 0
-	var lines []string
+	var commands []shellCommand
 	for _, name := range readmeDocs(t) {
 		// Each document begins as its reader would: a stock of 100 (the
 		// README's crowds sell it out before docs/demo.md's purchase).
-		lines = append(append(lines, "# restock"), shellLines(t, name)...)
+		commands = append(append(commands, shellCommand{line: "# restock"}), shellCommands(t, name)...)
 	}
-	for _, line := range lines {
+	for _, c := range commands {
+		line := c.line
 		if line == "# restock" {
 			s.Shop(t, "stock", "set", "--goods", "1", "--stock", "100", "--clear-orders", "--start", "none", "--end", "none")
 			continue
@@ -164,6 +202,8 @@ func TestTheReadmesCommandsRun(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("README/docs: %s\nran as: %s\n%v\n%s", line, cmdline, err, out)
+		} else if pair := contradicts(c.answer, out); pair != "" {
+			t.Errorf("README/docs: %s answered %s; the page shows %s (%s)", line, out, c.answer, pair)
 		}
 		ran++
 	}
