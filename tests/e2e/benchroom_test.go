@@ -421,6 +421,20 @@ func roomDebug(recs []loadgen.Record, sold int, first, lastSale time.Time) {
 		}
 	}
 	progress("(k) debug: the first %d arrivals who did not buy: %v", sold, early)
+	// Per instance of the last request: its buyers among the first S
+	// arrivals (by X-Arrived-At), and the pieces it sold.
+	byArrival := slices.Clone(recs)
+	slices.SortFunc(byArrival, func(x, y loadgen.Record) int { return loadgen.ArrivalOf(x.Answer).Compare(loadgen.ArrivalOf(y.Answer)) })
+	firsts, sales := map[string]int{}, map[string]int{}
+	for k, rec := range byArrival {
+		if k < sold {
+			firsts[rec.Target]++
+		}
+		if rec.Status == http.StatusOK {
+			sales[rec.Target]++
+		}
+	}
+	progress("(k) debug: of the first %d arrivals, by the instance last asked: %v; sold by it: %v", sold, firsts, sales)
 	for _, l := range late {
 		progress("(k) debug: %s", l)
 	}
