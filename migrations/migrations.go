@@ -39,6 +39,7 @@ var versions = []struct {
 	{9, "goods_stock_v9_request_id_per_buyer.sql"},
 	{10, "goods_stock_v10_waiting_room.sql"},
 	{11, "goods_stock_v11_deployment.sql"},
+	{12, "goods_stock_v12_room_open_index.sql"},
 }
 
 // Version is one version of the schema.

@@ -41,6 +41,8 @@ func TestStatements(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS room_member (",
 		"CREATE TABLE IF NOT EXISTS deployment (",
 		"INSERT IGNORE INTO deployment (id, identity) VALUES (1, UUID())",
+		"ALTER TABLE room_horizon ADD COLUMN is_open",
+		"CREATE INDEX idx_room_horizon_open ON room_horizon (is_open, latest)",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)
