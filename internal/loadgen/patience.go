@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/seckill-zk/seckill-zk/internal/api"
 )
 
-// A patient buyer comes back when the shop says when: an answer of 503
-// queued (its place in the waiting room) or busy, or 429, with Retry-After.
+// A patient buyer comes back when the shop says when: any 503 or 429 with
+// Retry-After, as RFC 9110 has a client read it. 503 queued is its place in
+// the waiting room, busy the admission's bound; unavailable, lock_timeout,
+// lock_lost, timeout and outcome_unknown sold it nothing or are told again
+// (a request id that bought is replayed), so it keeps its place in line by
+// coming back rather than giving up.
 // It comes back with the same request, its own ids and its place, until
 // another answer or until its patience is spent. By default it is a
 // standard client, as a browser or any HTTP library's retry is: it waits
@@ -26,10 +28,7 @@ func comeBack(a Answer, shopHeaders bool) (time.Duration, bool) {
 	if a.Err != nil {
 		return 0, false
 	}
-	switch {
-	case a.Status == http.StatusServiceUnavailable && (a.Code == api.Queued || a.Code == api.Busy):
-	case a.Status == http.StatusTooManyRequests:
-	default:
+	if a.Status != http.StatusServiceUnavailable && a.Status != http.StatusTooManyRequests {
 		return 0, false
 	}
 	if shopHeaders {

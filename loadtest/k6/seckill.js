@@ -18,8 +18,8 @@
 // RAMP_UP first), DURATION (10s), TIMEOUT (a buyer's patience: 5s), VUS (the VUs k6 keeps ready:
 // RATE x TIMEOUT up to 3000; a purchase due while every VU is busy is dropped: dropped_iterations).
 // Each open-loop buyer sends X-Request-Timeout-Ms, and 503 busy / 429 are answers, not failures.
-// PATIENCE (60s in a closed loop, 0 in an open one): a buyer told to come back (503 queued, its place
-// in the shop's waiting room, or 503 busy, or 429) comes back after Retry-After (whole seconds, a
+// PATIENCE (60s in a closed loop, 0 in an open one): a buyer told to come back (any 503 or 429: 503
+// queued is its place in the shop's waiting room) comes back after Retry-After (whole seconds, a
 // tenth of jitter), as a browser or any HTTP library's retry does, with its place (the cookie, in the
 // VU's cookie jar) and its own ids, until another answer or until PATIENCE has passed since its first
 // request.
@@ -96,7 +96,7 @@ const openLoop = rate > 0;
 const patience = parseFloat(__ENV.PATIENCE || (openLoop ? '0' : '60'));
 // comesBack: the answer asks its buyer to come back later.
 function comesBack(res, code) {
-  return patience > 0 && ((res.status === 503 && (code === 'queued' || code === 'busy')) || (res.status === 429 && code === 'too_many_requests'));
+  return patience > 0 && (res.status === 503 || res.status === 429); // each says when: Retry-After
 }
 const duration = __ENV.DURATION || '10s';
 const rampUp = __ENV.RAMP_UP || '';
