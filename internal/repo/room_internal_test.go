@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,7 +38,7 @@ func TestTheOpenRoomsAreReadByTheirIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	before := rowsRead(ctx, t, conn)
+	before := handlerReads(ctx, t, conn)
 	got, err := conn.QueryContext(ctx, horizonsQuery)
 	if err != nil {
 		t.Fatal(err)
@@ -51,32 +50,11 @@ func TestTheOpenRoomsAreReadByTheirIndex(t *testing.T) {
 	if err := got.Close(); err != nil {
 		t.Fatal(err)
 	}
-	read := rowsRead(ctx, t, conn) - before
+	read := handlerReads(ctx, t, conn) - before
 	if n != open {
 		t.Fatalf("the read found %d open rooms, want %d", n, open)
 	}
 	if read > 10*open {
 		t.Errorf("the read of %d open rooms among %d read %d rows: a scan, not the index", open, closed+open, read)
 	}
-}
-
-// rowsRead is the rows conn's session has read so far, by any access
-// path (MariaDB's Handler_read_* counters).
-func rowsRead(ctx context.Context, t *testing.T, conn *sql.Conn) int64 {
-	t.Helper()
-	rows, err := conn.QueryContext(ctx, "SHOW SESSION STATUS LIKE 'Handler_read%'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var sum int64
-	for rows.Next() {
-		var name string
-		var v int64
-		if err := rows.Scan(&name, &v); err != nil {
-			t.Fatal(err)
-		}
-		sum += v
-	}
-	return sum
 }
