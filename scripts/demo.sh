@@ -71,8 +71,10 @@ up() {
 	done
 	# shellcheck disable=SC2046 # instance_env's words are NAME=value pairs
 	env $(instance_env 1) "$shop" migrate
+	# A new sale, open now: a sale window left by docs/orders.md's example
+	# (or any stock set --start/--end) would answer every buyer 409.
 	# shellcheck disable=SC2046
-	env $(instance_env 1) "$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence
+	env $(instance_env 1) "$shop" stock set --goods 1 --stock 100 --clear-orders --reset-fence --start none --end none
 	local n=0
 	for port in $ports; do
 		n=$((n + 1))
