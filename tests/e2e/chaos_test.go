@@ -86,12 +86,17 @@ type buyerLoad struct {
 	rec     history.Recorder
 	ended   []func()      // run once every buyer is answered, before the checks (AfterSale)
 	last    atomic.Uint64 // the latest order placed
+	ctx     context.Context
 }
 
-func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
+// The load ends with ctx: a scenario that fails early cancels it, so that
+// its buyers do not go on to the next scenario's instances, which listen
+// at the same addresses.
+func startLoad(ctx context.Context, cfg chaosConfig, bases []string) *buyerLoad {
 	l := &buyerLoad{
 		bases: append([]string{}, bases...),
 		done:  make(chan struct{}),
+		ctx:   ctx,
 	}
 	// cfg.buyers arrivals, one every 1/rate from the start; each buyer has
 	// a connection of its own and waits for its answer as long as it takes
@@ -103,8 +108,8 @@ func startLoad(cfg chaosConfig, bases []string) *buyerLoad {
 		defer close(l.done)
 		var readers sync.WaitGroup
 		readers.Go(func() { l.read(n, buying) })
-		// Its only error is its context's, which never ends.
-		_, _ = loadgen.Open(context.Background(), loadgen.OpenOptions{
+		// Its only error is its context's: the scenario has ended.
+		_, _ = loadgen.Open(ctx, loadgen.OpenOptions{
 			Profile: profile, Connections: n, Timeout: 5 * time.Minute, Target: l.base,
 			Request: func(i int) (string, []string) {
 				l.sent.Add(1)
@@ -130,6 +135,9 @@ func (l *buyerLoad) base(i int) string {
 func (l *buyerLoad) bought(rec loadgen.Record) {
 	if rec.Sent.IsZero() {
 		return // never sent: the shop never heard of it
+	}
+	if l.ctx.Err() != nil {
+		return // the scenario has ended: no payment to the next one's instances
 	}
 	i, a, base := rec.Index, rec.Answer, rec.Target
 	rid := fmt.Sprintf("chaos-%d", i)
@@ -160,6 +168,8 @@ func (l *buyerLoad) read(first int, buying <-chan struct{}) {
 	for i := 0; ; i++ {
 		select {
 		case <-buying:
+			return
+		case <-l.ctx.Done():
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -278,7 +288,11 @@ func runChaos(t *testing.T, cfg chaosConfig, s e2e.Stack, instances []*e2e.Insta
 		bases[i] = in.URL
 	}
 	start := time.Now()
-	l := startLoad(cfg, bases)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := startLoad(ctx, cfg, bases)
+	// Buyers still waiting for an answer get theirs, or an error, when the
+	// instances stop, after this.
+	t.Cleanup(cancel)
 	l.waitSent(min(cfg.stock/2, cfg.buyers))
 	began, ended := f(t, l)
 	answers := l.wait(t)
