@@ -40,6 +40,7 @@ var versions = []struct {
 	{10, "goods_stock_v10_waiting_room.sql"},
 	{11, "goods_stock_v11_deployment.sql"},
 	{12, "goods_stock_v12_room_open_index.sql"},
+	{13, "goods_stock_v13_lease_waiting.sql"},
 }
 
 // Version is one version of the schema.

@@ -43,6 +43,8 @@ func TestStatements(t *testing.T) {
 		"INSERT IGNORE INTO deployment (id, identity) VALUES (1, UUID())",
 		"ALTER TABLE room_horizon ADD COLUMN is_open",
 		"CREATE INDEX idx_room_horizon_open ON room_horizon (is_open, latest)",
+		"ALTER TABLE stock_lease ADD COLUMN waiting varchar",
+		"ALTER TABLE stock_lease ADD COLUMN waiting_at",
 	}
 	if len(stmts) != len(wantPrefixes) {
 		t.Fatalf("%d statements, want %d: %q", len(stmts), len(wantPrefixes), stmts)

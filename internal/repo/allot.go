@@ -104,7 +104,8 @@ func (g *grantSale) Goods() map[int32]service.Goods { return goodsOf(g.rows) }
 // sums what the other open leases hold unsold of each goods whose row the
 // grant leaves empty (Pending): the rows' locks keep their returns and
 // closes out meanwhile.
-func (g *grantSale) Take(ctx context.Context, held map[int32]service.Allotment, take map[int32]int32, pending bool) (service.Grant, error) {
+func (g *grantSale) Take(ctx context.Context, held map[int32]service.Allotment, take map[int32]int32, pending bool,
+	waiting map[int32]service.Waiting) (service.Grant, error) {
 	out := service.Grant{Goods: g.Goods(), Granted: map[int32]int32{}, Pending: map[int32]int32{}, Holders: map[int64][]int32{}}
 	after := cloneAllotted(held)
 	var q []byte
@@ -128,8 +129,8 @@ func (g *grantSale) Take(ctx context.Context, held map[int32]service.Allotment, 
 			return out, g.Abort(ctx, err)
 		}
 	}
-	q = append(q, leaseWriteSQL...)
-	if err := g.t.writeLease(ctx, string(q), g.lease, encodeAllotted(after)); err != nil {
+	q = append(q, leaseWaitingWriteSQL...)
+	if err := g.t.writeLease(ctx, string(q), g.lease, encodeAllotted(after), encodeWaiting(waiting)); err != nil {
 		return out, g.Abort(ctx, err)
 	}
 	return out, g.t.finish(ctx)
@@ -256,10 +257,19 @@ const leaseWriteSQL = leaseWrite + rowCountSQL
 // leaseWrite is leaseWriteSQL's write.
 const leaseWrite = "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 1" + inTxOnly
 
-// writeLease sends stmts, which end with leaseWriteSQL, and checks that
-// the lease was open and the transaction still is.
-func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, allotted string) error {
-	rows, err := t.query(ctx, stmts, allotted, lease)
+// leaseWaitingWriteSQL is leaseWriteSQL that also writes who waits at the
+// instance (arguments: the allotted text, the waiting text, the lease).
+const leaseWaitingWriteSQL = leaseWaitingWrite + rowCountSQL
+
+// leaseWaitingWrite is leaseWaitingWriteSQL's write.
+const leaseWaitingWrite = "UPDATE stock_lease SET allotted = ?, waiting = ?, waiting_at = UTC_TIMESTAMP(6)" +
+	" WHERE id = ? AND open = 1" + inTxOnly
+
+// writeLease sends stmts, which end with leaseWriteSQL or
+// leaseWaitingWriteSQL, with texts and the lease as their arguments, and
+// checks that the lease was open and the transaction still is.
+func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, texts ...any) error {
+	rows, err := t.query(ctx, stmts, append(texts, lease)...)
 	if err != nil {
 		return err
 	}
@@ -278,10 +288,11 @@ func (t *tx) writeLease(ctx context.Context, stmts string, lease int64, allotted
 // ordersFirst: a lease's row is its instance's alone, and its write and the
 // orders' INSERT stay in one packet.
 type leaseRows struct {
-	s     *Store
-	lease int64
-	held  map[int32]service.Allotment
-	goods map[int32]service.Goods
+	s       *Store
+	lease   int64
+	held    map[int32]service.Allotment
+	goods   map[int32]service.Goods
+	waiting string // encodeWaiting's text, written with the lease's row
 }
 
 // pool is the first server's: every write of a lease goes to one node of a
@@ -306,8 +317,9 @@ func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []a
 	for _, w := range writes {
 		sold[w.read.GoodsNo] = *w.read.Stock - w.stock
 	}
-	q = append(q, "UPDATE stock_lease SET allotted = ?, batches = batches + 1 WHERE id = ? AND open = 1"+inTxOnly...)
-	return q, append(args, encodeSold(l.held, sold), l.lease)
+	q = append(q, "UPDATE stock_lease SET allotted = ?, waiting = ?, waiting_at = UTC_TIMESTAMP(6), batches = batches + 1"+
+		" WHERE id = ? AND open = 1"+inTxOnly...)
+	return q, append(args, encodeSold(l.held, sold), l.waiting, l.lease)
 }
 
 func (l leaseRows) wrote(updated int64, _ []stockWrite) error {

@@ -27,10 +27,12 @@ func (s *Store) BeginBatch(ctx context.Context, start service.BatchStart) (servi
 // holds (service.AllotStore): held, of goods (the goods' rows as their
 // grants read them). Its claim reads nothing; its writes are the lease's
 // row, with the new counts, and the orders', in one packet. The goods'
-// rows are not touched.
+// rows are not touched. The lease's row also says who waits at the
+// instance (waiting, see allotwaiting.go).
 func (s *Store) BeginAllotted(ctx context.Context, lease int64, held map[int32]service.Allotment, goods map[int32]service.Goods,
-	goodsNos []int32) (service.BatchSale, error) {
-	return s.beginBatch(ctx, leaseRows{s: s, lease: lease, held: held, goods: goods}, goodsNos, nil)
+	goodsNos []int32, waiting map[int32]service.Waiting) (service.BatchSale, error) {
+	rows := leaseRows{s: s, lease: lease, held: held, goods: goods, waiting: encodeWaiting(waiting)}
+	return s.beginBatch(ctx, rows, goodsNos, nil)
 }
 
 // beginBatch begins a batch's sale of goodsNos (sorted, distinct) from

@@ -46,7 +46,7 @@ func sellAllotted(ctx context.Context, s *repo.Store, lease int64, held map[int3
 	orders []*service.Order, choose func(service.Goods, []*service.Order) ([]*service.Order, error)) (map[*service.Order]error, error) {
 	d := &byGoods{choose: choose}
 	begin := func(ctx context.Context, goodsNos []int32, _ []*service.Order) (service.BatchSale, error) {
-		return s.BeginAllotted(ctx, lease, held, goods, goodsNos)
+		return s.BeginAllotted(ctx, lease, held, goods, goodsNos, nil)
 	}
 	if err := service.RunBatch(ctx, service.BatchRun{Orders: orders, Begin: begin, Decide: d.decide}); err != nil {
 		return nil, err
@@ -94,5 +94,5 @@ func grant(ctx context.Context, s *repo.Store, lease int64, held map[int32]servi
 		short = short || n < need[no] && g.Stock-n <= 0
 		take[no] = n
 	}
-	return gs.Take(ctx, held, take, short)
+	return gs.Take(ctx, held, take, short, nil)
 }

@@ -39,9 +39,10 @@ func TestPacketWritesOutsideATransactionWriteNothing(t *testing.T) {
 		{"a seed sale's stock write", writeClaimedSQL, []any{99, 7, g.ID, 100, 0}},
 		{"an atomic sale's decrement", takeOneSQL, []any{1, time.Now().UTC(), time.Now().UTC()}},
 		{"a sale without a lock's stock write", setStockSQL, []any{99, g.ID}},
-		{"a grant's or a return's lease write", leaseWrite, []any{"1:5:0", lease}},
+		{"a return's lease write", leaseWrite, []any{"1:5:0", lease}},
+		{"a grant's lease write", leaseWaitingWrite, []any{"1:5:0", "1:1800000000000000:3", lease}},
 		{"a batch's stock write", string(s.appendWriteClaimed(nil, []stockWrite{{read: claimed, stock: 99}}, 7)), nil},
-		{"an allot batch's lease write", string(stmtOf(leaseRows{s: s, lease: lease}.write(nil, nil, []stockWrite{{read: claimed, stock: 99}}))), []any{"1:5:1", lease}},
+		{"an allot batch's lease write", string(stmtOf(leaseRows{s: s, lease: lease}.write(nil, nil, []stockWrite{{read: claimed, stock: 99}}))), []any{"1:5:1", "", lease}},
 	} {
 		conn, err := s.sales[0].sql.Conn(ctx)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,11 @@ type AllotStore interface {
 	// what the lease holds (held, of goods): its Goods are the goods' rows
 	// with the stock the lease holds unsold, and its writes are the
 	// lease's row and the orders' rows, in one packet; the goods' rows are
-	// not touched. Nothing is read before the writes.
-	BeginAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods, goodsNos []int32) (BatchSale, error)
+	// not touched. Nothing is read before the writes. The lease's row
+	// also says who waits in the instance's queue (waiting), for the other
+	// leases' grants (GrantSale.Waiting).
+	BeginAllotted(ctx context.Context, lease int64, held map[int32]Allotment, goods map[int32]Goods, goodsNos []int32,
+		waiting map[int32]Waiting) (BatchSale, error)
 	GoodsOf(ctx context.Context, goodsNos []int32) (map[int32]Goods, error)
 	// WantBack asks other leases for goods they hold (Grant.Holders);
 	// Wanted reads, and clears, what others asked the lease for.
@@ -40,6 +44,13 @@ type AllotStore interface {
 type Ask struct {
 	GoodsNo int32
 	Arrived time.Time
+}
+
+// Waiting is a lease's buyers of a goods who wait in its instance's
+// queue: how many, and when the earliest of them arrived.
+type Waiting struct {
+	First time.Time
+	N     int32
 }
 
 // LeaseNodes are the ZooKeeper nodes whose lives are the leases': one per
@@ -324,7 +335,7 @@ func (a *Allot) sell(batch []*waiter) {
 	var out []int32
 	if len(want) > 0 {
 		now := a.cfg.Clock.Now()
-		g, err := a.grant(ctx, want, now)
+		g, kept, err := a.grant(ctx, want, batch, now)
 		if err != nil {
 			a.failed(ctx, err)
 			answer(batch, err)
@@ -346,17 +357,20 @@ func (a *Allot) sell(batch []*waiter) {
 				h.Granted += n
 				a.held[no] = h
 			}
-			if goods.Stock-g.Granted[no] <= 0 {
-				if g.Pending[no] > 0 && goods.OpenAt(a.cfg.Clock.Now()) == nil { // a closed window refuses at once
-					pending[no] = true
-				} else if a.left(no) < need[no] {
-					out = append(out, no) // the row and every lease are out: marked if this batch takes the rest
-				}
+			switch {
+			case goods.Stock-g.Granted[no] > 0:
+				pending[no] = kept[no] // kept back for other leases' earlier buyers
+			case g.Pending[no] > 0 && goods.OpenAt(a.cfg.Clock.Now()) == nil: // a closed window refuses at once
+				pending[no] = true
+			case a.left(no) < need[no]:
+				out = append(out, no) // the row and every lease are out: marked if this batch takes the rest
 			}
 		}
 	}
 	// Buyers of a goods this lease cannot serve now but other leases may:
-	// they wait for that stock to come back, or be sold.
+	// they wait for that stock to come back, or be sold; the earliest
+	// arrivals are served first.
+	slices.SortStableFunc(batch, func(x, y *waiter) int { return x.order.Arrived.Compare(y.order.Arrived) })
 	var sell, wait []*waiter
 	room := map[int32]int32{}
 	for _, x := range batch {
@@ -376,8 +390,9 @@ func (a *Allot) sell(batch []*waiter) {
 	// The goods' windows are as the grant or readWindows read them: not
 	// observed into the Shop's cache as fresh.
 	sale, orders := newBatchSale(ctx, a.cfg, sell)
+	waiting := a.queued()
 	begin := func(ctx context.Context, goodsNos []int32, _ []*Order) (BatchSale, error) {
-		return a.store.BeginAllotted(ctx, a.lease, a.held, a.goods, goodsNos)
+		return a.store.BeginAllotted(ctx, a.lease, a.held, a.goods, goodsNos, waiting)
 	}
 	err := RunBatch(ctx, BatchRun{Orders: orders, Begin: begin, Decide: sale.decide})
 	if err != nil {

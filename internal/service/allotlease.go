@@ -235,8 +235,13 @@ type GrantSale interface {
 	// Take takes take[no] of each goods' row into the lease, which holds
 	// held, and commits; with pending it also reads what the other leases
 	// hold unsold of each goods whose row it leaves empty (Grant.Pending).
-	// It ends the grant either way.
-	Take(ctx context.Context, held map[int32]Allotment, take map[int32]int32, pending bool) (Grant, error)
+	// The lease's row also says who waits at the instance (waiting, as
+	// AllotStore.BeginAllotted). It ends the grant either way.
+	Take(ctx context.Context, held map[int32]Allotment, take map[int32]int32, pending bool, waiting map[int32]Waiting) (Grant, error)
+	// Waiting is who waits for the grant's goods at the other open
+	// leases' instances, by what their batches wrote within fresh: of
+	// each goods, the buyers summed and the earliest arrival.
+	Waiting(ctx context.Context, fresh time.Duration) (map[int32]Waiting, error)
 	// Abort ends the grant without its writes because of err, and returns
 	// err as the store tells it.
 	Abort(ctx context.Context, err error) error

@@ -41,6 +41,26 @@ func (q *buyerQueue) pushFront(xs []*waiter) {
 
 func (q *buyerQueue) len() int { return len(q.waiting) }
 
+// byGoods is, per goods, the buyers in the queue: how many, and the
+// earliest arrival among them.
+func (q *buyerQueue) byGoods() map[int32]Waiting {
+	out := map[int32]Waiting{}
+	for _, x := range q.waiting {
+		countWaiting(out, x.order)
+	}
+	return out
+}
+
+// countWaiting counts o's buyer in w, as one more of its goods.
+func countWaiting(w map[int32]Waiting, o *Order) {
+	q := w[o.GoodsNo]
+	if q.N == 0 || o.Arrived.Before(q.First) {
+		q.First = o.Arrived
+	}
+	q.N++
+	w[o.GoodsNo] = q
+}
+
 // remove takes x out of the queue; false when no batch left it there.
 func (q *buyerQueue) remove(x *waiter) bool {
 	for i, y := range q.waiting {
