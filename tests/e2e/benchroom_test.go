@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -438,6 +441,21 @@ func roomDebug(recs []loadgen.Record, sold int, first, lastSale time.Time) {
 	for _, l := range late {
 		progress("(k) debug: %s", l)
 	}
+	// The latest sold_out answers, from the later of the sell-out and
+	// their due time, as "sold_out late" counts them.
+	var outs []loadgen.Record
+	for _, rec := range recs {
+		if rec.Code == "sold_out" {
+			outs = append(outs, rec)
+		}
+	}
+	lateness := func(rec loadgen.Record) time.Duration { return rec.End.Sub(laterOf(lastSale, rec.Intended)) }
+	slices.SortFunc(outs, func(x, y loadgen.Record) int { return cmp.Compare(lateness(y), lateness(x)) })
+	for _, rec := range outs[:min(8, len(outs))] {
+		progress("(k) debug: sold_out late %.0fms: #%d tries %d due %+.0fms, this try sent %+.0fms, answered %+.0fms from the sell-out (%.0fms)",
+			float64(lateness(rec))/1e6, rec.Index, rec.Tries, float64(rec.Intended.Sub(lastSale))/1e6, float64(rec.Sent.Sub(lastSale))/1e6,
+			float64(rec.End.Sub(lastSale))/1e6, float64(rec.End.Sub(rec.Sent))/1e6)
+	}
 }
 
 // watchAdmissions prints an instance's admission and room gauges every
@@ -477,6 +495,11 @@ func watchAdmissions(name, base string) (stop func()) {
 				}
 			}
 			fmt.Fprintf(&b, " sold %g", sold)
+			if u, err := url.Parse(base); err == nil {
+				// The listener's accept queue (Recv-Q of the LISTEN socket).
+				out, _ := exec.Command("ss", "-Hltn", "sport = :"+u.Port()).Output()
+				fmt.Fprintf(&b, " listen %s", strings.Join(strings.Fields(string(out)), " "))
+			}
 			progress("(k) debug %s %5.0fms:%s", name, float64(time.Since(start).Milliseconds()), b.String())
 		}
 	}()
