@@ -19,11 +19,12 @@ import (
 // reads the other open leases' fresh lists (grantSale.Waiting).
 
 // maxWaitingGoods bounds the goods a lease's waiting list names (the
-// column holds 2048 bytes, an entry at most 36): the lowest numbers.
-const maxWaitingGoods = 48
+// column holds 2048 bytes, an entry at most 53): the lowest numbers.
+const maxWaitingGoods = 36
 
-// encodeWaiting is the waiting column's text: "goodsNo:arrivedMicros:count"
-// per goods, sorted by goods, comma separated.
+// encodeWaiting is the waiting column's text:
+// "goodsNo:firstMicros:lastMicros:count" per goods (the earliest and the
+// latest arrival), sorted by goods, comma separated.
 func encodeWaiting(w map[int32]service.Waiting) string {
 	goodsNos := slices.Sorted(maps.Keys(w))
 	if len(goodsNos) > maxWaitingGoods {
@@ -38,34 +39,42 @@ func encodeWaiting(w map[int32]service.Waiting) string {
 		b = append(b, ':')
 		b = strconv.AppendInt(b, w[no].First.UnixMicro(), 10)
 		b = append(b, ':')
+		b = strconv.AppendInt(b, w[no].Last.UnixMicro(), 10)
+		b = append(b, ':')
 		b = strconv.AppendInt(b, int64(w[no].N), 10)
 	}
 	return string(b)
 }
 
 // addWaiting adds encodeWaiting's text to into: per goods, the counts
-// summed and the earliest arrival kept.
+// summed, the earliest and the latest arrival kept.
 func addWaiting(into map[int32]service.Waiting, text string) error {
 	if text == "" {
 		return nil
 	}
 	for _, e := range strings.Split(text, ",") {
+		var n [4]int64
 		parts := strings.Split(e, ":")
-		if len(parts) != 3 {
-			return fmt.Errorf("repo: a lease's waiting entry %q is not goodsNo:arrivedMicros:count", e)
+		if len(parts) != len(n) {
+			return fmt.Errorf("repo: a lease's waiting entry %q is not goodsNo:firstMicros:lastMicros:count", e)
 		}
-		no, err1 := strconv.ParseInt(parts[0], 10, 32)
-		at, err2 := strconv.ParseInt(parts[1], 10, 64)
-		n, err3 := strconv.ParseInt(parts[2], 10, 32)
-		if err1 != nil || err2 != nil || err3 != nil {
-			return fmt.Errorf("repo: a lease's waiting entry %q is not goodsNo:arrivedMicros:count", e)
+		for i, p := range parts {
+			v, err := strconv.ParseInt(p, 10, 64)
+			if err != nil || (i == 0 || i == 3) && int64(int32(v)) != v {
+				return fmt.Errorf("repo: a lease's waiting entry %q is not goodsNo:firstMicros:lastMicros:count", e)
+			}
+			n[i] = v
 		}
-		w, first := into[int32(no)], time.UnixMicro(at)
+		no, first, last := int32(n[0]), time.UnixMicro(n[1]), time.UnixMicro(n[2])
+		w := into[no]
 		if w.N == 0 || first.Before(w.First) {
 			w.First = first
 		}
-		w.N += int32(n)
-		into[int32(no)] = w
+		if w.N == 0 || last.After(w.Last) {
+			w.Last = last
+		}
+		w.N += int32(n[3])
+		into[no] = w
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 func TestAWaitingListIsBounded(t *testing.T) {
 	w := map[int32]service.Waiting{}
 	for no := int32(1); no <= 100; no++ {
-		w[no] = service.Waiting{First: time.UnixMicro(1_800_000_000_000_000), N: 1_000_000}
+		w[no] = service.Waiting{First: time.UnixMicro(1_800_000_000_000_000), Last: time.UnixMicro(1_800_000_099_000_000), N: 1_000_000}
 	}
 	text := encodeWaiting(w)
 	if len(text) > 2048 {

@@ -11,7 +11,7 @@ import (
 
 // A lease's row says who waits at its instance (schema version 13): a
 // grant reads the other open leases' lists, only the fresh ones, summed
-// per goods with the earliest arrival kept; a later write replaces the
+// per goods with the earliest and the latest arrival kept; a later write replaces the
 // list, and a closed lease's list is not read.
 func TestALeaseSaysWhoWaitsAtItsInstance(t *testing.T) {
 	ctx := context.Background()
@@ -46,13 +46,13 @@ func TestALeaseSaysWhoWaitsAtItsInstance(t *testing.T) {
 		return w
 	}
 	a, b, c := open("/a"), open("/b"), open("/c")
-	say(b, map[int32]service.Waiting{1: {First: at(20), N: 4}, 3: {First: at(1), N: 1}})
-	say(c, map[int32]service.Waiting{1: {First: at(10), N: 2}, 2: {First: at(30), N: 5}})
-	want := map[int32]service.Waiting{1: {First: at(10), N: 6}, 2: {First: at(30), N: 5}}
+	say(b, map[int32]service.Waiting{1: {First: at(20), Last: at(40), N: 4}, 3: {First: at(1), Last: at(1), N: 1}})
+	say(c, map[int32]service.Waiting{1: {First: at(10), Last: at(30), N: 2}, 2: {First: at(30), Last: at(35), N: 5}})
+	want := map[int32]service.Waiting{1: {First: at(10), Last: at(40), N: 6}, 2: {First: at(30), Last: at(35), N: 5}}
 	if got := read(a, time.Minute); !maps.Equal(got, want) {
 		t.Errorf("a reads %v; want %v (goods 3 is not the grant's)", got, want)
 	}
-	if got := read(b, time.Minute); !maps.Equal(got, map[int32]service.Waiting{1: {First: at(10), N: 2}, 2: {First: at(30), N: 5}}) {
+	if got := read(b, time.Minute); !maps.Equal(got, map[int32]service.Waiting{1: {First: at(10), Last: at(30), N: 2}, 2: {First: at(30), Last: at(35), N: 5}}) {
 		t.Errorf("b reads %v; want c's list alone", got)
 	}
 	time.Sleep(20 * time.Millisecond)

@@ -40,7 +40,7 @@ func TestPacketWritesOutsideATransactionWriteNothing(t *testing.T) {
 		{"an atomic sale's decrement", takeOneSQL, []any{1, time.Now().UTC(), time.Now().UTC()}},
 		{"a sale without a lock's stock write", setStockSQL, []any{99, g.ID}},
 		{"a return's lease write", leaseWrite, []any{"1:5:0", lease}},
-		{"a grant's lease write", leaseWaitingWrite, []any{"1:5:0", "1:1800000000000000:3", lease}},
+		{"a grant's lease write", leaseWaitingWrite, []any{"1:5:0", "1:1800000000000000:1800000001000000:3", lease}},
 		{"a batch's stock write", string(s.appendWriteClaimed(nil, []stockWrite{{read: claimed, stock: 99}}, 7)), nil},
 		{"an allot batch's lease write", string(stmtOf(leaseRows{s: s, lease: lease}.write(nil, nil, []stockWrite{{read: claimed, stock: 99}}))), []any{"1:5:1", "", lease}},
 	} {

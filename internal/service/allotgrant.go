@@ -22,14 +22,14 @@ const allotWaitingFresh = 5 * allotIdle
 //
 // First come, first served across the instances: a grant that would leave
 // a row with less than allotGrantMax reads who waits for the goods at the
-// other instances (GrantSale.Waiting) and takes for this batch's buyers who
-// arrived before the earliest of them, and for the later ones only what the
-// row has beyond the others' waiting buyers (keepBack). Without it, an
-// instance slowed by a busy loop still had its earlier arrivals queued when
-// the other's grant took the row's last pieces for later ones: make
-// bench-shop (k) gave 86.5-94.6% of the pieces to the first arrivals. kept
-// names the goods of which pieces were kept back: the batch's buyers the
-// grant did not cover wait and try again (see sell).
+// other instances (GrantSale.Waiting) and takes only for the batch's
+// buyers whose turn, among those and its own, falls within the stock
+// (keepBack). Without it, an instance slowed by a busy loop still had its
+// earlier arrivals queued when the other's grant took the row's last
+// pieces for later ones: make bench-shop (k) gave 86.5-94.6% of the pieces
+// to the first arrivals. kept names the goods of which pieces were kept
+// back: the batch's buyers the grant did not cover wait and try again (see
+// sell).
 func (a *Allot) grant(ctx context.Context, want map[int32]int32, batch []*waiter, now time.Time) (g Grant, kept map[int32]bool, err error) {
 	gs, err := a.store.BeginGrant(ctx, a.lease, slices.Sorted(maps.Keys(want)))
 	if err != nil {
@@ -63,18 +63,31 @@ func (a *Allot) grant(ctx context.Context, want map[int32]int32, batch []*waiter
 }
 
 // keepBack is how much of a row with stock a grant of n of goodsNo may
-// take while others wait for it at other instances: what the batch's
-// buyers who arrived before the earliest of them need beyond what the
-// lease holds, or what the row keeps beyond the others' buyers, whichever
-// is more.
+// take while others wait for it at other instances. The batch's buyers of
+// it, in arrival order, are served while each one's turn (the batch's
+// buyers before it, and the others' who arrived before it: Waiting.before)
+// falls within what the lease holds of it and the row has; the grant takes
+// what those beyond the lease's stock need. Counting only the buyers who
+// arrived before the others' earliest, as a first version did, took
+// nothing for queues that interleave, on either side
+// (TestAGrantKeepsBackWhatEarlierBuyersElsewhereWaitFor, its last case).
 func (a *Allot) keepBack(stock, n int32, others Waiting, batch []*waiter, goodsNo int32) int32 {
-	var early int32
+	var mine []time.Time
 	for _, x := range batch {
-		if x.order.GoodsNo == goodsNo && x.order.Arrived.Before(others.First) {
-			early++
+		if x.order.GoodsNo == goodsNo {
+			mine = append(mine, x.order.Arrived)
 		}
 	}
-	return max(0, min(n, max(early-a.left(goodsNo), stock-others.N)))
+	slices.SortFunc(mine, time.Time.Compare)
+	left := a.left(goodsNo)
+	served := int32(0)
+	for i, t := range mine {
+		if int32(i)+others.before(t) >= stock+left {
+			break
+		}
+		served++
+	}
+	return max(0, min(n, served-left))
 }
 
 // queued is, per goods, who waits in the instance's queue: the lease's row

@@ -7,14 +7,15 @@ import (
 )
 
 // A grant that would leave a row nearly empty keeps back the pieces the
-// buyers of other instances who arrived earlier wait for: it takes for
-// its own buyers who arrived before the earliest of them, and for its
-// later ones only what the row has beyond the others' waiting buyers.
+// buyers of other instances who arrived earlier wait for: it takes for its
+// buyers whose turn, among those and its own in arrival order, falls
+// within the stock.
 // Without it (make bench-shop (k), allot with a busy loop on the shops'
 // CPU) the fast instance's grant took the row's last pieces for its later
 // arrivals while the slowed one's earlier ones still queued.
 func TestAGrantKeepsBackWhatEarlierBuyersElsewhereWaitFor(t *testing.T) {
 	t0 := time.Now()
+	// A unit of time is a nanosecond.
 	buyers := func(at ...time.Duration) []*waiter {
 		var xs []*waiter
 		for _, d := range at {
@@ -22,7 +23,8 @@ func TestAGrantKeepsBackWhatEarlierBuyersElsewhereWaitFor(t *testing.T) {
 		}
 		return xs
 	}
-	elsewhere := Waiting{First: t0, N: 8} // 8 buyers wait at another instance since t0
+	elsewhere := Waiting{First: t0, Last: t0, N: 8}       // 8 buyers wait at another instance since t0
+	spread := Waiting{First: t0, Last: t0.Add(10), N: 10} // 10 more, one every unit from t0
 	cases := []struct {
 		name   string
 		stock  int32
@@ -36,6 +38,8 @@ func TestAGrantKeepsBackWhatEarlierBuyersElsewhereWaitFor(t *testing.T) {
 		{"all of the batch arrived later, the row short of the others", 6, buyers(1, 2, 3), map[int32]Waiting{1: elsewhere}, 0, true},
 		{"one of the batch arrived earlier", 6, buyers(-1, 2, 3), map[int32]Waiting{1: elsewhere}, 1, true},
 		{"the row covers everyone", 20, buyers(1, 2, 3), map[int32]Waiting{1: elsewhere}, 3, false},
+		// Turns 0 (+1 of theirs before), 1 (+3), 2 (+5): the first two within 6.
+		{"the queues interleave", 6, buyers(1, 3, 5), map[int32]Waiting{1: spread}, 2, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

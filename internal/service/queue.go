@@ -57,6 +57,9 @@ func countWaiting(w map[int32]Waiting, o *Order) {
 	if q.N == 0 || o.Arrived.Before(q.First) {
 		q.First = o.Arrived
 	}
+	if q.N == 0 || o.Arrived.After(q.Last) {
+		q.Last = o.Arrived
+	}
 	q.N++
 	w[o.GoodsNo] = q
 }
