@@ -46,25 +46,6 @@ type Ask struct {
 	Arrived time.Time
 }
 
-// Waiting is a lease's buyers of a goods who wait in its instance's
-// queue: how many, and when the earliest and the latest of them arrived.
-type Waiting struct {
-	First, Last time.Time
-	N           int32
-}
-
-// before is how many of w's buyers arrived before t, taking their
-// arrivals as spread evenly from First to Last.
-func (w Waiting) before(t time.Time) int32 {
-	switch {
-	case t.Before(w.First):
-		return 0
-	case !t.Before(w.Last):
-		return w.N
-	}
-	return int32(int64(w.N) * int64(t.Sub(w.First)) / int64(w.Last.Sub(w.First)))
-}
-
 // LeaseNodes are the ZooKeeper nodes whose lives are the leases': one per
 // lease, ephemeral, in the instance's session.
 type LeaseNodes interface {

@@ -7,6 +7,25 @@ import (
 	"time"
 )
 
+// Waiting is a lease's buyers of a goods who wait in its instance's
+// queue: how many, and when the earliest and the latest of them arrived.
+type Waiting struct {
+	First, Last time.Time
+	N           int32
+}
+
+// before is how many of w's buyers arrived before t, taking their
+// arrivals as spread evenly from First to Last.
+func (w Waiting) before(t time.Time) int32 {
+	switch {
+	case t.Before(w.First):
+		return 0
+	case !t.Before(w.Last):
+		return w.N
+	}
+	return int32(int64(w.N) * int64(t.Sub(w.First)) / int64(w.Last.Sub(w.First)))
+}
+
 // allotWaitingFresh is how recent another lease's word on who waits at its
 // instance must be for a grant to keep pieces back for them: a lease whose
 // instance has buyers queued writes it with every batch, so only a stalled
