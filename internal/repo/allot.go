@@ -262,8 +262,10 @@ const leaseWrite = "UPDATE stock_lease SET allotted = ? WHERE id = ? AND open = 
 const leaseWaitingWriteSQL = leaseWaitingWrite + rowCountSQL
 
 // leaseWaitingWrite is leaseWaitingWriteSQL's write.
-const leaseWaitingWrite = "UPDATE stock_lease SET allotted = ?, waiting = ?, waiting_at = UTC_TIMESTAMP(6)" +
-	" WHERE id = ? AND open = 1" + inTxOnly
+const leaseWaitingWrite = leaseWaitingSet + " WHERE id = ? AND open = 1" + inTxOnly
+
+// leaseWaitingSet is what a grant's and a batch's lease writes set.
+const leaseWaitingSet = "UPDATE stock_lease SET allotted = ?, waiting = ?, waiting_at = UTC_TIMESTAMP(6)"
 
 // writeLease sends stmts, which end with leaseWriteSQL or
 // leaseWaitingWriteSQL, with texts and the lease as their arguments, and
@@ -317,8 +319,7 @@ func (l leaseRows) write(q []byte, args []any, writes []stockWrite) ([]byte, []a
 	for _, w := range writes {
 		sold[w.read.GoodsNo] = *w.read.Stock - w.stock
 	}
-	q = append(q, "UPDATE stock_lease SET allotted = ?, waiting = ?, waiting_at = UTC_TIMESTAMP(6), batches = batches + 1"+
-		" WHERE id = ? AND open = 1"+inTxOnly...)
+	q = append(q, leaseWaitingSet+", batches = batches + 1 WHERE id = ? AND open = 1"+inTxOnly...)
 	return q, append(args, encodeSold(l.held, sold), l.waiting, l.lease)
 }
 

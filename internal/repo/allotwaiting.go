@@ -13,10 +13,10 @@ import (
 )
 
 // Who waits at each lease's instance (stock_lease.waiting, schema version
-// 13): each batch's write of the lease's row says, per goods, how many
-// buyers wait in the instance's queue and when the earliest of them
-// arrived, and stamps it with the server's clock (waiting_at). A grant
-// reads the other open leases' fresh lists (grantSale.Waiting).
+// 13): each batch's and grant's write of the lease's row says, per goods,
+// how many buyers wait at the instance and when the earliest and the latest
+// of them arrived, and stamps it with the server's clock (waiting_at). A
+// grant reads the other open leases' fresh lists (grantSale.Waiting).
 
 // maxWaitingGoods bounds the goods a lease's waiting list names (the
 // column holds 2048 bytes, an entry at most 53): the lowest numbers.

@@ -42,7 +42,7 @@ func (q *buyerQueue) pushFront(xs []*waiter) {
 func (q *buyerQueue) len() int { return len(q.waiting) }
 
 // byGoods is, per goods, the buyers in the queue: how many, and the
-// earliest arrival among them.
+// earliest and the latest arrival among them.
 func (q *buyerQueue) byGoods() map[int32]Waiting {
 	out := map[int32]Waiting{}
 	for _, x := range q.waiting {

@@ -36,7 +36,7 @@ type SoldOutMarks struct {
 
 	expiry   expiryHorizon
 	horizons singleflight.Group
-	renewing map[int32]bool // the goods whose mark a read renews ahead of its end (renewAhead)
+	renewing map[int32]bool // the goods whose mark a read renews ahead of its end (stateRenewing)
 }
 
 // expiryHorizon is what the marks know of when a piece may come back.
@@ -303,10 +303,7 @@ func (m *SoldOutMarks) seen(goodsNo int32) bool {
 func (m *SoldOutMarks) check(ctx context.Context, store Store, goodsNo int32) bool {
 	called := time.Now()
 	for range 2 { // the read in flight, if it began too early, then one of its own
-		marked, expired := m.state(goodsNo)
-		if marked && !expired {
-			m.renewAhead(store, goodsNo)
-		}
+		marked, expired := m.stateRenewing(store, goodsNo)
 		if !marked || !expired {
 			return marked
 		}
@@ -321,19 +318,24 @@ func (m *SoldOutMarks) check(ctx context.Context, store Store, goodsNo int32) bo
 	return false // the purchase finds out for itself
 }
 
-// renewAhead starts, once less than half of goodsNo's mark is left and
-// no renewal runs, the read that renews it (probe) in the background: the
-// buyers who come when it ends find it renewed, instead of all waiting for
-// the read. That read opened a connection to MariaDB when it came: make
+// stateRenewing is state and, under the same lock, for a mark still
+// trusted with less than half of it left and no renewal running, starts
+// the read that renews it (probe) in the background: the buyers who come
+// when it ends find it renewed, instead of all waiting for the read. That read opened a connection to MariaDB when it came: make
 // bench-shop (k), allot with a busy loop on the shops' CPU, measured 520-540
 // ms of a 560 ms read getting the connection, and the buyers who came as
 // the mark ended heard sold_out 1.1-1.8 s late. A renewed mark says what an
 // ended one followed by its read says: sold out as of the read's start.
-func (m *SoldOutMarks) renewAhead(store Store, goodsNo int32) {
+func (m *SoldOutMarks) stateRenewing(store Store, goodsNo int32) (marked, expired bool) {
+	if m == nil {
+		return false, false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.renewing[goodsNo] || time.Until(m.until[goodsNo]) > m.ttl/2 {
-		return
+	until, ok := m.until[goodsNo]
+	left := time.Until(until)
+	if !ok || left < 0 || m.renewing[goodsNo] || left > m.ttl/2 {
+		return ok, ok && left < 0
 	}
 	m.renewing[goodsNo] = true
 	go func() {
@@ -342,6 +344,7 @@ func (m *SoldOutMarks) renewAhead(store Store, goodsNo int32) {
 		delete(m.renewing, goodsNo)
 		m.mu.Unlock()
 	}()
+	return true, false
 }
 
 // probeResult is a probe's answer: sold out or not, by a read that began

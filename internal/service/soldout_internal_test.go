@@ -77,7 +77,7 @@ func TestASoldOutMarkEndsBeforeAnExpiredPieceCanBeBack(t *testing.T) {
 // A mark with less than half of its time left is renewed by a read in the
 // background, one at a time, and the buyers who come meanwhile are
 // answered from it at once: when it would have ended, it is renewed, and
-// nobody waits for the read. Without renewAhead the buyer who came as the
+// nobody waits for the read. Without stateRenewing the buyer who came as the
 // mark ended waited for the whole read (a new connection to MariaDB in
 // make bench-shop (k): 0.5-1.1 s).
 func TestASoldOutMarkIsRenewedBeforeItEnds(t *testing.T) {
